@@ -1,0 +1,213 @@
+#include "spyre/sim/host_transfer.h"
+#include "spyre/isa/dl16.h"
+#include "spyre/isa/error.h"
+#include <cstring>
+#include <string>
+
+namespace spyre::sim {
+
+LayoutMapping mapLayout(const SpyreTensorLayout &layout, const std::vector<int64_t> &hostSizes,
+                        const std::vector<int64_t> &refStrides) {
+  size_t nd = layout.device_size.size();
+  size_t rank = hostSizes.size();
+  LayoutMapping m;
+  m.hostSizes = hostSizes;
+  m.dims.resize(nd);
+  std::vector<int64_t> expected(refStrides), extent(rank, 1);
+  std::vector<bool> done(rank, false);
+  for (size_t d = 0; d < rank; ++d)
+    done[d] = hostSizes[d] <= 1;
+  for (int64_t j = static_cast<int64_t>(nd) - 1; j >= 0; --j) {
+    int64_t sm = layout.stride_map[j], ds = layout.device_size[j];
+    auto &dim = m.dims[j];
+    if (sm == 0) {
+      dim.broadcast = true;
+      continue;
+    }
+    if (sm == -1 || ds == 1)
+      continue;
+    int best = -1;
+    for (size_t d = 0; d < rank; ++d) {
+      if (done[d] || expected[d] != sm)
+        continue;
+      // Prefer continuing a dim already partly covered (the tile of a stick dim).
+      if (best == -1 || (extent[d] > 1 && extent[best] == 1))
+        best = static_cast<int>(d);
+    }
+    if (best == -1)
+      throw Unsupported("layout " + layout.str() + " does not match a host tensor of that " +
+                        "shape and strides (device dim " + std::to_string(j) + ")");
+    dim.hostDim = best;
+    dim.mult = extent[best];
+    extent[best] *= ds;
+    expected[best] = sm * ds;
+    if (extent[best] >= hostSizes[best])
+      done[best] = true;
+  }
+  for (size_t d = 0; d < rank; ++d)
+    if (!done[d])
+      throw Unsupported("layout " + layout.str() + " does not cover host dim " +
+                        std::to_string(d) + " of size " + std::to_string(hostSizes[d]));
+  return m;
+}
+
+namespace {
+
+// Visits every stick of the layout: fn(stickIndex, hostBase, validCount, hostStep) where the
+// stick's element e (< validCount) lives at host element offset hostBase + e*hostStep, or
+// fn receives validCount = 0 when the whole stick is padding.
+template <typename Fn>
+void forEachStick(const SpyreTensorLayout &layout, const LayoutMapping &map,
+                  const std::vector<int64_t> &hostStrides, Fn fn) {
+  size_t nd = layout.device_size.size();
+  size_t rank = map.hostSizes.size();
+  const auto &elem = map.dims[nd - 1];
+  int64_t eps = layout.device_size[nd - 1];
+  int64_t nsticks = 1;
+  for (size_t j = 0; j + 1 < nd; ++j)
+    nsticks *= layout.device_size[j];
+  std::vector<int64_t> coord(nd, 0), hc(rank);
+  for (int64_t s = 0; s < nsticks; ++s) {
+    std::fill(hc.begin(), hc.end(), 0);
+    bool valid = true;
+    for (size_t j = 0; j + 1 < nd; ++j) {
+      const auto &dm = map.dims[j];
+      if (dm.broadcast)
+        continue;
+      if (dm.hostDim < 0) {
+        valid &= coord[j] == 0;
+        continue;
+      }
+      hc[dm.hostDim] += coord[j] * dm.mult;
+    }
+    int64_t count = 0, base = 0, step = 0;
+    if (valid) {
+      for (size_t d = 0; d < rank; ++d)
+        if (d != static_cast<size_t>(elem.hostDim) && hc[d] >= map.hostSizes[d])
+          valid = false;
+    }
+    if (valid) {
+      if (elem.broadcast) {
+        count = eps;
+      } else if (elem.hostDim < 0) {
+        count = 1; // sparse / synthetic stick: only element 0 is real
+      } else {
+        int64_t start = hc[elem.hostDim];
+        int64_t size = map.hostSizes[elem.hostDim];
+        count = start >= size ? 0 : std::min<int64_t>(eps, (size - start + elem.mult - 1) / elem.mult);
+        step = elem.mult * hostStrides[elem.hostDim];
+      }
+      for (size_t d = 0; d < rank; ++d)
+        base += hc[d] * hostStrides[d];
+    }
+    fn(s, base, count, step);
+    for (int64_t j = static_cast<int64_t>(nd) - 2; j >= 0; --j) {
+      if (++coord[j] < layout.device_size[j])
+        break;
+      coord[j] = 0;
+    }
+  }
+}
+
+template <typename T> T loadAs(const void *p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+} // namespace
+
+void copyHostToDevice(const HostTensor &src, const SpyreTensorLayout &layout,
+                      const LayoutMapping &map, uint8_t *dev) {
+  const int64_t hb = hostTypeBytes(src.type);
+  const DataFormat f = layout.device_dtype;
+  const int64_t db = bytesPerElem(f);
+  auto *h = static_cast<const uint8_t *>(src.data);
+  auto convert = [&](const uint8_t *in, uint8_t *out) {
+    switch (src.type) {
+    case HostType::F16: {
+      uint16_t v = dl16::fromHalf(loadAs<uint16_t>(in));
+      std::memcpy(out, &v, 2);
+      return;
+    }
+    case HostType::BF16: {
+      uint16_t v = dl16::fromBf16(loadAs<uint16_t>(in));
+      std::memcpy(out, &v, 2);
+      return;
+    }
+    case HostType::Bool: {
+      uint16_t v = dl16::fromFloat(*in ? 1.0f : 0.0f);
+      std::memcpy(out, &v, 2);
+      return;
+    }
+    case HostType::I64: {
+      int32_t v = static_cast<int32_t>(loadAs<int64_t>(in));
+      std::memcpy(out, &v, 4);
+      return;
+    }
+    default:
+      std::memcpy(out, in, db);
+    }
+  };
+  bool ok = (f == DataFormat::SEN169_FP16 &&
+             (src.type == HostType::F16 || src.type == HostType::BF16 || src.type == HostType::Bool)) ||
+            (f == DataFormat::IEEE_FP32 && src.type == HostType::F32) ||
+            (f == DataFormat::IEEE_INT32 && (src.type == HostType::I32 || src.type == HostType::I64)) ||
+            (f == DataFormat::SENINT8 && src.type == HostType::I8);
+  if (!ok)
+    throw Unsupported("host-to-device copy of " + std::string(hostTypeName(src.type)) + " into " +
+                      std::string(dataFormatName(f)));
+  forEachStick(layout, map, src.strides, [&](int64_t s, int64_t base, int64_t count, int64_t step) {
+    uint8_t *stick = dev + s * kStickBytes;
+    std::memset(stick, 0, kStickBytes);
+    for (int64_t e = 0; e < count; ++e)
+      convert(h + (base + e * step) * hb, stick + e * db);
+  });
+}
+
+void copyDeviceToHost(const uint8_t *dev, const SpyreTensorLayout &layout,
+                      const LayoutMapping &map, const HostTensor &dst) {
+  const int64_t hb = hostTypeBytes(dst.type);
+  const DataFormat f = layout.device_dtype;
+  const int64_t db = bytesPerElem(f);
+  auto *h = static_cast<uint8_t *>(dst.data);
+  auto convert = [&](const uint8_t *in, uint8_t *out) {
+    switch (dst.type) {
+    case HostType::F16: {
+      uint16_t v = dl16::toHalf(loadAs<uint16_t>(in));
+      std::memcpy(out, &v, 2);
+      return;
+    }
+    case HostType::BF16: {
+      uint16_t v = dl16::toBf16(loadAs<uint16_t>(in));
+      std::memcpy(out, &v, 2);
+      return;
+    }
+    case HostType::Bool:
+      *out = dl16::toFloat(loadAs<uint16_t>(in)) != 0.0f;
+      return;
+    case HostType::I64: {
+      int64_t v = loadAs<int32_t>(in);
+      std::memcpy(out, &v, 8);
+      return;
+    }
+    default:
+      std::memcpy(out, in, db);
+    }
+  };
+  bool ok = (f == DataFormat::SEN169_FP16 &&
+             (dst.type == HostType::F16 || dst.type == HostType::BF16 || dst.type == HostType::Bool)) ||
+            (f == DataFormat::IEEE_FP32 && dst.type == HostType::F32) ||
+            (f == DataFormat::IEEE_INT32 && (dst.type == HostType::I32 || dst.type == HostType::I64)) ||
+            (f == DataFormat::SENINT8 && dst.type == HostType::I8);
+  if (!ok)
+    throw Unsupported("device-to-host copy of " + std::string(dataFormatName(f)) + " into " +
+                      std::string(hostTypeName(dst.type)));
+  forEachStick(layout, map, dst.strides, [&](int64_t s, int64_t base, int64_t count, int64_t step) {
+    const uint8_t *stick = dev + s * kStickBytes;
+    for (int64_t e = 0; e < count; ++e)
+      convert(stick + e * db, h + (base + e * step) * hb);
+  });
+}
+
+} // namespace spyre::sim
