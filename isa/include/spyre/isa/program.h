@@ -1,0 +1,107 @@
+// The in-memory form of a Spyre kernel: per-core programs of structured instructions.
+#pragma once
+#include "spyre/isa/error.h"
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace spyre::isa {
+
+enum class Opcode : uint8_t {
+#define INST(E, M, U, O, F, T, S) E,
+#include "spyre/isa/instructions.def"
+#undef INST
+};
+
+enum class Unit : uint8_t { Scalar, Dma, Lsu, Sfp, Pt, Ring, Sync };
+enum class TimingClass : uint8_t { Scalar, Dma, Lsu, Sfp, SfpTrans, Sync, Barrier };
+enum class Format : uint8_t { None, DL16, F32, I32 };
+
+enum : uint8_t { FMT_NONE = 0, FMT_DL16 = 1, FMT_F32 = 2, FMT_I32 = 4 };
+
+struct OpInfo {
+  Opcode op;
+  std::string_view mnemonic;
+  Unit unit;
+  std::string_view operands;
+  uint8_t formats;
+  TimingClass timing;
+  std::string_view semantics;
+};
+
+const OpInfo &opInfo(Opcode op);
+const std::vector<OpInfo> &allOps();
+std::string_view formatName(Format f);
+std::string_view unitName(Unit u);
+
+constexpr int kNumSRegs = 32;  // r0 = core id (read-only)
+constexpr int kNumVRegs = 16;
+constexpr int kNumTokens = 16;
+constexpr int kLanes = 64;     // vector register: 64 fp32 lanes (a DL16 stick widened)
+
+/// lx[rBase + offset]; rBase = -1 for an absolute address.
+struct LxAddr {
+  int base = -1;
+  int64_t offset = 0;
+};
+/// ddr[arg + rBase + offset]
+struct DdrAddr {
+  int arg = 0;
+  int base = -1;
+  int64_t offset = 0;
+};
+/// Copy shape (n2, n1, n0) in sticks; strides in bytes for dims 2 and 1.
+struct DmaShape {
+  std::array<int64_t, 3> n{1, 1, 1};
+  std::array<int64_t, 2> ddrStride{0, 0};
+  std::array<int64_t, 2> lxStride{0, 0};
+  /// Contiguous strides for shape n: stride1 = n0*128, stride2 = n1*stride1.
+  static std::array<int64_t, 2> dense(const std::array<int64_t, 3> &n) {
+    return {n[1] * n[2] * 128, n[2] * 128};
+  }
+  int64_t sticks() const { return n[0] * n[1] * n[2]; }
+};
+
+struct Instr {
+  Opcode op = Opcode::Bar;
+  Format fmt = Format::None;
+  std::array<int, 3> v{-1, -1, -1};  ///< vector registers in operand order
+  std::array<int, 2> r{-1, -1};      ///< scalar registers in operand order
+  int64_t imm = 0;                   ///< I operand / loop count
+  float fimm = 0;                    ///< F operand
+  LxAddr lx;
+  DdrAddr ddr;
+  DmaShape dma;
+  int outToken = -1;                 ///< O operand
+  std::vector<int> tokens;           ///< T operand
+  std::vector<int64_t> table;        ///< X operand
+  std::vector<Instr> body;           ///< loop body
+  int line = 0;                      ///< source line in a parsed listing (0 if generated)
+};
+
+/// The program run by the cores firstCore..lastCore (SPMD: r0 and tbl make it per-core).
+struct CoreProgram {
+  int firstCore = 0;
+  int lastCore = 0;
+  std::vector<Instr> body;
+};
+
+struct Kernel {
+  std::string name = "kernel";
+  int numCores = 1;
+  std::vector<std::string> args;     ///< argument names; DDR bases bound at launch
+  std::vector<CoreProgram> programs; ///< disjoint core ranges covering 0..numCores-1
+  /// Free-form attributes printed in the header comment (op, format); not semantic.
+  std::string comment;
+
+  const CoreProgram *programFor(int core) const;
+  /// Number of phases (top-level `bar`s + 1) of the program for core 0.
+  int numPhases() const;
+};
+
+/// Top-level instruction ranges of each phase of a program (split at `bar`).
+std::vector<std::pair<size_t, size_t>> phaseRanges(const CoreProgram &p);
+
+} // namespace spyre::isa

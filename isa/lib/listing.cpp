@@ -1,0 +1,536 @@
+#include "spyre/isa/listing.h"
+#include <charconv>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+namespace spyre::isa {
+
+// ---------------------------------------------------------------------------------------------
+// Printer
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+std::string hex(int64_t v) {
+  std::ostringstream os;
+  if (v < 0)
+    os << "-0x" << std::hex << -v;
+  else
+    os << "0x" << std::hex << v;
+  return os.str();
+}
+
+std::string floatText(float f) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, f);
+  return std::string(buf, r.ptr);
+}
+
+std::string lxText(const LxAddr &a) {
+  if (a.base < 0)
+    return "lx[" + hex(a.offset) + "]";
+  std::string s = "lx[r" + std::to_string(a.base);
+  if (a.offset != 0)
+    s += (a.offset < 0 ? "-" : "+") + hex(a.offset < 0 ? -a.offset : a.offset);
+  return s + "]";
+}
+
+std::string ddrText(const DdrAddr &a, const Kernel &k) {
+  std::string s = "ddr[" + (a.arg >= 0 && a.arg < static_cast<int>(k.args.size())
+                                ? k.args[a.arg]
+                                : "arg" + std::to_string(a.arg));
+  if (a.base >= 0)
+    s += "+r" + std::to_string(a.base);
+  if (a.offset != 0)
+    s += (a.offset < 0 ? "-" : "+") + hex(a.offset < 0 ? -a.offset : a.offset);
+  return s + "]";
+}
+
+std::string shapeText(const DmaShape &d) {
+  std::string s = "shape=(" + std::to_string(d.n[0]) + "," + std::to_string(d.n[1]) + "," +
+                  std::to_string(d.n[2]) + ")";
+  auto dense = DmaShape::dense(d.n);
+  if (d.ddrStride != dense)
+    s += ", ddr.stride=(" + std::to_string(d.ddrStride[0]) + "," + std::to_string(d.ddrStride[1]) + ")";
+  if (d.lxStride != dense)
+    s += ", lx.stride=(" + std::to_string(d.lxStride[0]) + "," + std::to_string(d.lxStride[1]) + ")";
+  return s;
+}
+
+} // namespace
+
+std::string printInstr(const Instr &in, const Kernel &k, int indent) {
+  const OpInfo &info = opInfo(in.op);
+  std::string s(indent, ' ');
+  std::string mn(info.mnemonic);
+  if (in.fmt != Format::None)
+    mn += "." + std::string(formatName(in.fmt));
+  s += mn;
+  std::string_view ops = info.operands;
+  int vi = 0, ri = 0;
+  bool first = true;
+  size_t pos = 0;
+  while (pos < ops.size()) {
+    char kind = ops[pos];
+    pos += 2;
+    std::string t;
+    switch (kind) {
+    case 'V': t = "v" + std::to_string(in.v[vi++]); break;
+    case 'R': t = "r" + std::to_string(in.r[ri++]); break;
+    case 'I': t = std::to_string(in.imm); break;
+    case 'F': t = floatText(in.fimm); break;
+    case 'L': t = lxText(in.lx); break;
+    case 'D': t = ddrText(in.ddr, k); break;
+    case 'S': t = shapeText(in.dma); break;
+    case 'X': {
+      t = "[";
+      for (size_t i = 0; i < in.table.size(); ++i)
+        t += (i ? ", " : "") + std::to_string(in.table[i]);
+      t += "]";
+      break;
+    }
+    case 'T':
+      for (size_t i = 0; i < in.tokens.size(); ++i)
+        t += (i ? ", t" : "t") + std::to_string(in.tokens[i]);
+      break;
+    case 'O':
+      s += " -> t" + std::to_string(in.outToken);
+      continue;
+    case 'N': {
+      s += " " + std::to_string(in.imm) + " {\n";
+      for (const auto &b : in.body)
+        s += printInstr(b, k, indent + 4);
+      s += std::string(indent, ' ') + "}\n";
+      return s;
+    }
+    }
+    if (first) {
+      s.append(std::max<size_t>(1, 10 > mn.size() ? 10 - mn.size() : 1), ' ');
+      first = false;
+    } else {
+      s += ", ";
+    }
+    s += t;
+  }
+  return s + "\n";
+}
+
+std::string printKernel(const Kernel &k) {
+  std::string s;
+  if (!k.comment.empty())
+    s += "; " + k.comment + "\n";
+  s += ".kernel " + k.name + " cores=" + std::to_string(k.numCores) + "\n";
+  s += ".args";
+  for (const auto &a : k.args)
+    s += " " + a;
+  s += "\n";
+  for (const auto &p : k.programs) {
+    s += ".core " + std::to_string(p.firstCore);
+    if (p.lastCore != p.firstCore)
+      s += ".." + std::to_string(p.lastCore);
+    s += "\n";
+    for (const auto &in : p.body)
+      s += printInstr(in, k, 4);
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parser
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+class Parser {
+public:
+  Parser(std::string_view text, std::string_view source) : text_(text), source_(source) {}
+
+  Kernel parse() {
+    Kernel k;
+    bool sawKernel = false;
+    std::vector<std::vector<Instr> *> stack; // open loop bodies
+    CoreProgram *cur = nullptr;
+    while (nextLine()) {
+      skipWs();
+      if (atEnd() || peek() == ';') {
+        // The header comment of a printed listing round-trips.
+        if (!atEnd() && !sawKernel && k.comment.empty() && line_.size() > 2 && line_[1] == ' ')
+          k.comment = std::string(line_.substr(2));
+        continue;
+      }
+      if (peek() == '.') {
+        std::string d = ident();
+        if (d == ".kernel") {
+          skipWs();
+          k.name = ident();
+          if (k.name.empty())
+            fail("kernel name");
+          skipWs();
+          expectWord("cores=");
+          k.numCores = static_cast<int>(integer());
+          if (k.numCores < 1 || k.numCores > 32)
+            fail("cores between 1 and 32", std::to_string(k.numCores));
+          sawKernel = true;
+        } else if (d == ".args") {
+          for (skipWs(); !atEnd() && peek() != ';'; skipWs())
+            k.args.push_back(ident());
+        } else if (d == ".core") {
+          if (!stack.empty())
+            fail("'}' closing the loop before .core");
+          skipWs();
+          CoreProgram p;
+          p.firstCore = p.lastCore = static_cast<int>(integer());
+          if (match(".."))
+            p.lastCore = static_cast<int>(integer());
+          if (p.firstCore < 0 || p.lastCore < p.firstCore || p.lastCore >= k.numCores)
+            fail("core range inside 0.." + std::to_string(k.numCores - 1));
+          k.programs.push_back(std::move(p));
+          cur = &k.programs.back();
+        } else {
+          fail("directive .kernel, .args or .core", d);
+        }
+        endOfLine();
+        continue;
+      }
+      if (peek() == '}') {
+        ++col_;
+        if (stack.empty())
+          fail("an instruction ('}' without an open loop)");
+        stack.pop_back();
+        endOfLine();
+        continue;
+      }
+      if (!sawKernel)
+        fail(".kernel directive before instructions");
+      if (!cur)
+        fail(".core directive before instructions");
+      Instr in = instruction(k);
+      std::vector<Instr> &dst = stack.empty() ? cur->body : *stack.back();
+      dst.push_back(std::move(in));
+      if (dst.back().op == Opcode::Loop)
+        stack.push_back(&dst.back().body);
+    }
+    if (!stack.empty())
+      fail("'}' before end of input");
+    if (!sawKernel)
+      fail(".kernel directive");
+    return k;
+  }
+
+private:
+  std::string_view text_, source_, line_;
+  size_t next_ = 0, col_ = 0;
+  int lineNo_ = 0;
+
+  bool nextLine() {
+    if (next_ >= text_.size())
+      return false;
+    size_t e = text_.find('\n', next_);
+    if (e == std::string_view::npos)
+      e = text_.size();
+    line_ = text_.substr(next_, e - next_);
+    next_ = e + 1;
+    col_ = 0;
+    ++lineNo_;
+    return true;
+  }
+  bool atEnd() const { return col_ >= line_.size(); }
+  char peek() const { return atEnd() ? '\0' : line_[col_]; }
+  void skipWs() {
+    while (!atEnd() && (peek() == ' ' || peek() == '\t' || peek() == '\r'))
+      ++col_;
+  }
+  [[noreturn]] void fail(const std::string &expected, std::string got = "") const {
+    if (got.empty()) {
+      size_t e = col_;
+      while (e < line_.size() && line_[e] != ' ' && line_[e] != ',')
+        ++e;
+      got = atEnd() ? "end of line" : "'" + std::string(line_.substr(col_, e - col_)) + "'";
+    } else {
+      got = "'" + got + "'";
+    }
+    throw Error(std::string(source_) + ":" + std::to_string(lineNo_) + ":" +
+                std::to_string(col_ + 1) + ": expected " + expected + ", got " + got);
+  }
+  bool match(std::string_view s) {
+    if (line_.substr(col_, s.size()) == s) {
+      col_ += s.size();
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    skipWs();
+    if (peek() != c)
+      fail(std::string("'") + c + "'");
+    ++col_;
+  }
+  void expectWord(std::string_view w) {
+    skipWs();
+    if (!match(w))
+      fail("'" + std::string(w) + "'");
+  }
+  void endOfLine() {
+    skipWs();
+    if (!atEnd() && peek() != ';')
+      fail("end of line");
+  }
+  std::string ident() {
+    size_t s = col_;
+    while (!atEnd() && (isalnum(static_cast<unsigned char>(peek())) || peek() == '_' ||
+                        peek() == '.' || peek() == '-'))
+      ++col_;
+    return std::string(line_.substr(s, col_ - s));
+  }
+  int64_t integer() {
+    skipWs();
+    size_t s = col_;
+    bool neg = match("-");
+    int base = 10;
+    if (match("0x") || match("0X"))
+      base = 16;
+    size_t ds = col_;
+    while (!atEnd() && isxdigit(static_cast<unsigned char>(peek())))
+      ++col_;
+    int64_t v = 0;
+    auto r = std::from_chars(line_.data() + ds, line_.data() + col_, v, base);
+    if (r.ec != std::errc() || r.ptr != line_.data() + col_ || ds == col_) {
+      col_ = s;
+      fail("an integer");
+    }
+    return neg ? -v : v;
+  }
+  float floating() {
+    skipWs();
+    size_t s = col_;
+    while (!atEnd() && peek() != ',' && peek() != ' ' && peek() != ';')
+      ++col_;
+    float f = 0;
+    auto tok = line_.substr(s, col_ - s);
+    auto r = std::from_chars(tok.data(), tok.data() + tok.size(), f);
+    if (r.ec != std::errc() || r.ptr != tok.data() + tok.size()) {
+      col_ = s;
+      fail("a float immediate");
+    }
+    return f;
+  }
+  int reg(char prefix, int count, const char *what) {
+    skipWs();
+    if (peek() != prefix)
+      fail(std::string(what) + " " + prefix + "0.." + prefix + std::to_string(count - 1));
+    size_t s = col_++;
+    int64_t n = 0;
+    size_t ds = col_;
+    while (!atEnd() && isdigit(static_cast<unsigned char>(peek())))
+      n = n * 10 + (line_[col_++] - '0');
+    if (ds == col_ || n >= count) {
+      col_ = s;
+      fail(std::string(what) + " " + prefix + "0.." + prefix + std::to_string(count - 1));
+    }
+    return static_cast<int>(n);
+  }
+  // +0x10 / -16 / nothing
+  int64_t optOffset() {
+    skipWs();
+    if (peek() == '+') {
+      ++col_;
+      return integer();
+    }
+    if (peek() == '-')
+      return integer();
+    return 0;
+  }
+  LxAddr lxAddr() {
+    skipWs();
+    if (!match("lx["))
+      fail("an LX address lx[...]");
+    LxAddr a;
+    skipWs();
+    if (peek() == 'r') {
+      a.base = reg('r', kNumSRegs, "a scalar register");
+      a.offset = optOffset();
+    } else {
+      a.offset = integer();
+    }
+    expect(']');
+    return a;
+  }
+  DdrAddr ddrAddr(const Kernel &k) {
+    skipWs();
+    if (!match("ddr["))
+      fail("a DDR address ddr[arg+...]");
+    skipWs();
+    size_t s = col_;
+    std::string name;
+    while (!atEnd() && (isalnum(static_cast<unsigned char>(peek())) || peek() == '_'))
+      name += line_[col_++];
+    DdrAddr a;
+    a.arg = -1;
+    for (size_t i = 0; i < k.args.size(); ++i)
+      if (k.args[i] == name)
+        a.arg = static_cast<int>(i);
+    if (a.arg < 0) {
+      col_ = s;
+      fail("a kernel argument name declared by .args");
+    }
+    skipWs();
+    if (line_.substr(col_, 2) == "+r") {
+      ++col_;
+      a.base = reg('r', kNumSRegs, "a scalar register");
+    }
+    a.offset = optOffset();
+    expect(']');
+    return a;
+  }
+  std::array<int64_t, 2> pair() {
+    expect('(');
+    std::array<int64_t, 2> p{};
+    p[0] = integer();
+    expect(',');
+    p[1] = integer();
+    expect(')');
+    return p;
+  }
+  DmaShape shape() {
+    DmaShape d;
+    expectWord("shape=");
+    expect('(');
+    for (int i = 0; i < 3; ++i) {
+      if (i)
+        expect(',');
+      d.n[i] = integer();
+    }
+    expect(')');
+    d.ddrStride = d.lxStride = DmaShape::dense(d.n);
+    skipWs();
+    size_t save = col_;
+    if (match(",")) {
+      skipWs();
+      if (match("ddr.stride=")) {
+        d.ddrStride = pair();
+        save = col_;
+        skipWs();
+        if (!match(","))
+          return d;
+        skipWs();
+      }
+      if (match("lx.stride=")) {
+        d.lxStride = pair();
+        return d;
+      }
+      col_ = save;
+    }
+    return d;
+  }
+
+  Instr instruction(const Kernel &k) {
+    size_t start = col_;
+    std::string word = ident();
+    Instr in;
+    in.line = lineNo_;
+    const OpInfo *info = nullptr;
+    std::string fmtName;
+    for (const auto &o : allOps())
+      if (o.mnemonic == word)
+        info = &o;
+    if (!info) {
+      size_t dot = word.rfind('.');
+      if (dot != std::string::npos) {
+        std::string base = word.substr(0, dot);
+        for (const auto &o : allOps())
+          if (o.mnemonic == base)
+            info = &o;
+        fmtName = word.substr(dot + 1);
+      }
+    }
+    if (!info) {
+      col_ = start;
+      fail("an instruction mnemonic");
+    }
+    in.op = info->op;
+    if (info->formats == FMT_NONE) {
+      if (!fmtName.empty()) {
+        col_ = start;
+        fail("'" + std::string(info->mnemonic) + "' without a format suffix", word);
+      }
+    } else {
+      if (fmtName == "dl16" && (info->formats & FMT_DL16))
+        in.fmt = Format::DL16;
+      else if (fmtName == "f32" && (info->formats & FMT_F32))
+        in.fmt = Format::F32;
+      else if (fmtName == "i32" && (info->formats & FMT_I32))
+        in.fmt = Format::I32;
+      else {
+        col_ = start;
+        std::string allowed;
+        if (info->formats & FMT_DL16) allowed += " ." + std::string(info->mnemonic) + ".dl16";
+        if (info->formats & FMT_F32) allowed += " ." + std::string(info->mnemonic) + ".f32";
+        if (info->formats & FMT_I32) allowed += " ." + std::string(info->mnemonic) + ".i32";
+        fail("a format suffix, one of" + allowed, word);
+      }
+    }
+    std::string_view ops = info->operands;
+    int vi = 0, ri = 0;
+    bool first = true;
+    for (size_t pos = 0; pos < ops.size(); pos += 2) {
+      char kind = ops[pos];
+      if (kind == 'O') {
+        expectWord("->");
+        skipWs();
+        in.outToken = reg('t', kNumTokens, "a token");
+        continue;
+      }
+      if (kind == 'N') {
+        in.imm = integer();
+        if (in.imm < 0)
+          fail("a non-negative loop count", std::to_string(in.imm));
+        expect('{');
+        endOfLine();
+        return in;
+      }
+      if (!first)
+        expect(',');
+      first = false;
+      switch (kind) {
+      case 'V': in.v[vi++] = reg('v', kNumVRegs, "a vector register"); break;
+      case 'R': in.r[ri++] = reg('r', kNumSRegs, "a scalar register"); break;
+      case 'I': in.imm = integer(); break;
+      case 'F': in.fimm = floating(); break;
+      case 'L': in.lx = lxAddr(); break;
+      case 'D': in.ddr = ddrAddr(k); break;
+      case 'S': in.dma = shape(); break;
+      case 'X': {
+        expect('[');
+        skipWs();
+        if (peek() != ']') {
+          in.table.push_back(integer());
+          for (skipWs(); peek() == ','; skipWs()) {
+            ++col_;
+            in.table.push_back(integer());
+          }
+        }
+        expect(']');
+        break;
+      }
+      case 'T': {
+        skipWs();
+        in.tokens.push_back(reg('t', kNumTokens, "a token"));
+        for (skipWs(); peek() == ','; skipWs()) {
+          ++col_;
+          in.tokens.push_back(reg('t', kNumTokens, "a token"));
+        }
+        break;
+      }
+      }
+    }
+    endOfLine();
+    return in;
+  }
+};
+
+} // namespace
+
+Kernel parseKernel(std::string_view text, std::string_view source) {
+  return Parser(text, source).parse();
+}
+
+} // namespace spyre::isa

@@ -1,0 +1,272 @@
+#include "lowering.h"
+#include "spyre/isa/semantics.h"
+#include "spyre/sim/machine.h"
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace spyre::jit {
+
+using namespace llvm;
+using isa::Format;
+using isa::Instr;
+using isa::Opcode;
+
+std::string phaseSymbol(const isa::Kernel &k, size_t program, size_t phase) {
+  return "spyre_" + k.name + "_c" + std::to_string(program) + "_p" + std::to_string(phase);
+}
+
+namespace {
+
+constexpr unsigned kLanes = isa::kLanes;
+
+class FunctionLowering {
+public:
+  FunctionLowering(Module &m, const isa::Kernel &k, const isa::CoreProgram &prog, Function *f)
+      : m_(m), k_(k), prog_(prog), f_(f), ctx_(m.getContext()), b_(ctx_) {
+    i8_ = b_.getInt8Ty();
+    i16_ = b_.getInt16Ty();
+    i32_ = b_.getInt32Ty();
+    i64_ = b_.getInt64Ty();
+    f32_ = b_.getFloatTy();
+    ptr_ = b_.getPtrTy();
+    vf_ = FixedVectorType::get(f32_, kLanes);
+    vi32_ = FixedVectorType::get(i32_, kLanes);
+    vi16_ = FixedVectorType::get(i16_, kLanes);
+  }
+
+  void lower(size_t begin, size_t end) {
+    BasicBlock *entry = BasicBlock::Create(ctx_, "entry", f_);
+    b_.SetInsertPoint(entry);
+    core_ = f_->getArg(0);
+    ddr_ = f_->getArg(1);
+    argBase_ = f_->getArg(2);
+    lx_ = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(i8_, core_, offsetof(sim::CoreState, lx)), "lx");
+    // Registers live in allocas for the whole phase (SROA/mem2reg promote them) and are
+    // written back to CoreState at the end, so machine state matches the interpreter.
+    for (int i = 0; i < isa::kNumSRegs; ++i) {
+      sreg_[i] = b_.CreateAlloca(i64_, nullptr, "r" + std::to_string(i));
+      b_.CreateStore(b_.CreateLoad(i64_, sregPtr(i)), sreg_[i]);
+    }
+    for (int i = 0; i < isa::kNumVRegs; ++i) {
+      vreg_[i] = b_.CreateAlloca(vf_, nullptr, "v" + std::to_string(i));
+      b_.CreateStore(b_.CreateAlignedLoad(vf_, vregPtr(i), Align(64)), vreg_[i]);
+    }
+    for (size_t i = begin; i < end; ++i)
+      lowerInstr(prog_.body[i]);
+    for (int i = 1; i < isa::kNumSRegs; ++i)
+      b_.CreateStore(b_.CreateLoad(i64_, sreg_[i]), sregPtr(i));
+    for (int i = 0; i < isa::kNumVRegs; ++i)
+      b_.CreateAlignedStore(b_.CreateLoad(vf_, vreg_[i]), vregPtr(i), Align(64));
+    b_.CreateRetVoid();
+  }
+
+private:
+  Module &m_;
+  const isa::Kernel &k_;
+  const isa::CoreProgram &prog_;
+  Function *f_;
+  LLVMContext &ctx_;
+  IRBuilder<> b_;
+  Type *i8_, *i16_, *i32_, *i64_, *f32_, *ptr_;
+  FixedVectorType *vf_, *vi32_, *vi16_;
+  Value *core_ = nullptr, *ddr_ = nullptr, *argBase_ = nullptr, *lx_ = nullptr;
+  Value *sreg_[isa::kNumSRegs] = {};
+  Value *vreg_[isa::kNumVRegs] = {};
+  int tblCount_ = 0;
+
+  Value *sregPtr(int i) { return b_.CreateConstInBoundsGEP1_64(i8_, core_, offsetof(sim::CoreState, r) + 8 * i); }
+  Value *vregPtr(int i) {
+    return b_.CreateConstInBoundsGEP1_64(i8_, core_, offsetof(sim::CoreState, v) + 4 * kLanes * i);
+  }
+  Value *readS(int r) { return r < 0 ? static_cast<Value *>(b_.getInt64(0)) : b_.CreateLoad(i64_, sreg_[r]); }
+  void writeS(int r, Value *v) {
+    if (r > 0) // r0 (core id) is read-only
+      b_.CreateStore(v, sreg_[r]);
+  }
+  Value *readV(int v) { return b_.CreateLoad(vf_, vreg_[v]); }
+  void writeV(int v, Value *x) { b_.CreateStore(x, vreg_[v]); }
+
+  Value *lxAddr(const isa::LxAddr &a, Value *extra = nullptr) {
+    Value *off = b_.CreateAdd(readS(a.base), b_.getInt64(a.offset));
+    if (extra)
+      off = b_.CreateAdd(off, extra);
+    return b_.CreateInBoundsGEP(i8_, lx_, off);
+  }
+
+  Value *splat(uint32_t c) { return ConstantVector::getSplat(ElementCount::getFixed(kLanes), b_.getInt32(c)); }
+
+  // DL16 -> fp32: the integer algorithm of dl16::toFloat on 64 lanes.
+  Value *decode(Value *h16) {
+    Value *h = b_.CreateZExt(h16, vi32_);
+    Value *sign = b_.CreateShl(b_.CreateAnd(h, splat(0x8000)), splat(16));
+    Value *body = b_.CreateAnd(h, splat(0x7FFF));
+    Value *normal = b_.CreateOr(sign, b_.CreateShl(b_.CreateAdd(body, splat(96u << 9)), splat(14)));
+    Value *inf = b_.CreateOr(sign, splat(0x7F800000));
+    Value *u = b_.CreateSelect(b_.CreateICmpEQ(body, splat(0x7FFF)), inf, normal);
+    u = b_.CreateSelect(b_.CreateICmpEQ(body, splat(0)), sign, u);
+    return b_.CreateBitCast(u, vf_);
+  }
+  // fp32 -> DL16: the integer algorithm of dl16::fromFloat on 64 lanes.
+  Value *encode(Value *x) {
+    Value *u = b_.CreateBitCast(x, vi32_);
+    Value *sign = b_.CreateAnd(b_.CreateLShr(u, splat(16)), splat(0x8000));
+    Value *mag = b_.CreateAnd(u, splat(0x7FFFFFFF));
+    Value *r = b_.CreateLShr(b_.CreateAdd(mag, splat(0x2000)), splat(14));
+    Value *rel = b_.CreateSub(r, splat(96u << 9));
+    Value *code = b_.CreateSelect(b_.CreateICmpUGE(rel, splat(0x7FFF)), splat(0x7FFF), rel);
+    code = b_.CreateSelect(b_.CreateICmpULT(r, splat((96u << 9) + 1)), splat(0), code);
+    Value *res = b_.CreateOr(sign, code);
+    res = b_.CreateSelect(b_.CreateICmpUGT(mag, splat(0x7F800000)), splat(0x7FFF), res);
+    return b_.CreateTrunc(res, vi16_);
+  }
+  Value *roundTo(Format f, Value *x) { return f == Format::DL16 ? decode(encode(x)) : x; }
+
+  // Emits `for (i = 0; i < n; ++i) body(i)`; n is a compile-time constant.
+  template <typename Fn> void countedLoop(int64_t n, const char *name, Fn body) {
+    if (n <= 0)
+      return;
+    BasicBlock *pre = b_.GetInsertBlock();
+    BasicBlock *loop = BasicBlock::Create(ctx_, name, f_);
+    BasicBlock *exit = BasicBlock::Create(ctx_, std::string(name) + ".end", f_);
+    b_.CreateBr(loop);
+    b_.SetInsertPoint(loop);
+    PHINode *iv = b_.CreatePHI(i64_, 2, std::string(name) + ".i");
+    iv->addIncoming(b_.getInt64(0), pre);
+    body(iv);
+    Value *next = b_.CreateAdd(iv, b_.getInt64(1));
+    iv->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpULT(next, b_.getInt64(n)), loop, exit);
+    b_.SetInsertPoint(exit);
+  }
+
+  void lowerDma(const Instr &in, bool toLx) {
+    const auto &d = in.dma;
+    Value *argBase = b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(i64_, argBase_, in.ddr.arg));
+    Value *ddrOff = b_.CreateAdd(b_.CreateAdd(argBase, readS(in.ddr.base)), b_.getInt64(in.ddr.offset));
+    uint64_t run = d.n[2] * 128;
+    countedLoop(d.n[0], "dma2", [&](Value *i2) {
+      countedLoop(d.n[1], "dma1", [&](Value *i1) {
+        Value *lo = b_.CreateAdd(b_.CreateMul(i2, b_.getInt64(d.lxStride[0])),
+                                 b_.CreateMul(i1, b_.getInt64(d.lxStride[1])));
+        Value *dd = b_.CreateAdd(ddrOff, b_.CreateAdd(b_.CreateMul(i2, b_.getInt64(d.ddrStride[0])),
+                                                      b_.CreateMul(i1, b_.getInt64(d.ddrStride[1]))));
+        Value *lxp = lxAddr(in.lx, lo);
+        Value *ddrp = b_.CreateGEP(i8_, ddr_, dd);
+        if (toLx)
+          b_.CreateMemCpy(lxp, Align(128), ddrp, Align(128), run);
+        else
+          b_.CreateMemCpy(ddrp, Align(128), lxp, Align(128), run);
+      });
+    });
+  }
+
+  void lowerInstr(const Instr &in) {
+    switch (in.op) {
+    case Opcode::Li: writeS(in.r[0], b_.getInt64(in.imm)); return;
+    case Opcode::Addi: writeS(in.r[0], b_.CreateAdd(readS(in.r[1]), b_.getInt64(in.imm))); return;
+    case Opcode::Muli: writeS(in.r[0], b_.CreateMul(readS(in.r[1]), b_.getInt64(in.imm))); return;
+    case Opcode::Tbl: {
+      std::vector<Constant *> vals;
+      for (int64_t v : in.table)
+        vals.push_back(b_.getInt64(v));
+      auto *ty = ArrayType::get(i64_, vals.size());
+      auto *g = new GlobalVariable(m_, ty, true, GlobalValue::PrivateLinkage, ConstantArray::get(ty, vals),
+                                   f_->getName() + ".tbl" + std::to_string(tblCount_++));
+      Value *p = b_.CreateInBoundsGEP(ty, g, {b_.getInt64(0), readS(0)});
+      writeS(in.r[0], b_.CreateLoad(i64_, p));
+      return;
+    }
+    case Opcode::Loop:
+      countedLoop(in.imm, "loop", [&](Value *) {
+        for (const auto &b : in.body)
+          lowerInstr(b);
+      });
+      return;
+    case Opcode::DmaIn: lowerDma(in, true); return;
+    case Opcode::DmaOut: lowerDma(in, false); return;
+    case Opcode::Wait:
+    case Opcode::Bar: return;
+    case Opcode::Ld: {
+      Value *p = lxAddr(in.lx);
+      if (in.fmt == Format::DL16) {
+        writeV(in.v[0], decode(b_.CreateAlignedLoad(vi16_, p, Align(2))));
+      } else {
+        auto *v32 = FixedVectorType::get(f32_, 32);
+        Value *lo = b_.CreateAlignedLoad(v32, p, Align(4));
+        SmallVector<int, 64> mask;
+        for (unsigned i = 0; i < kLanes; ++i)
+          mask.push_back(i);
+        writeV(in.v[0], b_.CreateShuffleVector(lo, Constant::getNullValue(v32), mask));
+      }
+      return;
+    }
+    case Opcode::St: {
+      Value *p = lxAddr(in.lx);
+      Value *v = readV(in.v[0]);
+      if (in.fmt == Format::DL16) {
+        b_.CreateAlignedStore(encode(v), p, Align(2));
+      } else {
+        SmallVector<int, 32> mask;
+        for (unsigned i = 0; i < 32; ++i)
+          mask.push_back(i);
+        b_.CreateAlignedStore(b_.CreateShuffleVector(v, mask), p, Align(4));
+      }
+      return;
+    }
+    case Opcode::Bcast: {
+      float x = isa::roundTo(in.fmt, in.fimm);
+      writeV(in.v[0], ConstantVector::getSplat(ElementCount::getFixed(kLanes), ConstantFP::get(f32_, x)));
+      return;
+    }
+    case Opcode::Add:
+    case Opcode::Sub:
+    case Opcode::Mul: {
+      Value *a = readV(in.v[1]), *b = readV(in.v[2]);
+      Value *r = in.op == Opcode::Add ? b_.CreateFAdd(a, b)
+                 : in.op == Opcode::Sub ? b_.CreateFSub(a, b)
+                                        : b_.CreateFMul(a, b);
+      writeV(in.v[0], roundTo(in.fmt, r));
+      return;
+    }
+    case Opcode::Neg: writeV(in.v[0], roundTo(in.fmt, b_.CreateFNeg(readV(in.v[1])))); return;
+    case Opcode::Abs: {
+      Value *u = b_.CreateAnd(b_.CreateBitCast(readV(in.v[1]), vi32_), splat(0x7FFFFFFF));
+      writeV(in.v[0], roundTo(in.fmt, b_.CreateBitCast(u, vf_)));
+      return;
+    }
+    case Opcode::Relu: {
+      Value *a = readV(in.v[1]);
+      Value *zero = Constant::getNullValue(vf_);
+      writeV(in.v[0], roundTo(in.fmt, b_.CreateSelect(b_.CreateFCmpOGT(a, zero), a, zero)));
+      return;
+    }
+    }
+    throw spyre::Unsupported("JIT lowering of '" + std::string(isa::opInfo(in.op).mnemonic) + "'");
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Module> lowerKernel(const isa::Kernel &k, LLVMContext &ctx) {
+  auto m = std::make_unique<Module>("spyre_" + k.name, ctx);
+  Type *ptr = PointerType::getUnqual(ctx);
+  auto *fty = FunctionType::get(Type::getVoidTy(ctx), {ptr, ptr, ptr}, false);
+  for (size_t pi = 0; pi < k.programs.size(); ++pi) {
+    auto ranges = isa::phaseRanges(k.programs[pi]);
+    for (size_t ph = 0; ph < ranges.size(); ++ph) {
+      Function *f = Function::Create(fty, Function::ExternalLinkage, phaseSymbol(k, pi, ph), m.get());
+      f->addFnAttr(Attribute::NoUnwind);
+      for (unsigned a = 0; a < 3; ++a)
+        f->addParamAttr(a, Attribute::NoAlias);
+      FunctionLowering(*m, k, k.programs[pi], f).lower(ranges[ph].first, ranges[ph].second);
+    }
+  }
+  std::string err;
+  raw_string_ostream os(err);
+  if (verifyModule(*m, &os))
+    throw spyre::Error("internal error: invalid LLVM IR for kernel " + k.name + ": " + os.str());
+  return m;
+}
+
+} // namespace spyre::jit

@@ -1,0 +1,28 @@
+// An Engine executes one phase of one core of a kernel. The Runtime never knows which engine
+// it drives; the interpreter defines the semantics and the JIT must match it bit for bit.
+#pragma once
+#include "spyre/isa/program.h"
+#include "spyre/sim/machine.h"
+#include <memory>
+
+namespace spyre::sim {
+
+/// A kernel prepared by an engine (e.g. JIT-compiled). Immutable, shareable across threads.
+class PreparedKernel {
+public:
+  virtual ~PreparedKernel() = default;
+  virtual const isa::Kernel &kernel() const = 0;
+  virtual void runPhase(int phase, int core, CoreState &cs, const LaunchArgs &args) const = 0;
+};
+
+class Engine {
+public:
+  virtual ~Engine() = default;
+  virtual const char *name() const = 0;
+  virtual std::shared_ptr<const PreparedKernel> prepare(const isa::Kernel &k) = 0;
+};
+
+/// The reference interpreter.
+std::unique_ptr<Engine> makeInterpreter();
+
+} // namespace spyre::sim

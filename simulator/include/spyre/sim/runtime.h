@@ -1,0 +1,50 @@
+// Runs kernels as BSP phases: the cores of a phase in any order on a host thread pool, then a
+// barrier, then the next phase. Results are identical for any thread count.
+#pragma once
+#include "spyre/sim/engine.h"
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace spyre::sim {
+
+class ThreadPool {
+public:
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  /// Calls fn(i) for i in [0, n) across the pool (and the calling thread); rethrows the first
+  /// exception after all tasks finished.
+  void parallelFor(int n, const std::function<void(int)> &fn);
+
+private:
+  void work();
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_, doneCv_;
+  const std::function<void(int)> *fn_ = nullptr;
+  int n_ = 0, next_ = 0, pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+/// SPYRE_SIM_THREADS or the host's core count.
+int defaultSimThreads();
+
+class Runtime {
+public:
+  explicit Runtime(int threads = defaultSimThreads(), int cores = 32);
+  Cores &cores() { return cores_; }
+  ThreadPool &pool() { return pool_; }
+  /// Runs every phase of the kernel on all its cores.
+  void launch(const PreparedKernel &k, const LaunchArgs &args);
+
+private:
+  Cores cores_;
+  ThreadPool pool_;
+};
+
+} // namespace spyre::sim

@@ -1,0 +1,177 @@
+// The reference interpreter: defines what every instruction does. Deliberately simple; the
+// JIT is where speed comes from.
+#include "spyre/isa/semantics.h"
+#include "spyre/sim/engine.h"
+#include <cstring>
+#include <string>
+
+namespace spyre::sim {
+namespace {
+
+using namespace isa;
+
+class Interp final : public PreparedKernel {
+public:
+  explicit Interp(Kernel k) : k_(std::move(k)) {
+    for (const auto &p : k_.programs)
+      phases_.push_back(phaseRanges(p));
+  }
+  const Kernel &kernel() const override { return k_; }
+
+  void runPhase(int phase, int core, CoreState &cs, const LaunchArgs &args) const override {
+    size_t pi = 0;
+    for (; pi < k_.programs.size(); ++pi)
+      if (core >= k_.programs[pi].firstCore && core <= k_.programs[pi].lastCore)
+        break;
+    if (pi == k_.programs.size())
+      return;
+    const auto &ranges = phases_[pi];
+    if (phase >= static_cast<int>(ranges.size()))
+      return;
+    Ctx c{core, cs, args};
+    const auto &body = k_.programs[pi].body;
+    for (size_t i = ranges[phase].first; i < ranges[phase].second; ++i)
+      exec(body[i], c);
+  }
+
+private:
+  struct Ctx {
+    int core;
+    CoreState &cs;
+    const LaunchArgs &args;
+  };
+  Kernel k_;
+  std::vector<std::vector<std::pair<size_t, size_t>>> phases_;
+
+  [[noreturn]] void fault(const Instr &in, const Ctx &c, const std::string &what) const {
+    throw Error("kernel " + k_.name + ", core " + std::to_string(c.core) + ", line " +
+                std::to_string(in.line) + " (" + std::string(opInfo(in.op).mnemonic) + "): " + what);
+  }
+  int64_t reg(const Ctx &c, int r) const { return r < 0 ? 0 : c.cs.r[r]; }
+  uint8_t *lxPtr(const Instr &in, Ctx &c, const LxAddr &a, int64_t bytes) const {
+    int64_t addr = reg(c, a.base) + a.offset;
+    if (addr < 0 || addr + bytes > kLxBytes)
+      fault(in, c, "LX access [" + std::to_string(addr) + ", " + std::to_string(addr + bytes) +
+                       ") outside the 2 MiB scratchpad");
+    return c.cs.lx + addr;
+  }
+  uint8_t *ddrPtr(const Instr &in, Ctx &c, int64_t off, int64_t bytes) const {
+    int arg = in.ddr.arg;
+    if (arg < 0 || arg >= static_cast<int>(c.args.base.size()))
+      fault(in, c, "kernel argument " + std::to_string(arg) + " is not bound");
+    if (off < 0 || off + bytes > static_cast<int64_t>(c.args.size[arg]))
+      fault(in, c, "DDR access [" + std::to_string(off) + ", " + std::to_string(off + bytes) +
+                       ") outside argument " + k_.args[arg] + " of " +
+                       std::to_string(c.args.size[arg]) + " bytes");
+    return c.args.ddr + c.args.base[arg] + off;
+  }
+  void setReg(Ctx &c, int r, int64_t v) const {
+    if (r > 0)
+      c.cs.r[r] = v;
+  }
+
+  void dma(const Instr &in, Ctx &c, bool toLx) const {
+    const DmaShape &d = in.dma;
+    int64_t ddrBase = reg(c, in.ddr.base) + in.ddr.offset;
+    int64_t run = d.n[2] * 128;
+    for (int64_t i2 = 0; i2 < d.n[0]; ++i2)
+      for (int64_t i1 = 0; i1 < d.n[1]; ++i1) {
+        int64_t doff = ddrBase + i2 * d.ddrStride[0] + i1 * d.ddrStride[1];
+        LxAddr la = in.lx;
+        la.offset += i2 * d.lxStride[0] + i1 * d.lxStride[1];
+        uint8_t *lx = lxPtr(in, c, la, run);
+        uint8_t *ddr = ddrPtr(in, c, doff, run);
+        if (toLx)
+          std::memcpy(lx, ddr, run);
+        else
+          std::memcpy(ddr, lx, run);
+      }
+  }
+
+  void exec(const Instr &in, Ctx &c) const {
+    CoreState &cs = c.cs;
+    switch (in.op) {
+    case Opcode::Li: setReg(c, in.r[0], in.imm); return;
+    case Opcode::Addi: setReg(c, in.r[0], reg(c, in.r[1]) + in.imm); return;
+    case Opcode::Muli: setReg(c, in.r[0], reg(c, in.r[1]) * in.imm); return;
+    case Opcode::Tbl:
+      if (c.core >= static_cast<int>(in.table.size()))
+        fault(in, c, "per-core table has no entry for this core");
+      setReg(c, in.r[0], in.table[c.core]);
+      return;
+    case Opcode::Loop:
+      for (int64_t i = 0; i < in.imm; ++i)
+        for (const auto &b : in.body)
+          exec(b, c);
+      return;
+    case Opcode::DmaIn: dma(in, c, true); return;
+    case Opcode::DmaOut: dma(in, c, false); return;
+    case Opcode::Wait:
+    case Opcode::Bar:
+      return; // DMA completes synchronously in the functional model; timing counts waits.
+    case Opcode::Ld: {
+      float *v = cs.v[in.v[0]];
+      const uint8_t *p = lxPtr(in, c, in.lx, 128);
+      if (in.fmt == Format::DL16) {
+        for (int l = 0; l < kLanes; ++l) {
+          uint16_t h;
+          std::memcpy(&h, p + 2 * l, 2);
+          v[l] = dl16::toFloat(h);
+        }
+      } else {
+        std::memcpy(v, p, 128);
+        std::memset(v + 32, 0, 128);
+      }
+      return;
+    }
+    case Opcode::St: {
+      const float *v = cs.v[in.v[0]];
+      uint8_t *p = lxPtr(in, c, in.lx, 128);
+      if (in.fmt == Format::DL16) {
+        for (int l = 0; l < kLanes; ++l) {
+          uint16_t h = dl16::fromFloat(v[l]);
+          std::memcpy(p + 2 * l, &h, 2);
+        }
+      } else {
+        std::memcpy(p, v, 128);
+      }
+      return;
+    }
+    case Opcode::Bcast: {
+      float x = roundTo(in.fmt, in.fimm);
+      for (int l = 0; l < kLanes; ++l)
+        cs.v[in.v[0]][l] = x;
+      return;
+    }
+    case Opcode::Add:
+    case Opcode::Sub:
+    case Opcode::Mul:
+    case Opcode::Neg:
+    case Opcode::Abs:
+    case Opcode::Relu: {
+      float out[kLanes];
+      const float *a = cs.v[in.v[1]];
+      const float *b = in.v[2] >= 0 ? cs.v[in.v[2]] : a;
+      for (int l = 0; l < kLanes; ++l)
+        out[l] = roundTo(in.fmt, laneOp(in.op, a[l], b[l]));
+      std::memcpy(cs.v[in.v[0]], out, sizeof out);
+      return;
+    }
+    }
+    fault(in, c, "instruction not implemented by the interpreter");
+  }
+};
+
+class Interpreter final : public Engine {
+public:
+  const char *name() const override { return "interp"; }
+  std::shared_ptr<const PreparedKernel> prepare(const Kernel &k) override {
+    return std::make_shared<Interp>(k);
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Engine> makeInterpreter() { return std::make_unique<Interpreter>(); }
+
+} // namespace spyre::sim

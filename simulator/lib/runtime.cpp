@@ -1,0 +1,106 @@
+#include "spyre/sim/runtime.h"
+#include <cstdlib>
+#include <string>
+
+namespace spyre::sim {
+
+ThreadPool::ThreadPool(int threads) {
+  for (int i = 1; i < std::max(1, threads); ++i)
+    workers_.emplace_back([this] { work(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto &t : workers_)
+    t.join();
+}
+
+void ThreadPool::work() {
+  uint64_t seen = 0;
+  for (;;) {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [&] { return stop_ || (generation_ != seen && next_ < n_); });
+    if (stop_)
+      return;
+    seen = generation_;
+    while (next_ < n_) {
+      int i = next_++;
+      lk.unlock();
+      try {
+        (*fn_)(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> g(mu_);
+        if (!error_)
+          error_ = std::current_exception();
+      }
+      lk.lock();
+      if (--pending_ == 0)
+        doneCv_.notify_all();
+    }
+  }
+}
+
+void ThreadPool::parallelFor(int n, const std::function<void(int)> &fn) {
+  if (n <= 0)
+    return;
+  if (workers_.empty() || n == 1) {
+    for (int i = 0; i < n; ++i)
+      fn(i);
+    return;
+  }
+  std::unique_lock<std::mutex> lk(mu_);
+  fn_ = &fn;
+  n_ = n;
+  next_ = 0;
+  pending_ = n;
+  error_ = nullptr;
+  ++generation_;
+  cv_.notify_all();
+  while (next_ < n_) {
+    int i = next_++;
+    lk.unlock();
+    try {
+      fn(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> g(mu_);
+      if (!error_)
+        error_ = std::current_exception();
+    }
+    lk.lock();
+    --pending_;
+  }
+  doneCv_.wait(lk, [&] { return pending_ == 0; });
+  n_ = 0;
+  fn_ = nullptr;
+  if (error_) {
+    auto e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+}
+
+int defaultSimThreads() {
+  if (const char *e = std::getenv("SPYRE_SIM_THREADS")) {
+    int n = std::atoi(e);
+    if (n > 0)
+      return n;
+  }
+  unsigned h = std::thread::hardware_concurrency();
+  return h ? static_cast<int>(h) : 1;
+}
+
+Runtime::Runtime(int threads, int cores) : cores_(cores), pool_(threads) {}
+
+void Runtime::launch(const PreparedKernel &pk, const LaunchArgs &args) {
+  const isa::Kernel &k = pk.kernel();
+  cores_.resetRegisters();
+  int phases = k.numPhases();
+  for (int p = 0; p < phases; ++p)
+    pool_.parallelFor(k.numCores, [&](int core) { pk.runPhase(p, core, cores_[core], args); });
+}
+
+} // namespace spyre::sim
