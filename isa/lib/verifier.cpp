@@ -1,0 +1,307 @@
+#include "spyre/isa/verifier.h"
+#include "walk.h"
+#include <algorithm>
+#include <string>
+
+namespace spyre::isa {
+namespace {
+
+using detail::hexText;
+using detail::instrError;
+using detail::lxText;
+using detail::ScalarState;
+
+std::string rangeText(int first, int last) {
+  return first == last ? std::to_string(first) : std::to_string(first) + ".." + std::to_string(last);
+}
+
+[[noreturn]] void kernelError(const Kernel &k, const std::string &what) {
+  throw Error("kernel " + k.name + ": " + what);
+}
+
+std::string formatSuffixes(uint8_t mask) {
+  std::string s;
+  if (mask & FMT_DL16) s += " .dl16";
+  if (mask & FMT_F32) s += " .f32";
+  if (mask & FMT_I32) s += " .i32";
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Static rules: everything that does not depend on register values. Checked once per program
+// (reported for its first core) before any dry run, so the walker only sees valid operands.
+// ---------------------------------------------------------------------------------------------
+class StaticChecker {
+public:
+  StaticChecker(const Kernel &k, int core) : k_(k), core_(core) {}
+
+  void body(const std::vector<Instr> &b, int depth) {
+    for (const auto &in : b)
+      instr(in, depth);
+  }
+
+private:
+  const Kernel &k_;
+  int core_;
+
+  [[noreturn]] void fail(const Instr &in, const std::string &operand, const std::string &what) const {
+    instrError(k_, core_, in, operand, what);
+  }
+  void sreg(const Instr &in, int r, bool optional) const {
+    if ((optional && r == -1) || (r >= 0 && r < kNumSRegs))
+      return;
+    fail(in, "r" + std::to_string(r), "scalar register out of range r0..r" + std::to_string(kNumSRegs - 1));
+  }
+  void token(const Instr &in, int t) const {
+    if (t < 0 || t >= kNumTokens)
+      fail(in, "t" + std::to_string(t), "token out of range t0..t" + std::to_string(kNumTokens - 1));
+  }
+
+  void instr(const Instr &in, int depth) {
+    const OpInfo &info = opInfo(in.op);
+    if (info.formats == FMT_NONE && in.fmt != Format::None)
+      fail(in, "", "takes no format suffix");
+    if (info.formats != FMT_NONE) {
+      uint8_t bit = in.fmt == Format::DL16 ? FMT_DL16
+                    : in.fmt == Format::F32 ? FMT_F32
+                    : in.fmt == Format::I32 ? FMT_I32
+                                            : 0;
+      if (!(info.formats & bit))
+        fail(in, "", "needs a format suffix, one of" + formatSuffixes(info.formats));
+    }
+    std::string_view ops = info.operands;
+    int vi = 0, ri = 0;
+    for (size_t pos = 0; pos < ops.size(); pos += 2) {
+      switch (ops[pos]) {
+      case 'V': {
+        int v = in.v[vi++];
+        if (v < 0 || v >= kNumVRegs)
+          fail(in, "v" + std::to_string(v), "vector register out of range v0..v" + std::to_string(kNumVRegs - 1));
+        break;
+      }
+      case 'R': sreg(in, in.r[ri++], false); break;
+      case 'L': sreg(in, in.lx.base, true); break;
+      case 'D':
+        sreg(in, in.ddr.base, true);
+        if (in.ddr.arg < 0 || in.ddr.arg >= static_cast<int>(k_.args.size()))
+          fail(in, detail::ddrText(in.ddr, k_),
+               "argument index " + std::to_string(in.ddr.arg) + " is not one of the kernel's " +
+                   std::to_string(k_.args.size()) + " arguments");
+        break;
+      case 'S':
+        for (int d = 0; d < 3; ++d)
+          if (in.dma.n[d] < 1)
+            fail(in, detail::shapeText(in.dma),
+                 "DMA shape entry n" + std::to_string(2 - d) + " = " + std::to_string(in.dma.n[d]) +
+                     " must be >= 1");
+        break;
+      case 'O': token(in, in.outToken); break;
+      case 'T':
+        if (in.tokens.empty())
+          fail(in, "", "needs at least one token");
+        for (int t : in.tokens)
+          token(in, t);
+        break;
+      case 'X':
+        if (static_cast<int64_t>(in.table.size()) < k_.numCores)
+          fail(in, "[...]", "per-core table has " + std::to_string(in.table.size()) +
+                                " entries but the kernel has " + std::to_string(k_.numCores) + " cores");
+        break;
+      case 'N':
+        if (in.imm < 0)
+          fail(in, std::to_string(in.imm), "loop count must be >= 0");
+        break;
+      default: break;
+      }
+    }
+    switch (in.op) {
+    case Opcode::Li:
+    case Opcode::Addi:
+    case Opcode::Muli:
+    case Opcode::Tbl:
+      if (in.r[0] == 0)
+        fail(in, "r0", "writes r0, which holds the core id and is read-only");
+      break;
+    case Opcode::Bar:
+      if (depth > 0)
+        fail(in, "", "barrier inside a loop; bar is only allowed at the top level");
+      break;
+    case Opcode::Loop: body(in.body, depth + 1); break;
+    default: break;
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Dynamic rules: addresses and the token protocol, on the dry run of one core.
+// ---------------------------------------------------------------------------------------------
+class DynamicChecker final : public detail::WalkVisitor {
+public:
+  DynamicChecker(const Kernel &k, int core, const std::vector<uint64_t> &argBytes, int64_t lxBytes)
+      : k_(k), core_(core), argBytes_(argBytes), lxBytes_(lxBytes) {}
+
+  void visit(const Instr &in, const ScalarState &s, uint64_t, int depth) override {
+    switch (in.op) {
+    case Opcode::Ld:
+    case Opcode::St: {
+      __int128 a = static_cast<__int128>(reg(in, s, in.lx.base)) + in.lx.offset;
+      std::string op = lxText(in.lx);
+      if (a < 0 || a + 128 > lxBytes_)
+        fail(in, op, "LX access [" + num(a) + ", " + num(a + 128) + ") is outside the usable LX [0, " +
+                         std::to_string(lxBytes_) + ")");
+      if (a % 128 != 0)
+        fail(in, op, "LX address " + num(a) + " is not 128-byte aligned");
+      return;
+    }
+    case Opcode::DmaIn:
+    case Opcode::DmaOut:
+      dmaRows(in, s, true);
+      dmaRows(in, s, false);
+      issue(in);
+      return;
+    case Opcode::Wait:
+      for (int t : in.tokens) {
+        if (!outstanding_[t] && !issued_[t])
+          fail(in, "t" + std::to_string(t),
+               "waits a token never issued in phase " + std::to_string(phase_));
+        outstanding_[t] = nullptr;
+      }
+      return;
+    case Opcode::Bar:
+      if (depth == 0)
+        endPhase(&in);
+      return;
+    default: return;
+    }
+  }
+
+  void endProgram() { endPhase(nullptr); }
+
+private:
+  const Kernel &k_;
+  int core_;
+  const std::vector<uint64_t> &argBytes_;
+  int64_t lxBytes_;
+  int phase_ = 0;
+  std::array<const Instr *, kNumTokens> outstanding_{};
+  std::array<bool, kNumTokens> issued_{};
+
+  [[noreturn]] void fail(const Instr &in, const std::string &operand, const std::string &what) const {
+    instrError(k_, core_, in, operand, what);
+  }
+  int64_t reg(const Instr &in, const ScalarState &s, int r) const { return detail::regValue(k_, s, in, r); }
+  static std::string num(__int128 v) {
+    if (v >= INT64_MIN && v <= INT64_MAX)
+      return std::to_string(static_cast<int64_t>(v));
+    return v < 0 ? "< -2^63" : "> 2^63";
+  }
+
+  /// Checks every row of a DMA on the LX side (`lx`) or the DDR side. Rows start at
+  /// base + i2·stride2 + i1·stride1 and are n0 sticks long; the start is affine in (i2, i1), so
+  /// the extreme rows are corners and alignment follows from the base and the strides actually
+  /// used (a stride only matters when its dimension has more than one row).
+  void dmaRows(const Instr &in, const ScalarState &s, bool lx) const {
+    const DmaShape &d = in.dma;
+    const auto &stride = lx ? d.lxStride : d.ddrStride;
+    __int128 base = lx ? static_cast<__int128>(reg(in, s, in.lx.base)) + in.lx.offset
+                       : static_cast<__int128>(reg(in, s, in.ddr.base)) + in.ddr.offset;
+    __int128 run = static_cast<__int128>(d.n[2]) * 128;
+    __int128 limit = lx ? lxBytes_ : static_cast<__int128>(argBytes_[in.ddr.arg]);
+    std::string op = lx ? lxText(in.lx) : detail::ddrText(in.ddr, k_);
+    std::string what = lx ? "LX" : "DDR";
+    std::string bound = lx ? "the usable LX [0, " + std::to_string(lxBytes_) + ")"
+                           : "argument " + k_.args[in.ddr.arg] + " of " +
+                                 std::to_string(argBytes_[in.ddr.arg]) + " bytes";
+    for (int64_t i2 : {int64_t{0}, d.n[0] - 1})
+      for (int64_t i1 : {int64_t{0}, d.n[1] - 1}) {
+        __int128 start = base + static_cast<__int128>(i2) * stride[0] + static_cast<__int128>(i1) * stride[1];
+        if (start < 0 || start + run > limit)
+          fail(in, op, "DMA row (" + std::to_string(i2) + "," + std::to_string(i1) + ") covers " + what +
+                           " [" + num(start) + ", " + num(start + run) + "), outside " + bound);
+      }
+    if (!lx)
+      return;
+    if (base % 128 != 0)
+      fail(in, op, "LX address " + num(base) + " is not 128-byte aligned");
+    for (int dim = 0; dim < 2; ++dim)
+      if (d.n[dim] > 1 && stride[dim] % 128 != 0)
+        fail(in, op, "lx.stride " + std::to_string(stride[dim]) + " of dimension n" +
+                         std::to_string(2 - dim) + " is not a multiple of 128, so DMA rows are misaligned");
+  }
+
+  void issue(const Instr &in) {
+    int t = in.outToken;
+    if (const Instr *prev = outstanding_[t])
+      fail(in, "-> t" + std::to_string(t),
+           "token t" + std::to_string(t) + " reused while still outstanding (issued by " +
+               detail::mnemonicText(*prev) + " at line " + std::to_string(prev->line) + ", not yet waited)");
+    outstanding_[t] = &in;
+    issued_[t] = true;
+  }
+
+  void endPhase(const Instr *bar) {
+    for (int t = 0; t < kNumTokens; ++t) {
+      const Instr *prev = outstanding_[t];
+      if (!prev)
+        continue;
+      std::string what = "token t" + std::to_string(t) + " (issued by " + detail::mnemonicText(*prev) +
+                         " at line " + std::to_string(prev->line) + ") is not waited before the end of phase " +
+                         std::to_string(phase_);
+      if (bar)
+        fail(*bar, "", what);
+      throw Error("kernel " + k_.name + ", core " + std::to_string(core_) + ", end of program: " + what);
+    }
+    issued_.fill(false);
+    ++phase_;
+  }
+};
+
+int topLevelBarriers(const CoreProgram &p) {
+  return static_cast<int>(std::count_if(p.body.begin(), p.body.end(),
+                                        [](const Instr &in) { return in.op == Opcode::Bar; }));
+}
+
+} // namespace
+
+void verifyKernel(const Kernel &k, const std::vector<uint64_t> &argBytes, int64_t lxBytes) {
+  if (k.numCores < 1 || k.numCores > 32)
+    kernelError(k, "cores=" + std::to_string(k.numCores) + " is outside 1..32");
+  if (argBytes.size() != k.args.size())
+    kernelError(k, "declares " + std::to_string(k.args.size()) + " arguments but " +
+                       std::to_string(argBytes.size()) + " argument sizes were bound");
+  for (const auto &p : k.programs)
+    if (p.firstCore < 0 || p.lastCore < p.firstCore || p.lastCore >= k.numCores)
+      kernelError(k, ".core " + rangeText(p.firstCore, p.lastCore) + " is not a core range inside 0.." +
+                         std::to_string(k.numCores - 1));
+  // Coverage: each core runs exactly one program.
+  for (int c = 0; c < k.numCores; ++c) {
+    std::vector<const CoreProgram *> owners;
+    for (const auto &p : k.programs)
+      if (c >= p.firstCore && c <= p.lastCore)
+        owners.push_back(&p);
+    if (owners.empty())
+      kernelError(k, "core " + std::to_string(c) + " is not covered by any .core range");
+    if (owners.size() > 1)
+      kernelError(k, "core " + std::to_string(c) + " is covered by more than one .core range (" +
+                         rangeText(owners[0]->firstCore, owners[0]->lastCore) + " and " +
+                         rangeText(owners[1]->firstCore, owners[1]->lastCore) + ")");
+  }
+  for (const auto &p : k.programs)
+    StaticChecker(k, p.firstCore).body(p.body, 0);
+  // Barriers are top level only (checked above), so counting them statically is exact.
+  const CoreProgram &p0 = k.programs.front();
+  for (const auto &p : k.programs)
+    if (topLevelBarriers(p) != topLevelBarriers(p0))
+      kernelError(k, "cores " + rangeText(p.firstCore, p.lastCore) + " reach " +
+                         std::to_string(topLevelBarriers(p)) + " barriers but cores " +
+                         rangeText(p0.firstCore, p0.lastCore) + " reach " +
+                         std::to_string(topLevelBarriers(p0)) + "; every core must reach the same number");
+  for (const auto &p : k.programs)
+    for (int c = p.firstCore; c <= p.lastCore; ++c) {
+      DynamicChecker check(k, c, argBytes, lxBytes);
+      detail::walkProgram(k, p, c, check);
+      check.endProgram();
+    }
+}
+
+} // namespace spyre::isa

@@ -1,0 +1,182 @@
+#include "walk.h"
+#include <sstream>
+
+namespace spyre::isa::detail {
+
+std::string hexText(int64_t v) {
+  std::ostringstream os;
+  if (v < 0)
+    os << "-0x" << std::hex << -static_cast<uint64_t>(v);
+  else
+    os << "0x" << std::hex << v;
+  return os.str();
+}
+
+std::string mnemonicText(const Instr &in) {
+  std::string m(opInfo(in.op).mnemonic);
+  if (in.fmt != Format::None)
+    m += "." + std::string(formatName(in.fmt));
+  return m;
+}
+
+std::string lxText(const LxAddr &a) {
+  if (a.base < 0)
+    return "lx[" + hexText(a.offset) + "]";
+  std::string s = "lx[r" + std::to_string(a.base);
+  if (a.offset > 0)
+    s += "+" + hexText(a.offset);
+  else if (a.offset < 0)
+    s += hexText(a.offset);
+  return s + "]";
+}
+
+std::string ddrText(const DdrAddr &a, const Kernel &k) {
+  std::string s = "ddr[" + (a.arg >= 0 && a.arg < static_cast<int>(k.args.size())
+                                ? k.args[a.arg]
+                                : "arg" + std::to_string(a.arg));
+  if (a.base >= 0)
+    s += "+r" + std::to_string(a.base);
+  if (a.offset > 0)
+    s += "+" + hexText(a.offset);
+  else if (a.offset < 0)
+    s += hexText(a.offset);
+  return s + "]";
+}
+
+std::string shapeText(const DmaShape &d) {
+  return "shape=(" + std::to_string(d.n[0]) + "," + std::to_string(d.n[1]) + "," +
+         std::to_string(d.n[2]) + ")";
+}
+
+void instrError(const Kernel &k, int core, const Instr &in, const std::string &operand,
+                const std::string &what) {
+  std::string msg = "kernel " + k.name + ", core " + std::to_string(core) + ", line " +
+                    std::to_string(in.line) + ", " + mnemonicText(in);
+  if (!operand.empty())
+    msg += " " + operand;
+  throw Error(msg + ": " + what);
+}
+
+int64_t regValue(const Kernel &k, const ScalarState &s, const Instr &in, int r) {
+  if (r < 0)
+    return 0;
+  if (r >= kNumSRegs)
+    instrError(k, s.core, in, "r" + std::to_string(r),
+               "scalar register out of range r0..r" + std::to_string(kNumSRegs - 1));
+  return s.r[r];
+}
+
+namespace {
+
+class Walker {
+public:
+  Walker(const Kernel &k, WalkVisitor &v) : k_(k), v_(v) {}
+
+  void body(const std::vector<Instr> &b, ScalarState &s, uint64_t w, int depth) {
+    for (const auto &in : b)
+      step(in, s, w, depth);
+  }
+
+private:
+  const Kernel &k_;
+  WalkVisitor &v_;
+
+  [[noreturn]] void overflow(const Instr &in, const ScalarState &s) const {
+    instrError(k_, s.core, in, "", "scalar arithmetic overflows 64 bits");
+  }
+
+  void set(const Instr &in, ScalarState &s, int64_t value) const {
+    int rd = in.r[0];
+    if (rd < 0 || rd >= kNumSRegs)
+      instrError(k_, s.core, in, "r" + std::to_string(rd),
+                 "scalar register out of range r0..r" + std::to_string(kNumSRegs - 1));
+    if (rd > 0) // r0 is read-only: the interpreter ignores the write, the verifier rejects it
+      s.r[rd] = value;
+  }
+
+  void step(const Instr &in, ScalarState &s, uint64_t w, int depth) {
+    v_.visit(in, s, w, depth);
+    int64_t out = 0;
+    switch (in.op) {
+    case Opcode::Li: set(in, s, in.imm); return;
+    case Opcode::Addi:
+      if (__builtin_add_overflow(regValue(k_, s, in, in.r[1]), in.imm, &out))
+        overflow(in, s);
+      set(in, s, out);
+      return;
+    case Opcode::Muli:
+      if (__builtin_mul_overflow(regValue(k_, s, in, in.r[1]), in.imm, &out))
+        overflow(in, s);
+      set(in, s, out);
+      return;
+    case Opcode::Tbl:
+      if (s.core >= static_cast<int>(in.table.size()))
+        instrError(k_, s.core, in, "", "per-core table has no entry for core " + std::to_string(s.core));
+      set(in, s, in.table[s.core]);
+      return;
+    case Opcode::Loop: loop(in, s, w, depth); return;
+    default: return;
+    }
+  }
+
+  static bool sameDelta(const ScalarState &a, const ScalarState &b, const ScalarState &c) {
+    // b - a == c - b, computed without overflow.
+    for (int i = 0; i < kNumSRegs; ++i)
+      if (static_cast<__int128>(b.r[i]) - a.r[i] != static_cast<__int128>(c.r[i]) - b.r[i])
+        return false;
+    return true;
+  }
+
+  /// s0 + k·(s1 - s0), exactly; overflow is an error attributed to the loop.
+  ScalarState extrapolate(const Instr &loopIn, const ScalarState &s0, const ScalarState &s1,
+                          int64_t k) const {
+    ScalarState out = s0;
+    for (int i = 0; i < kNumSRegs; ++i) {
+      __int128 d = static_cast<__int128>(s1.r[i]) - s0.r[i];
+      __int128 v = static_cast<__int128>(s0.r[i]) + d * k; // |d| < 2^65, k < 2^63: fits
+      if (v > INT64_MAX || v < INT64_MIN)
+        instrError(k_, s0.core, loopIn, "",
+                   "scalar register r" + std::to_string(i) + " overflows 64 bits in this loop");
+      out.r[i] = static_cast<int64_t>(v);
+    }
+    return out;
+  }
+
+  void loop(const Instr &in, ScalarState &s, uint64_t w, int depth) {
+    const int64_t n = in.imm;
+    if (n <= 0)
+      return;
+    // entry[j % 3] = entry state of iteration j, for the last three iterations visited.
+    std::array<ScalarState, 3> entry{s, s, s};
+    ScalarState cur = s;
+    for (int64_t i = 0; i < n; ++i) {
+      entry[i % 3] = cur;
+      if (i >= 2 && sameDelta(entry[(i - 2) % 3], entry[(i - 1) % 3], cur)) {
+        // Translation from iteration i-2 on (see walk.h). Iterations i-2 and i-1 were visited;
+        // the last one stands for iterations i..n-1.
+        const ScalarState &base = entry[(i - 2) % 3];
+        const ScalarState &next = entry[(i - 1) % 3];
+        ScalarState last = extrapolate(in, base, next, n - 1 - (i - 2));
+        uint64_t lw = 0;
+        if (__builtin_mul_overflow(w, static_cast<uint64_t>(n - i), &lw))
+          instrError(k_, s.core, in, "", "more than 2^64 dynamic instructions");
+        body(in.body, last, lw, depth + 1);
+        s = last;
+        return;
+      }
+      body(in.body, cur, w, depth + 1);
+    }
+    s = cur;
+  }
+};
+
+} // namespace
+
+void walkProgram(const Kernel &k, const CoreProgram &p, int core, WalkVisitor &v) {
+  ScalarState s;
+  s.core = core;
+  s.r[0] = core;
+  Walker(k, v).body(p.body, s, 1, 0);
+}
+
+} // namespace spyre::isa::detail

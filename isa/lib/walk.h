@@ -1,0 +1,62 @@
+// The dry run shared by the verifier and the timing model (internal to spyre_isa).
+//
+// It executes only the scalar part of one core's program (li/addi/muli/tbl and counted loops;
+// registers start at 0 except r0 = core id) and shows every executed instruction to a visitor
+// with the scalar state it sees. Everything a static check or a cost needs is a function of
+// that state, so a visitor can be exact without touching data.
+//
+// Loops of millions of iterations are walked in a handful of visits, exactly: every scalar
+// instruction is affine, so one loop iteration maps the register state s to A·s + b. Once
+// three consecutive entry states satisfy s[j+2] - s[j+1] == s[j+1] - s[j] = d, then A·d = d and
+// every later entry state is s[j] + (i - j)·d; every value computed inside the body (addresses
+// included) is then affine in the iteration number i. The walker therefore visits iterations
+// 0.., j, j+1 (two consecutive ones: alignment of an affine sequence is decided by its first
+// value and its step) and the last one (range: an affine function is extreme at its ends),
+// and gives the last visit the weight of all iterations it stands for. Token state is also
+// exact: a body's effect on "token outstanding" is idempotent (each touched token ends in the
+// state its last issue/wait leaves it), so all iterations after the first start alike.
+// 64-bit overflow of scalar arithmetic is an error (the affine argument needs exact integers,
+// and a wrapped address is a bug anyway). Loops whose state never becomes a translation (e.g.
+// `muli r2, r2, -1`) are walked iteration by iteration, still exactly.
+#pragma once
+#include "spyre/isa/program.h"
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace spyre::isa::detail {
+
+struct ScalarState {
+  int core = 0;
+  std::array<int64_t, kNumSRegs> r{};
+};
+
+class WalkVisitor {
+public:
+  virtual ~WalkVisitor() = default;
+  /// Called for every executed instruction (a loop once per entry, before its body) with the
+  /// scalar state it reads. `weight` is how many dynamic executions this visit stands for
+  /// (>= 1); `depth` is the loop nesting depth (0 = top level).
+  virtual void visit(const Instr &in, const ScalarState &s, uint64_t weight, int depth) = 0;
+};
+
+/// Dry-runs `p` as core `core` of `k`. Throws spyre::Error (see instrError) on a scalar register
+/// index out of range, a per-core table without an entry for the core, or 64-bit overflow.
+void walkProgram(const Kernel &k, const CoreProgram &p, int core, WalkVisitor &v);
+
+/// Value of scalar register `r` (-1 = no register = 0).
+int64_t regValue(const Kernel &k, const ScalarState &s, const Instr &in, int r);
+
+/// "ld.dl16", "dma.in", ...
+std::string mnemonicText(const Instr &in);
+/// Operand text as the listing prints it: lx[r2+0x100], ddr[a+r1], shape=(1,1,2).
+std::string lxText(const LxAddr &a);
+std::string ddrText(const DdrAddr &a, const Kernel &k);
+std::string shapeText(const DmaShape &d);
+std::string hexText(int64_t v);
+
+/// Throws spyre::Error("kernel K, core C, line L, <mnemonic>[ <operand>]: <what>").
+[[noreturn]] void instrError(const Kernel &k, int core, const Instr &in, const std::string &operand,
+                             const std::string &what);
+
+} // namespace spyre::isa::detail

@@ -1,0 +1,233 @@
+#include "spyre/isa/listing.h"
+#include "spyre/isa/verifier.h"
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sstream>
+
+using namespace spyre;
+using namespace spyre::isa;
+
+namespace {
+
+std::string readFile(const std::string &p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Two cores, two 4 KiB arguments: the frame of most malformed cases below.
+const std::string kHdr = ".kernel k cores=2\n.args a b\n.core 0..1\n";
+
+std::string verifyError(const Kernel &k, const std::vector<uint64_t> &argBytes = {4096, 4096}) {
+  try {
+    verifyKernel(k, argBytes);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+std::string verifyError(const std::string &text, const std::vector<uint64_t> &argBytes = {4096, 4096}) {
+  return verifyError(parseKernel(text), argBytes);
+}
+
+} // namespace
+
+TEST(Verifier, HandWrittenKernelPasses) {
+  Kernel k = parseKernel(readFile(std::string(SPYRE_TEST_DATA_DIR) + "/kernels/add_relu_mul.lst"));
+  EXPECT_NO_THROW(verifyKernel(k, {512, 512, 512}));
+  // The second core's slice ends at byte 512: one byte less and the DMA leaves argument out.
+  EXPECT_NE(verifyError(k, {512, 512, 511}).find("outside argument out of 511 bytes"), std::string::npos);
+}
+
+TEST(Verifier, ValidCornerCasesPass) {
+  // Exactly fills the argument; uses the last whole stick of usable LX ([1677568, 1677696)
+  // inside [0, 1677721)); reads a vector register never written (registers persist across phases);
+  // loop 0 never executes its out-of-range body; a token waited twice; empty programs.
+  std::string text = kHdr +
+                     "    dma.in    lx[0x0], ddr[a], shape=(1,1,32) -> t0\n"
+                     "    wait      t0\n"
+                     "    wait      t0\n"
+                     "    ld.dl16   v0, lx[0x199900]\n"
+                     "    add.f32   v1, v9, v10\n"
+                     "    loop 0 {\n"
+                     "        ld.dl16   v0, lx[0x7fffff00]\n"
+                     "    }\n"
+                     "    bar\n"
+                     "    st.f32    lx[0x80], v1\n";
+  EXPECT_EQ(verifyError(text), "<no error>");
+  EXPECT_EQ(verifyError(".kernel e cores=1\n.args\n.core 0\n", {}), "<no error>");
+}
+
+TEST(Verifier, LoopBoundsAreExact) {
+  // 3 × 4369 = 13107 sticks end at 1677696 <= 1677721; 3 × 4370 does not fit. A loop violation
+  // is reported for the last iteration (the one the analytic check looks at).
+  auto prog = [](int inner) {
+    return kHdr + "    li        r2, 0\n    loop 3 {\n        loop " + std::to_string(inner) +
+           " {\n            st.dl16   lx[r2], v0\n            addi      r2, r2, 128\n        }\n    }\n";
+  };
+  EXPECT_EQ(verifyError(prog(4369)), "<no error>");
+  EXPECT_EQ(verifyError(prog(4370)),
+            "kernel k, core 0, line 7, st.dl16 lx[r2]: LX access [1677952, 1678080) is outside the usable LX [0, 1677721)");
+}
+
+TEST(Verifier, HugeLoopsVerifyQuickly) {
+  // 10^12 dynamic loads: only possible because translated loop states are checked analytically.
+  std::string text = kHdr +
+                     "    tbl       r3, [0, 128]\n"
+                     "    loop 1000000 {\n"
+                     "        li        r2, 0\n"
+                     "        loop 1000000 {\n"
+                     "            ld.dl16   v0, lx[r3]\n"
+                     "            addi      r2, r2, 1\n"
+                     "        }\n"
+                     "        dma.in    lx[r3+0x100], ddr[a+r3], shape=(2,1,1), ddr.stride=(256,128), lx.stride=(256,128) -> t0\n"
+                     "        wait      t0\n"
+                     "    }\n";
+  EXPECT_EQ(verifyError(text), "<no error>");
+  // The same nest whose address creeps out of LX only in the last outer iteration.
+  std::string bad = kHdr +
+                    "    li        r2, 0\n"
+                    "    loop 1000000 {\n"
+                    "        loop 1000000 {\n"
+                    "            ld.dl16   v0, lx[r2]\n"
+                    "        }\n"
+                    "        addi      r2, r2, 256\n"
+                    "    }\n"
+                    "    ld.dl16   v0, lx[r2]\n";
+  EXPECT_NE(verifyError(bad).find("line 7, ld.dl16 lx[r2]: LX access [255999744, 255999872)"), std::string::npos)
+      << verifyError(bad);
+}
+
+struct BadCase {
+  const char *name;
+  std::string text;
+  std::string message;
+};
+
+TEST(Verifier, MalformedProgramsGiveOneClearMessage) {
+  const std::vector<BadCase> cases = {
+      {"ld beyond LX", kHdr + "    ld.dl16   v0, lx[0x199a00]\n",
+       "kernel k, core 0, line 4, ld.dl16 lx[0x199a00]: LX access [1677824, 1677952) is outside the usable LX [0, 1677721)"},
+      {"ld straddles LX end", kHdr + "    ld.dl16   v0, lx[0x199990]\n", "LX access [1677712, 1677840) is outside"},
+      {"ld misaligned", kHdr + "    ld.dl16   v0, lx[0x40]\n",
+       "kernel k, core 0, line 4, ld.dl16 lx[0x40]: LX address 64 is not 128-byte aligned"},
+      {"st misaligned through a register", kHdr + "    li        r2, 192\n    st.f32    lx[r2], v0\n",
+       "line 5, st.f32 lx[r2]: LX address 192 is not 128-byte aligned"},
+      {"negative LX address", kHdr + "    ld.f32    v0, lx[r2-0x80]\n", "lx[r2-0x80]: LX access [-128, 0) is outside"},
+      {"loop walks past LX", kHdr + "    li        r2, 0\n    loop 20000 {\n        ld.dl16   v0, lx[r2]\n        addi      r2, r2, 128\n    }\n",
+       "line 6, ld.dl16 lx[r2]: LX access [2559872, 2560000) is outside the usable LX"},
+      {"misaligned only from the second iteration", kHdr + "    li        r2, 0\n    loop 1000000 {\n        ld.dl16   v0, lx[r2]\n        addi      r2, r2, 64\n    }\n",
+       "LX address 64 is not 128-byte aligned"},
+      {"oscillating register (no translation)", kHdr + "    li        r2, 128\n    loop 4 {\n        ld.f32    v0, lx[r2]\n        muli      r2, r2, -1\n    }\n",
+       "LX access [-128, 0) is outside"},
+      {"per-core LX offset", kHdr + "    tbl       r1, [0, 0x199a00]\n    st.dl16   lx[r1], v0\n",
+       "kernel k, core 1, line 5, st.dl16 lx[r1]: LX access [1677824, 1677952)"},
+      {"DMA LX rows beyond LX", kHdr + "    dma.in    lx[0x199900], ddr[a], shape=(1,1,2) -> t0\n    wait      t0\n",
+       "dma.in lx[0x199900]: DMA row (0,0) covers LX [1677568, 1677824), outside the usable LX [0, 1677721)"},
+      {"DMA LX last row beyond LX", kHdr + "    dma.in    lx[0x0], ddr[a], shape=(1,2,1), lx.stride=(256,0x199980) -> t0\n    wait      t0\n",
+       "DMA row (0,1) covers LX [1677696, 1677824)"},
+      {"DMA LX base misaligned", kHdr + "    dma.in    lx[0x10], ddr[a], shape=(1,1,1) -> t0\n    wait      t0\n",
+       "dma.in lx[0x10]: LX address 16 is not 128-byte aligned"},
+      {"DMA LX stride misaligned", kHdr + "    dma.out   ddr[a], lx[0x0], shape=(1,2,1), lx.stride=(256,200) -> t0\n    wait      t0\n",
+       "lx.stride 200 of dimension n1 is not a multiple of 128"},
+      {"DMA DDR beyond argument", kHdr + "    dma.in    lx[0x0], ddr[a+0xf80], shape=(1,1,2) -> t0\n    wait      t0\n",
+       "kernel k, core 0, line 4, dma.in ddr[a+0xf80]: DMA row (0,0) covers DDR [3968, 4224), outside argument a of 4096 bytes"},
+      {"DMA DDR negative", kHdr + "    dma.out   ddr[b-0x80], lx[0x0], shape=(1,1,1) -> t0\n    wait      t0\n",
+       "dma.out ddr[b-0x80]: DMA row (0,0) covers DDR [-128, 0), outside argument b of 4096 bytes"},
+      {"DMA DDR per-core slice", kHdr + "    tbl       r1, [0, 4096]\n    dma.in    lx[0x0], ddr[a+r1], shape=(1,1,1) -> t0\n    wait      t0\n",
+       "kernel k, core 1, line 5, dma.in ddr[a+r1]: DMA row (0,0) covers DDR [4096, 4224)"},
+      {"DMA DDR outer rows", kHdr + "    dma.in    lx[0x0], ddr[b], shape=(2,1,1), ddr.stride=(4096,128) -> t0\n    wait      t0\n",
+       "DMA row (1,0) covers DDR [4096, 4224), outside argument b"},
+      {"DMA shape entry zero", kHdr + "    dma.in    lx[0x0], ddr[a], shape=(1,0,2) -> t0\n",
+       "line 4, dma.in shape=(1,0,2): DMA shape entry n1 = 0 must be >= 1"},
+      {"li writes r0", kHdr + "    li        r0, 5\n", "kernel k, core 0, line 4, li r0: writes r0, which holds the core id and is read-only"},
+      {"addi writes r0", kHdr + "    addi      r0, r0, 1\n", "addi r0: writes r0"},
+      {"tbl writes r0", kHdr + "    tbl       r0, [1, 2]\n", "tbl r0: writes r0"},
+      {"tbl too short", kHdr + "    tbl       r1, [0]\n", "tbl [...]: per-core table has 1 entries but the kernel has 2 cores"},
+      {"bar inside a loop", kHdr + "    loop 2 {\n        bar\n    }\n",
+       "kernel k, core 0, line 5, bar: barrier inside a loop; bar is only allowed at the top level"},
+      {"token not waited before bar", kHdr + "    dma.in    lx[0x0], ddr[a], shape=(1,1,1) -> t3\n    bar\n",
+       "kernel k, core 0, line 5, bar: token t3 (issued by dma.in at line 4) is not waited before the end of phase 0"},
+      {"token not waited at end", kHdr + "    bar\n    dma.out   ddr[a], lx[0x0], shape=(1,1,1) -> t2\n",
+       "kernel k, core 0, end of program: token t2 (issued by dma.out at line 5) is not waited before the end of phase 1"},
+      {"token reused while outstanding", kHdr + "    dma.in    lx[0x0], ddr[a], shape=(1,1,1) -> t0\n    dma.in    lx[0x80], ddr[b], shape=(1,1,1) -> t0\n    wait      t0\n",
+       "line 5, dma.in -> t0: token t0 reused while still outstanding (issued by dma.in at line 4, not yet waited)"},
+      {"token reused by the next loop iteration", kHdr + "    loop 3 {\n        dma.in    lx[0x0], ddr[a], shape=(1,1,1) -> t7\n    }\n    wait      t7\n",
+       "line 5, dma.in -> t7: token t7 reused while still outstanding (issued by dma.in at line 5"},
+      {"wait on a token never issued", kHdr + "    wait      t5\n", "line 4, wait t5: waits a token never issued in phase 0"},
+      {"wait on a token of the previous phase", kHdr + "    dma.in    lx[0x0], ddr[a], shape=(1,1,1) -> t1\n    wait      t1\n    bar\n    wait      t1\n",
+       "line 7, wait t1: waits a token never issued in phase 1"},
+      {"core not covered", ".kernel k cores=2\n.args a b\n.core 0\n    li        r1, 0\n",
+       "kernel k: core 1 is not covered by any .core range"},
+      {"core covered twice", ".kernel k cores=2\n.args a b\n.core 0..1\n    li        r1, 0\n.core 1\n    li        r1, 0\n",
+       "kernel k: core 1 is covered by more than one .core range (0..1 and 1)"},
+      {"different barrier counts", ".kernel k cores=2\n.args a b\n.core 0\n    bar\n    bar\n.core 1\n    bar\n",
+       "kernel k: cores 1 reach 1 barriers but cores 0 reach 2; every core must reach the same number"},
+      {"scalar overflow", kHdr + "    li        r2, 0x7fffffffffffffff\n    addi      r2, r2, 1\n",
+       "line 5, addi: scalar arithmetic overflows 64 bits"},
+      {"multiply overflow", kHdr + "    li        r2, 0x100000000\n    muli      r3, r2, 0x100000000\n",
+       "line 5, muli: scalar arithmetic overflows 64 bits"},
+      {"loop-carried overflow", kHdr + "    li        r2, 0\n    loop 1000000000000 {\n        addi      r2, r2, 0x1000000000\n    }\n",
+       "line 5, loop: scalar register r2 overflows 64 bits in this loop"},
+  };
+  ASSERT_GE(cases.size(), 30u);
+  for (const auto &c : cases) {
+    std::string got = verifyError(c.text);
+    EXPECT_NE(got.find(c.message), std::string::npos) << c.name << "\n  got:      " << got
+                                                       << "\n  expected: " << c.message;
+  }
+}
+
+// Rules the parser already enforces can still be broken by generated kernels.
+TEST(Verifier, MalformedGeneratedKernels) {
+  auto base = [] {
+    return parseKernel(kHdr + "    loop 2 {\n        add.f32   v0, v1, v2\n    }\n"
+                              "    dma.in    lx[0x0], ddr[a], shape=(1,1,1) -> t0\n    wait      t0\n");
+  };
+  {
+    Kernel k = base();
+    k.programs[0].body[0].imm = -1;
+    EXPECT_NE(verifyError(k).find("line 4, loop -1: loop count must be >= 0"), std::string::npos) << verifyError(k);
+  }
+  {
+    Kernel k = base();
+    k.programs[0].body[0].body[0].v[0] = 16;
+    EXPECT_NE(verifyError(k).find("line 5, add.f32 v16: vector register out of range v0..v15"), std::string::npos);
+  }
+  {
+    Kernel k = base();
+    k.programs[0].body[0].body[0].fmt = Format::None;
+    EXPECT_NE(verifyError(k).find("line 5, add: needs a format suffix, one of .dl16 .f32"), std::string::npos)
+        << verifyError(k);
+  }
+  {
+    Kernel k = base();
+    k.programs[0].body[1].outToken = 16;
+    EXPECT_NE(verifyError(k).find("dma.in t16: token out of range t0..t15"), std::string::npos);
+  }
+  {
+    Kernel k = base();
+    k.programs[0].body[1].ddr.arg = 2;
+    EXPECT_NE(verifyError(k).find("dma.in ddr[arg2]: argument index 2 is not one of the kernel's 2 arguments"),
+              std::string::npos);
+  }
+  {
+    Kernel k = base();
+    k.programs[0].body[1].lx.base = 40;
+    EXPECT_NE(verifyError(k).find("dma.in r40: scalar register out of range r0..r31"), std::string::npos);
+  }
+  {
+    Kernel k = base();
+    k.programs[0].lastCore = 5;
+    EXPECT_NE(verifyError(k).find("kernel k: .core 0..5 is not a core range inside 0..1"), std::string::npos);
+  }
+  {
+    Kernel k = base();
+    k.numCores = 33;
+    EXPECT_NE(verifyError(k).find("kernel k: cores=33 is outside 1..32"), std::string::npos);
+  }
+  EXPECT_NE(verifyError(base(), {4096}).find("kernel k: declares 2 arguments but 1 argument sizes were bound"),
+            std::string::npos);
+}
