@@ -1,0 +1,26 @@
+// Graph -> SuperDSC bundle + JobPlan: the frontend's passes in torch-spyre's order (those that
+// exist so far): verify, split to one op per kernel, layout (generic stick layout), work division
+// (torch-spyre pass 3), SuperDSC emission, bundling.
+#pragma once
+#include "spyre/frontend/graph.h"
+#include "spyre/isa/job_plan.h"
+#include <string>
+
+namespace spyre::frontend {
+
+struct CompileOptions {
+  int maxCores = 32;       ///< SENCORES
+  std::string dumpDir;     ///< if set: graph.txt, sdsc_N.json, bundle.mlir are written there
+};
+
+/// SENCORES from the environment (default 32); throws Unsupported("invalid SENCORES value N").
+int senCoresFromEnv();
+
+isa::JobPlan compileGraph(const Graph &g, const CompileOptions &opts = {});
+
+/// torch-spyre work division pass 3 for one op: splits per iteration dim given the
+/// stick-adjusted sizes (only `outputDims` may be split). Product <= maxCores; never uneven.
+std::vector<int64_t> divideWork(const std::vector<int64_t> &adjustedSizes, const std::vector<bool> &outputDims,
+                                int maxCores);
+
+} // namespace spyre::frontend

@@ -1,0 +1,296 @@
+#include "spyre/frontend/graph.h"
+#include "spyre/isa/error.h"
+#include <charconv>
+#include <set>
+
+namespace spyre::frontend {
+
+std::string_view dtypeShortName(HostType t) {
+  switch (t) {
+  case HostType::F16: return "f16";
+  case HostType::BF16: return "bf16";
+  case HostType::F32: return "f32";
+  case HostType::I32: return "i32";
+  case HostType::I64: return "i64";
+  case HostType::Bool: return "bool";
+  case HostType::I8: return "i8";
+  case HostType::I16: return "i16";
+  case HostType::U8: return "u8";
+  }
+  return "?";
+}
+
+static bool parseDtype(std::string_view s, HostType &t) {
+  for (HostType c : {HostType::F16, HostType::BF16, HostType::F32, HostType::I32, HostType::I64, HostType::Bool,
+                     HostType::I8, HostType::I16, HostType::U8})
+    if (dtypeShortName(c) == s) {
+      t = c;
+      return true;
+    }
+  return false;
+}
+
+int Graph::addValue(std::string name, std::vector<int64_t> shape, HostType t) {
+  values.push_back({std::move(name), std::move(shape), t});
+  return static_cast<int>(values.size()) - 1;
+}
+
+int Graph::addInput(std::string name, std::vector<int64_t> shape, HostType t) {
+  int id = addValue(std::move(name), std::move(shape), t);
+  inputs.push_back(id);
+  return id;
+}
+
+int Graph::addNode(std::string op, std::vector<int> ins, std::string outName, std::vector<int64_t> shape, HostType t,
+                   std::map<std::string, double> attrs) {
+  int id = addValue(std::move(outName), std::move(shape), t);
+  nodes.push_back({std::move(op), std::move(ins), id, std::move(attrs)});
+  return id;
+}
+
+void Graph::verify() const {
+  std::set<std::string> names;
+  std::vector<bool> defined(values.size(), false);
+  for (int i : inputs) {
+    if (i < 0 || i >= static_cast<int>(values.size()))
+      throw Error("graph input id " + std::to_string(i) + " out of range");
+    defined[i] = true;
+  }
+  for (const auto &v : values) {
+    if (!names.insert(v.name).second)
+      throw Error("graph value %" + v.name + " is defined twice");
+    for (int64_t d : v.shape)
+      if (d < 0)
+        throw Error("graph value %" + v.name + " has a negative dimension");
+  }
+  for (const auto &n : nodes) {
+    for (int i : n.inputs)
+      if (i < 0 || i >= static_cast<int>(values.size()) || !defined[i])
+        throw Error("node " + n.op + " -> %" + (n.output >= 0 ? values[n.output].name : "?") +
+                    " uses a value that is not defined before it");
+    if (n.output < 0 || n.output >= static_cast<int>(values.size()) || defined[n.output])
+      throw Error("node " + n.op + " has an invalid or redefined output");
+    defined[n.output] = true;
+  }
+  for (int o : outputs)
+    if (o < 0 || o >= static_cast<int>(values.size()) || !defined[o])
+      throw Error("graph output id " + std::to_string(o) + " is not defined");
+}
+
+static std::string typeText(const Value &v) {
+  std::string s = std::string(dtypeShortName(v.dtype)) + "[";
+  for (size_t i = 0; i < v.shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v.shape[i]);
+  return s + "]";
+}
+
+static std::string numText(double d) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, d);
+  return std::string(buf, r.ptr);
+}
+
+std::string printGraph(const Graph &g) {
+  std::string s = "graph(";
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const Value &v = g.values[g.inputs[i]];
+    s += (i ? ", %" : "%") + v.name + ": " + typeText(v);
+  }
+  s += ") {\n";
+  for (const auto &n : g.nodes) {
+    s += "  %" + g.values[n.output].name + " = " + n.op + "(";
+    bool first = true;
+    for (int i : n.inputs) {
+      s += (first ? "%" : ", %") + g.values[i].name;
+      first = false;
+    }
+    for (const auto &[k, v] : n.attrs) {
+      s += (first ? "" : ", ") + k + "=" + numText(v);
+      first = false;
+    }
+    s += ") : " + typeText(g.values[n.output]) + "\n";
+  }
+  s += "  return (";
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    s += (i ? ", %" : "%") + g.values[g.outputs[i]].name;
+  return s + ")\n}\n";
+}
+
+namespace {
+class GraphParser {
+public:
+  GraphParser(std::string_view t, std::string_view src) : t_(t), src_(src) {}
+  Graph parse() {
+    Graph g;
+    word("graph");
+    expect('(');
+    if (!peekIs(')')) {
+      do {
+        std::string name = valueName();
+        expect(':');
+        auto [dt, shape] = type();
+        if (names_.count(name))
+          fail("a new value name", "%" + name);
+        names_[name] = g.addInput(name, shape, dt);
+      } while (accept(','));
+    }
+    expect(')');
+    expect('{');
+    while (true) {
+      skip();
+      if (t_.substr(pos_, 6) == "return") {
+        pos_ += 6;
+        expect('(');
+        if (!peekIs(')')) {
+          do {
+            g.outputs.push_back(lookup(valueName()));
+          } while (accept(','));
+        }
+        expect(')');
+        expect('}');
+        break;
+      }
+      std::string out = valueName();
+      if (names_.count(out))
+        fail("a new value name", "%" + out);
+      expect('=');
+      std::string op = ident();
+      if (op.empty())
+        fail("an op name");
+      expect('(');
+      std::vector<int> ins;
+      std::map<std::string, double> attrs;
+      if (!peekIs(')')) {
+        do {
+          skip();
+          if (peekIs('%')) {
+            ins.push_back(lookup(valueName()));
+          } else {
+            std::string key = ident();
+            if (key.empty())
+              fail("an operand %name or attribute key=value");
+            expect('=');
+            attrs[key] = number();
+          }
+        } while (accept(','));
+      }
+      expect(')');
+      expect(':');
+      auto [dt, shape] = type();
+      names_[out] = g.addNode(op, ins, out, shape, dt, attrs);
+    }
+    skip();
+    if (pos_ != t_.size())
+      fail("end of input");
+    g.verify();
+    return g;
+  }
+
+private:
+  std::string_view t_, src_;
+  size_t pos_ = 0;
+  std::map<std::string, int> names_;
+
+  void skip() {
+    while (pos_ < t_.size() && isspace(static_cast<unsigned char>(t_[pos_])))
+      ++pos_;
+  }
+  [[noreturn]] void fail(const std::string &exp, std::string got = "") {
+    int line = 1, col = 1;
+    for (size_t i = 0; i < pos_ && i < t_.size(); ++i) {
+      if (t_[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    if (got.empty())
+      got = pos_ < t_.size() ? "'" + std::string(t_.substr(pos_, std::min<size_t>(12, t_.size() - pos_))) + "'" : "end of input";
+    else
+      got = "'" + got + "'";
+    throw Error(std::string(src_) + ":" + std::to_string(line) + ":" + std::to_string(col) + ": expected " + exp +
+                ", got " + got);
+  }
+  bool peekIs(char c) {
+    skip();
+    return pos_ < t_.size() && t_[pos_] == c;
+  }
+  bool accept(char c) {
+    if (peekIs(c)) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    if (!accept(c))
+      fail(std::string("'") + c + "'");
+  }
+  void word(std::string_view w) {
+    skip();
+    if (t_.substr(pos_, w.size()) != w)
+      fail("'" + std::string(w) + "'");
+    pos_ += w.size();
+  }
+  std::string ident() {
+    skip();
+    size_t s = pos_;
+    while (pos_ < t_.size() && (isalnum(static_cast<unsigned char>(t_[pos_])) || t_[pos_] == '_' || t_[pos_] == '.'))
+      ++pos_;
+    return std::string(t_.substr(s, pos_ - s));
+  }
+  std::string valueName() {
+    skip();
+    if (!peekIs('%'))
+      fail("a value name %name");
+    ++pos_;
+    std::string n = ident();
+    if (n.empty())
+      fail("a value name after '%'");
+    return n;
+  }
+  int lookup(const std::string &n) {
+    auto it = names_.find(n);
+    if (it == names_.end())
+      fail("a defined value", "%" + n);
+    return it->second;
+  }
+  double number() {
+    skip();
+    size_t s = pos_;
+    while (pos_ < t_.size() && (isalnum(static_cast<unsigned char>(t_[pos_])) || t_[pos_] == '.' || t_[pos_] == '-' ||
+                                t_[pos_] == '+'))
+      ++pos_;
+    double d = 0;
+    auto r = std::from_chars(t_.data() + s, t_.data() + pos_, d);
+    if (r.ec != std::errc() || r.ptr != t_.data() + pos_) {
+      pos_ = s;
+      fail("a number");
+    }
+    return d;
+  }
+  std::pair<HostType, std::vector<int64_t>> type() {
+    std::string dt = ident();
+    HostType t;
+    if (!parseDtype(dt, t))
+      fail("a dtype (f16 bf16 f32 i32 i64 bool i8 i16 u8)", dt);
+    expect('[');
+    std::vector<int64_t> shape;
+    if (!peekIs(']')) {
+      do {
+        double d = number();
+        if (d < 0 || d != static_cast<int64_t>(d))
+          fail("a non-negative integer dimension");
+        shape.push_back(static_cast<int64_t>(d));
+      } while (accept(','));
+    }
+    expect(']');
+    return {t, shape};
+  }
+};
+} // namespace
+
+Graph parseGraph(std::string_view text, std::string_view source) { return GraphParser(text, source).parse(); }
+
+} // namespace spyre::frontend

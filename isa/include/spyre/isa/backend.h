@@ -1,0 +1,21 @@
+// The backend compiler (the role of torch-spyre's proprietary dxp_standalone): one SuperDSC ->
+// one Kernel of per-core programs in the modelled ISA.
+#pragma once
+#include "spyre/isa/program.h"
+#include "spyre/isa/superdsc.h"
+
+namespace spyre::isa {
+
+struct BackendOptions {
+  int64_t lxBytes = 1677721; ///< usable LX per core
+};
+
+/// Kernel argument i is the tensor whose start address lies in segment i (arguments are bound to
+/// DDR buffers at launch). Throws spyre::Unsupported for ops/forms not implemented yet and
+/// spyre::Error (naming the SuperDSC and field) for inconsistent descriptors.
+Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts = {});
+
+/// Device bytes of one tensor of the SuperDSC (its full tiled extent, all cores).
+int64_t sdscTensorBytes(const SuperDsc &s, const SdscTensor &t);
+
+} // namespace spyre::isa

@@ -1,0 +1,37 @@
+// JobPlan: the compiled artefact of a graph — device buffers, kernel launches and what binds to
+// what. Produced by the frontend, executed by the Runtime (python/ drives it for torch tensors).
+#pragma once
+#include "spyre/isa/layout.h"
+#include "spyre/isa/superdsc.h"
+#include <string>
+#include <vector>
+
+namespace spyre::isa {
+
+struct BufferSpec {
+  enum class Kind { Input, Output, Intermediate };
+  std::string name;
+  Kind kind = Kind::Intermediate;
+  int index = 0;                    ///< position among graph inputs / outputs
+  std::vector<int64_t> hostShape;
+  HostType hostType = HostType::F16;
+  SpyreTensorLayout layout;
+};
+
+struct KernelLaunch {
+  std::string sdscFile;             ///< "sdsc_0.json"
+  SuperDsc sdsc;                    ///< as parsed back from the emitted JSON
+  std::string sdscJson;             ///< the emitted text
+  std::vector<int> argBuffers;      ///< kernel argument (segment) i -> buffer index
+};
+
+struct JobPlan {
+  std::vector<BufferSpec> buffers;
+  std::vector<KernelLaunch> launches;
+  std::vector<int> inputs, outputs; ///< buffer indices in graph order
+  /// Output i aliases input j (no kernel writes it), -1 otherwise.
+  std::vector<int> outputAliasesInput;
+  std::string summary() const;
+};
+
+} // namespace spyre::isa

@@ -1,0 +1,63 @@
+// SuperDSC: torch-spyre's one-op-per-JSON kernel descriptor (SPYRE.md §4, notes §2). This is the
+// in-memory model plus JSON read/write with torch-spyre's field names. Parse errors name the
+// file and the JSON path ("sdsc_0.json: /0_add/dscs_/0/add/N_/mb_: expected an integer").
+#pragma once
+#include "spyre/isa/data_format.h"
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace spyre::isa {
+
+using ojson = nlohmann::ordered_json;
+
+/// Kernel argument i lives at segment base i * 16 GiB (torch-spyre SEGMENT_OFFSETS).
+constexpr uint64_t kSegmentBytes = 1ull << 34;
+constexpr int kMaxSegments = 7;
+constexpr int kMaxLabeledDs = 8;
+
+struct SdscLayout {
+  std::vector<std::string> layoutDimOrder; ///< non-stick device dims, inner -> outer
+  std::vector<std::string> stickDimOrder;  ///< the stick dim label
+  std::vector<int64_t> stickSize;          ///< elements per stick
+};
+
+struct SdscTensor {
+  int ldsIdx = 0;
+  std::string dsName;             ///< "Tensor0"
+  std::string dsType;             ///< layout class label: OUTPUT/INPUT/KERNEL/...
+  std::vector<int> scale;         ///< per iteration dim: 1, -1 (absent/reduced), -2 (stick-reduced)
+  DataFormat dataFormat = DataFormat::SEN169_FP16;
+  bool inLx = false;              ///< memOrg_ lx only (LX-resident, same offset on every core)
+  std::vector<uint64_t> startAddress; ///< per core (segment base + slice offset, or LX offset)
+};
+
+struct SuperDsc {
+  std::string name;                        ///< top-level key, e.g. "0_add"
+  std::string opFuncName;                  ///< computeOp_.opFuncName
+  std::string exUnit = "sfp";              ///< pt | sfp
+  std::vector<std::string> dims;           ///< iteration dim labels in order (N_ keys)
+  std::vector<int64_t> N;                  ///< iteration sizes
+  std::vector<int64_t> numWkSlicesPerDim;  ///< per dim
+  int numCoresUsed = 1;
+  std::vector<std::vector<int64_t>> coreIdToWkSlice; ///< [core][dim]
+  std::map<std::string, SdscLayout> primaryDsInfo;
+  std::vector<SdscTensor> labeledDs;
+  std::vector<int> inputs, outputs;        ///< ldsIdx of computeOp_ inputs / outputs
+  std::map<std::string, double> constants; ///< constantInfo_ (name -> value)
+
+  int dimIndex(const std::string &label) const;
+  const SdscTensor &tensor(int ldsIdx) const;
+};
+
+ojson writeSuperDsc(const SuperDsc &s);
+SuperDsc parseSuperDsc(const ojson &j, const std::string &file);
+SuperDsc parseSuperDscText(const std::string &text, const std::string &file);
+
+/// The sequencing file of a bundle (torch-spyre's bundle.mlir form).
+std::string writeBundleMlir(const std::vector<std::string> &sdscFiles);
+std::vector<std::string> parseBundleMlir(const std::string &text, const std::string &file);
+
+} // namespace spyre::isa

@@ -1,0 +1,56 @@
+#include "spyre/sim/executable.h"
+#include "spyre/isa/backend.h"
+#include "spyre/isa/listing.h"
+#include <chrono>
+#include <fstream>
+
+namespace spyre::sim {
+
+namespace {
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+} // namespace
+
+Executable::Executable(isa::JobPlan plan, Engine &engine, const std::string &dumpDir) : plan_(std::move(plan)) {
+  for (const auto &l : plan_.launches) {
+    auto t0 = std::chrono::steady_clock::now();
+    CompiledLaunch cl;
+    cl.kernel = isa::compileSuperDsc(l.sdsc);
+    compileMs_ += msSince(t0);
+    if (!dumpDir.empty()) {
+      std::string base = l.sdscFile.substr(0, l.sdscFile.rfind('.'));
+      std::ofstream(dumpDir + "/" + base + ".lst") << isa::printKernel(cl.kernel);
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    cl.prepared = engine.prepare(cl.kernel);
+    prepareMs_ += msSince(t1);
+    launches_.push_back(std::move(cl));
+  }
+}
+
+double Executable::simulatedUs() const {
+  double t = 0;
+  for (const auto &l : launches_)
+    t += l.simulatedUs;
+  return t;
+}
+
+void Executable::run(Runtime &rt, uint8_t *ddr, uint64_t ddrSize, const std::vector<uint64_t> &bufferAddr) const {
+  if (bufferAddr.size() != plan_.buffers.size())
+    throw Error("executable needs " + std::to_string(plan_.buffers.size()) + " buffer addresses, got " +
+                std::to_string(bufferAddr.size()));
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    const auto &l = plan_.launches[i];
+    LaunchArgs args;
+    args.ddr = ddr;
+    args.ddrSize = ddrSize;
+    for (int b : l.argBuffers) {
+      args.base.push_back(bufferAddr[b]);
+      args.size.push_back(static_cast<uint64_t>(plan_.buffers[b].layout.deviceBytes()));
+    }
+    rt.launch(*launches_[i].prepared, args);
+  }
+}
+
+} // namespace spyre::sim
