@@ -1,0 +1,45 @@
+// The static timing model: exact per-unit work from the dry run (static trip counts), turned
+// into cycles with HardwareConfig. Formulas: timing.cpp and docs/isa.md, "Timing model".
+#pragma once
+#include "spyre/isa/hardware_config.h"
+#include "spyre/isa/program.h"
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace spyre::isa {
+
+/// Busy cycles of each unit of one core in one phase.
+struct UnitCycles {
+  double dma = 0, lsu = 0, sfp = 0, pt = 0, ring = 0, scalar = 0, sync = 0;
+
+  /// Decoupled units: the phase lasts as long as the busiest unit.
+  double overlapped() const;
+  /// One unit at a time: compute + memory + communication + control.
+  double serial() const;
+};
+
+struct TimingReport {
+  std::string kernel;
+  /// perCorePhase[core][phase]; every core has numPhases entries.
+  std::vector<std::vector<UnitCycles>> perCorePhase;
+  /// Per phase: max over cores of UnitCycles::overlapped() / serial().
+  std::vector<double> phaseOverlappedCycles, phaseSerialCycles;
+  int barriers = 0;      ///< top-level `bar`s (each costs hw.barrierNs)
+  int activeCores = 0;   ///< cores that issue any DMA; they share the DDR bandwidth
+  double launchUs = 0, barrierUs = 0;
+  /// Kernel time: launch + Σ phases (max over cores) + barriers, in µs.
+  double overlappedUs = 0, serialUs = 0;
+  // Work counters over all cores.
+  uint64_t ddrBytes = 0, lsuSticks = 0, sfpStickOps = 0, ptMacs = 0, ringBytes = 0;
+
+  int numPhases() const { return static_cast<int>(phaseOverlappedCycles.size()); }
+  /// Human-readable table: per phase the max over cores of each unit, totals, µs in both modes.
+  std::string summary() const;
+};
+
+/// Times `k` (which should have passed verifyKernel) on `hw`. Throws spyre::Error where the dry
+/// run cannot proceed (a core without a program, a per-core table without the core's entry).
+TimingReport timeKernel(const Kernel &k, const HardwareConfig &hw);
+
+} // namespace spyre::isa

@@ -1,0 +1,207 @@
+#include "spyre/isa/hardware_config.h"
+#include "spyre/isa/listing.h"
+#include "spyre/isa/timing.h"
+#include "spyre/isa/verifier.h"
+#include <cstdlib>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sstream>
+
+using namespace spyre;
+using namespace spyre::isa;
+
+namespace {
+
+std::string readFile(const std::string &p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Cycle counts below are derived by hand from the formulas in timing.cpp with the defaults:
+// 1.5 GHz, DMA start-up 100 ns = 150 cycles, DDR 204.8 GB/s = 136.5333 B/cycle per card,
+// 2 corelets (LSU and SFP 0.5 cycle per stick), launch 3 µs, barrier 0.2 µs.
+constexpr double kEps = 1e-9;
+
+// 32 cores each add 128 sticks of x and y into z: 4096 sticks = 262144 DL16 elements.
+const char *kVectorAdd = R"(.kernel vadd cores=32
+.args x y z
+.core 0..31
+    muli      r1, r0, 16384
+    dma.in    lx[0x0], ddr[x+r1], shape=(1,1,128) -> t0
+    dma.in    lx[0x4000], ddr[y+r1], shape=(1,1,128) -> t1
+    wait      t0, t1
+    li        r2, 0
+    loop 128 {
+        ld.dl16   v0, lx[r2]
+        ld.dl16   v1, lx[r2+0x4000]
+        add.dl16  v2, v0, v1
+        st.dl16   lx[r2+0x8000], v2
+        addi      r2, r2, 128
+    }
+    dma.out   ddr[z+r1], lx[0x8000], shape=(1,1,128) -> t2
+    wait      t2
+)";
+
+} // namespace
+
+TEST(Timing, VectorAdd32Cores) {
+  Kernel k = parseKernel(kVectorAdd);
+  ASSERT_NO_THROW(verifyKernel(k, {524288, 524288, 524288}));
+  TimingReport r = timeKernel(k, HardwareConfig{});
+  ASSERT_EQ(r.perCorePhase.size(), 32u);
+  ASSERT_EQ(r.numPhases(), 1);
+  EXPECT_EQ(r.activeCores, 32);
+  EXPECT_EQ(r.barriers, 0);
+  for (const auto &core : r.perCorePhase) {
+    const UnitCycles &u = core[0];
+    // 32 active cores: 136.5333/32 = 4.2667 B/cycle; 16384 B per DMA = 3840 cycles + 150.
+    EXPECT_NEAR(u.dma, 3 * (150 + 3840), kEps);
+    EXPECT_NEAR(u.lsu, 128 * 3 / 2.0, kEps);     // 384 sticks over 2 corelets
+    EXPECT_NEAR(u.sfp, 128 / 2.0, kEps);         // 128 stick-adds over 2 corelets
+    EXPECT_NEAR(u.scalar, 1 + 1 + 1 + 128, kEps); // muli, li, loop entry, 128 addi
+    EXPECT_NEAR(u.sync, 2, kEps);                 // two waits
+    EXPECT_EQ(u.pt, 0);
+    EXPECT_EQ(u.ring, 0);
+  }
+  EXPECT_NEAR(r.phaseOverlappedCycles[0], 11970, kEps);
+  EXPECT_NEAR(r.phaseSerialCycles[0], 11970 + 192 + 64 + 131 + 2, kEps);
+  EXPECT_NEAR(r.overlappedUs, 3 + 11970 / 1500.0, kEps);
+  EXPECT_NEAR(r.serialUs, 3 + 12359 / 1500.0, kEps);
+  EXPECT_EQ(r.ddrBytes, 32u * 3 * 16384);
+  EXPECT_EQ(r.lsuSticks, 32u * 384);
+  EXPECT_EQ(r.sfpStickOps, 4096u);
+  EXPECT_EQ(r.ptMacs, 0u);
+  EXPECT_EQ(r.ringBytes, 0u);
+  EXPECT_GE(r.serialUs, r.overlappedUs);
+}
+
+TEST(Timing, TwoPhasesWithBarrier) {
+  Kernel k = parseKernel(readFile(std::string(SPYRE_TEST_DATA_DIR) + "/kernels/add_relu_mul.lst"));
+  TimingReport r = timeKernel(k, HardwareConfig{});
+  ASSERT_EQ(r.numPhases(), 2);
+  EXPECT_EQ(r.barriers, 1);
+  EXPECT_EQ(r.activeCores, 2);
+  const UnitCycles &p0 = r.perCorePhase[1][0];
+  // 3 DMAs of 256 B with 2 active cores (68.2667 B/cycle each): 3·150 + 768/68.2667.
+  EXPECT_NEAR(p0.dma, 450 + 11.25, kEps);
+  EXPECT_NEAR(p0.lsu, 6 / 2.0, kEps);
+  EXPECT_NEAR(p0.sfp, 6 / 2.0, kEps);
+  EXPECT_NEAR(p0.scalar, 5, kEps); // tbl, li, loop, 2 × addi
+  EXPECT_NEAR(p0.sync, 2, kEps);
+  const UnitCycles &p1 = r.perCorePhase[0][1];
+  EXPECT_NEAR(p1.sfp, 4 / 2.0, kEps); // bcast, sub, neg, abs
+  EXPECT_NEAR(p1.lsu, 2 / 2.0, kEps);
+  EXPECT_EQ(p1.dma, 0);
+  EXPECT_NEAR(r.overlappedUs, 3 + 0.2 + (461.25 + 2) / 1500, kEps);
+  EXPECT_NEAR(r.serialUs, 3 + 0.2 + (474.25 + 3) / 1500, kEps);
+  std::string s = r.summary();
+  EXPECT_NE(s.find("kernel add_relu_mul: 2 cores (2 active on DDR), 2 phases, 1 barriers"), std::string::npos) << s;
+  EXPECT_NE(s.find("overlapped 3.509 us, serial 3.518 us"), std::string::npos) << s;
+}
+
+TEST(Timing, ActiveCoresShareDdrAndPhaseTimeIsMaxOverCores) {
+  // Only cores 0..1 touch DDR, so each gets half the card's bandwidth; core 2..3 compute longer.
+  const char *text = R"(.kernel mixed cores=4
+.args a
+.core 0..1
+    dma.in    lx[0x0], ddr[a], shape=(1,1,1024) -> t0
+    wait      t0
+    bar
+.core 2..3
+    loop 1000 {
+        relu.f32  v0, v0
+    }
+    bar
+)";
+  Kernel k = parseKernel(text);
+  ASSERT_NO_THROW(verifyKernel(k, {131072}));
+  TimingReport r = timeKernel(k, HardwareConfig{});
+  EXPECT_EQ(r.activeCores, 2);
+  ASSERT_EQ(r.numPhases(), 1); // a trailing bar opens no empty phase
+  EXPECT_NEAR(r.perCorePhase[0][0].dma, 150 + 131072 / (204.8e9 / 1.5e9 / 2), 1e-6);
+  EXPECT_NEAR(r.perCorePhase[0][0].dma, 150 + 1920, 1e-6);
+  EXPECT_NEAR(r.perCorePhase[3][0].sfp, 500, kEps);
+  EXPECT_NEAR(r.perCorePhase[3][0].scalar, 1, kEps);
+  EXPECT_NEAR(r.phaseOverlappedCycles[0], 2070, 1e-6);
+  EXPECT_NEAR(r.phaseSerialCycles[0], 2071, 1e-6); // core 0: dma 2070 + 1 wait
+  EXPECT_NEAR(r.overlappedUs, 3 + 0.2 + 2070 / 1500.0, 1e-9);
+}
+
+TEST(Timing, NestedLoopCountsAreExactAndFast) {
+  // 10^12 stick-ops: counted by weights, not by iterating.
+  const char *text = R"(.kernel big cores=1
+.args
+.core 0
+    li        r2, 0
+    loop 1000000 {
+        loop 1000000 {
+            add.f32   v0, v0, v1
+        }
+        addi      r2, r2, 3
+    }
+    loop 7 {
+        muli      r2, r2, -1
+        neg.dl16  v1, v1
+    }
+)";
+  Kernel k = parseKernel(text);
+  TimingReport r = timeKernel(k, HardwareConfig{});
+  EXPECT_EQ(r.sfpStickOps, 1000000000000ull + 7);
+  EXPECT_EQ(r.activeCores, 0);
+  const UnitCycles &u = r.perCorePhase[0][0];
+  EXPECT_NEAR(u.sfp, (1e12 + 7) / 2, 1e-3);
+  // li + outer loop + 10^6 inner loop entries + 10^6 addi + loop + 7 muli
+  EXPECT_NEAR(u.scalar, 1 + 1 + 1e6 + 1e6 + 1 + 7, kEps);
+  EXPECT_EQ(u.dma, 0);
+}
+
+TEST(Timing, HardwareConfigScalesCosts) {
+  Kernel k = parseKernel(kVectorAdd);
+  HardwareConfig hw;
+  hw.corelets = 1;
+  hw.dmaStartupNs = 0;
+  hw.kernelLaunchNs = 0;
+  TimingReport r = timeKernel(k, hw);
+  EXPECT_NEAR(r.perCorePhase[5][0].lsu, 384, kEps);
+  EXPECT_NEAR(r.perCorePhase[5][0].sfp, 128, kEps);
+  EXPECT_NEAR(r.perCorePhase[5][0].dma, 3 * 3840, 1e-6);
+  EXPECT_NEAR(r.overlappedUs, 11520 / 1500.0, 1e-9);
+  EXPECT_GE(r.serialUs, r.overlappedUs);
+}
+
+TEST(HardwareConfig, DefaultsMatchTorchSpyre) {
+  HardwareConfig hw;
+  EXPECT_EQ(hw.numCores, 32);
+  EXPECT_DOUBLE_EQ(hw.ptMacsPerCycle * hw.clockGHz * 1e3, 1.536e6); // MAC/µs/core
+  EXPECT_DOUBLE_EQ(hw.ddrBytesPerSecond, 204.8e9);
+  EXPECT_EQ(hw.lxBytes, 2 * 1024 * 1024);
+  EXPECT_EQ(hw.lxUsableBytes, 1677721);
+  EXPECT_DOUBLE_EQ(hw.transcendentalCyclesPerStick, 4);
+  EXPECT_NEAR(hw.ddrBytesPerCyclePerCore(32), 4.266666666666667, 1e-12);
+}
+
+TEST(HardwareConfig, SencoresFromEnvironment) {
+  const char *saved = std::getenv("SENCORES");
+  std::string savedValue = saved ? saved : "";
+  unsetenv("SENCORES");
+  EXPECT_EQ(HardwareConfig::fromEnv().numCores, 32);
+  setenv("SENCORES", "8", 1);
+  EXPECT_EQ(HardwareConfig::fromEnv().numCores, 8);
+  setenv("SENCORES", "1", 1);
+  EXPECT_EQ(HardwareConfig::fromEnv().numCores, 1);
+  for (const char *bad : {"0", "33", "-1", "abc", "8x", ""}) {
+    setenv("SENCORES", bad, 1);
+    try {
+      HardwareConfig::fromEnv();
+      ADD_FAILURE() << "SENCORES=" << bad << " accepted";
+    } catch (const Unsupported &e) {
+      EXPECT_EQ(std::string(e.what()), std::string("Unsupported: invalid SENCORES value ") + bad);
+    }
+  }
+  if (saved)
+    setenv("SENCORES", savedValue.c_str(), 1);
+  else
+    unsetenv("SENCORES");
+}
