@@ -1,0 +1,18 @@
+// docs/isa.md, generated: the instruction reference comes from instructions.def (one row per
+// instruction), costs from HardwareConfig, and the prose sections live in isa_doc.cpp so the
+// document changes together with the code it describes.
+#pragma once
+#include "spyre/isa/hardware_config.h"
+#include "spyre/isa/program.h"
+#include <string>
+
+namespace spyre::isa {
+
+/// The Markdown of docs/isa.md for `hw`.
+std::string generateIsaDoc(const HardwareConfig &hw);
+
+/// The assembly syntax of one instruction derived from its operand kinds, e.g.
+/// "add.{dl16,f32} vd, va, vb" or "dma.in lx[ra+off], ddr[arg+rb+off], shape=(n2,n1,n0) -> tK".
+std::string instructionSyntax(const OpInfo &info);
+
+} // namespace spyre::isa
