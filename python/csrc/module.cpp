@@ -1,0 +1,223 @@
+// torch_spyre._C: Python bindings for the spyre device (device.cpp), SpyreTensorLayout and the
+// DataFormats enum, named as torch-spyre's _C names them; plus the compile path's bindings.
+#include "compile_bindings.h"
+#include "spyre_device.h"
+
+#include "spyre/isa/dl16.h"
+#include "spyre/isa/error.h"
+
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/utils/pybind.h>
+
+namespace py = pybind11;
+
+namespace spyre::py {
+namespace {
+
+/// Python functions that call into ATen: torch's wrapper turns c10 errors and TORCH_WARNs into
+/// Python exceptions and warnings; withTorchErrors first maps our own error types.
+template <typename Ret, typename... Args> auto wrap(Ret (*f)(Args...)) {
+  return torch::wrap_pybind_function(
+      [f](Args... args) -> Ret { return withTorchErrors([&]() -> Ret { return f(args...); }); });
+}
+
+void checkDevice(const ::py::object &device) {
+  if (device.is_none())
+    return;
+  int64_t index = 0;
+  if (::py::isinstance<::py::int_>(device)) {
+    index = device.cast<int64_t>();
+  } else {
+    auto d = device.cast<at::Device>();
+    if (d.type() != at::DeviceType::PrivateUse1)
+      throw Error("expected a spyre device, got " + d.str());
+    index = d.has_index() ? d.index() : 0;
+  }
+  setDevice(static_cast<int>(index)); // validates
+}
+
+SpyreTensorLayout layoutFromTorchDtype(std::vector<int64_t> size, at::ScalarType dtype) {
+  return SpyreTensorLayout(size, deviceFormatOf(dtype));
+}
+
+::py::list toList(const std::vector<int64_t> &v) {
+  ::py::list l;
+  for (int64_t x : v)
+    l.append(x);
+  return l;
+}
+
+void bindLayout(::py::module_ &m) {
+  ::py::enum_<DataFormat> df(m, "DataFormats");
+#define X(name, eps, bytes) df.value(#name, DataFormat::name);
+  SPYRE_DATA_FORMATS(X)
+#undef X
+  df.def("elems_per_stick", [](DataFormat f) { return elemsPerStick(f); },
+         "Elements per 128-byte stick in this format");
+
+  ::py::enum_<ElementArrangement>(m, "ElementArrangement")
+      .value("STANDARD", ElementArrangement::STANDARD)
+      .value("DL16_TO_FP32", ElementArrangement::DL16_TO_FP32)
+      .value("QFP8CH", ElementArrangement::QFP8CH)
+      .value("EXX2", ElementArrangement::EXX2);
+
+  using L = SpyreTensorLayout;
+  using Ea = ElementArrangement;
+  using V = std::vector<int64_t>;
+  ::py::class_<L>(m, "SpyreTensorLayout")
+      // Overloads are tried in order; torch.dtype and DataFormats never convert into each
+      // other, and a dim_order list never converts into an ElementArrangement.
+      .def(::py::init([](V size, at::ScalarType dtype) {
+             return withTorchErrors([&] { return layoutFromTorchDtype(size, dtype); });
+           }),
+           ::py::arg("size"), ::py::arg("dtype"))
+      .def(::py::init([](V size, DataFormat dtype) { return L(size, dtype); }), ::py::arg("size"),
+           ::py::arg("dtype"))
+      .def(::py::init([](V size, V stride, at::ScalarType dtype, V dimOrder, Ea ea) {
+             return withTorchErrors([&] { return L(size, stride, deviceFormatOf(dtype), dimOrder, ea); });
+           }),
+           ::py::arg("size"), ::py::arg("stride"), ::py::arg("dtype"), ::py::arg("dim_order"),
+           ::py::arg("element_arrangement") = Ea::STANDARD)
+      .def(::py::init([](V size, V stride, DataFormat dtype, V dimOrder, Ea ea) {
+             return L(size, stride, dtype, dimOrder, ea);
+           }),
+           ::py::arg("size"), ::py::arg("stride"), ::py::arg("dtype"), ::py::arg("dim_order"),
+           ::py::arg("element_arrangement") = Ea::STANDARD)
+      // Expert form (torch-spyre's third constructor): device_size/stride_map as given.
+      .def(::py::init([](V deviceSize, V strideMap, DataFormat dtype, Ea ea) {
+             return L::fromDevice(deviceSize, strideMap, dtype, ea);
+           }),
+           ::py::arg("device_size"), ::py::arg("stride_map"), ::py::arg("device_dtype"),
+           ::py::arg("element_arrangement"))
+      .def_property_readonly("device_size", [](const L &l) { return toList(l.device_size); })
+      .def_property_readonly("stride_map", [](const L &l) { return toList(l.stride_map); })
+      .def_property_readonly("device_dtype", [](const L &l) { return l.device_dtype; })
+      .def_property_readonly("element_arrangement",
+                             [](const L &l) { return l.element_arrangement; })
+      .def("elems_per_stick", &L::elemsPerStick)
+      .def("device_bytes", &L::deviceBytes, "Bytes the layout occupies in DDR")
+      .def("__eq__", [](const L &a, const L &b) { return a == b; }, ::py::is_operator())
+      .def("__eq__", [](const L &, const ::py::object &) { return false; }, ::py::is_operator())
+      .def("__hash__",
+           [](const L &l) {
+             return ::py::hash(::py::make_tuple(::py::tuple(toList(l.device_size)),
+                                                ::py::tuple(toList(l.stride_map)),
+                                                static_cast<int>(l.device_dtype),
+                                                static_cast<int>(l.element_arrangement)));
+           })
+      .def("__str__", &L::str)
+      .def("__repr__", &L::str)
+      // torch-spyre's pickle format version 3: (3, device_size, stride_map, device_dtype, ea).
+      .def(::py::pickle(
+          [](const L &l) {
+            return ::py::make_tuple(3, toList(l.device_size), toList(l.stride_map),
+                                    l.device_dtype, l.element_arrangement);
+          },
+          [](const ::py::tuple &t) {
+            if (t.size() != 5 || t[0].cast<int>() != 3)
+              throw Error("SpyreTensorLayout: cannot unpickle state " +
+                          ::py::repr(t).cast<std::string>() + " (expected version 3)");
+            return L::fromDevice(t[1].cast<V>(), t[2].cast<V>(), t[3].cast<DataFormat>(),
+                                 t[4].cast<Ea>());
+          }));
+
+  m.def("get_device_dtype", wrap(+[](at::ScalarType t) { return deviceFormatOf(t); }),
+        "DataFormats a torch dtype is stored in on the device");
+  m.def(
+      "encode_constant",
+      wrap(+[](double value, DataFormat f) -> int64_t {
+        float x = static_cast<float>(value);
+        switch (f) {
+        case DataFormat::SEN169_FP16: return dl16::fromFloat(x);
+        case DataFormat::IEEE_FP32: return dl16::floatBits(x);
+        default:
+          throw Unsupported("encode_constant for DataFormats." +
+                            std::string(dataFormatName(f)));
+        }
+      }),
+      ::py::arg("value"), ::py::arg("dtype"),
+      "Bit pattern of a constant in a device format (DL16 bits or raw IEEE fp32 bits)");
+}
+
+void bindDevice(::py::module_ &m) {
+  m.def("device_count", [] { return kDeviceCount; });
+  m.def("current_device", [] { return currentDevice(); });
+  m.def("set_device", wrap(+[](::py::object d) { checkDevice(d); }), ::py::arg("device"));
+  // The simulator runs every transfer and kernel to completion before returning.
+  m.def("synchronize", wrap(+[](::py::object d) { checkDevice(d); }),
+        ::py::arg("device") = ::py::none());
+  m.def("memory_allocated",
+        wrap(+[](::py::object d) -> uint64_t {
+          checkDevice(d);
+          return deviceMemory().stats().allocated;
+        }),
+        ::py::arg("device") = ::py::none());
+  m.def("max_memory_allocated",
+        wrap(+[](::py::object d) -> uint64_t {
+          checkDevice(d);
+          return deviceMemory().stats().peak;
+        }),
+        ::py::arg("device") = ::py::none());
+  m.def("reset_peak_memory_stats",
+        wrap(+[](::py::object d) {
+          checkDevice(d);
+          deviceMemory().resetPeak();
+        }),
+        ::py::arg("device") = ::py::none());
+  m.def("memory_stats",
+        wrap(+[](::py::object d) -> ::py::dict {
+          checkDevice(d);
+          auto s = deviceMemory().stats();
+          ::py::dict out;
+          out["allocated_bytes.all.current"] = s.allocated;
+          out["allocated_bytes.all.peak"] = s.peak;
+          out["allocation.all.allocated"] = s.numAllocs;
+          out["allocation.all.freed"] = s.numFrees;
+          out["allocation.all.current"] = s.numAllocs - s.numFrees;
+          out["capacity_bytes"] = s.capacity;
+          return out;
+        }),
+        ::py::arg("device") = ::py::none());
+  m.def("manual_seed_all", [](uint64_t seed) { manualSeed(seed); }, ::py::arg("seed"));
+  m.def("initial_seed", [] { return initialSeed(); });
+
+  m.def("empty_with_layout",
+        wrap(+[](std::vector<int64_t> size, std::vector<int64_t> stride, at::ScalarType dtype,
+                 const SpyreTensorLayout &layout) {
+          return emptyWithLayout(size, stride, dtype, layout);
+        }),
+        ::py::arg("size"), ::py::arg("stride"), ::py::arg("dtype"), ::py::arg("layout"),
+        "Allocate a spyre tensor whose storage is tiled by `layout`");
+  m.def("get_spyre_tensor_layout",
+        wrap(+[](const at::Tensor &t) { return tensorLayout(t); }), ::py::arg("tensor"));
+  m.def("_device_address", wrap(+[](const at::Tensor &t) { return deviceAddress(t); }),
+        ::py::arg("tensor"), "DDR address of the tensor's storage (for tests and debugging)");
+  m.def("_covers_storage", wrap(+[](const at::Tensor &t) { return coversStorage(t); }),
+        ::py::arg("tensor"),
+        "Whether the tensor is exactly the host geometry its storage is tiled for");
+}
+
+} // namespace
+} // namespace spyre::py
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "spyre-jit: simulated IBM Spyre device for PyTorch";
+  // Constructors and methods of SpyreTensorLayout throw spyre errors directly.
+  py::register_local_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p)
+        std::rethrow_exception(p);
+    } catch (const spyre::Unsupported &e) {
+      PyErr_SetString(PyExc_NotImplementedError, e.what());
+    } catch (const spyre::OutOfMemory &e) {
+      // torch.OutOfMemoryError (a RuntimeError), as torch raises for device allocations.
+      auto oom = py::module_::import("torch").attr("OutOfMemoryError");
+      PyErr_SetString(oom.ptr(), e.what());
+    } catch (const spyre::Error &e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+  spyre::py::bindLayout(m);
+  spyre::py::bindDevice(m);
+  spyre::py::registerCompileBindings(m);
+}

@@ -1,0 +1,75 @@
+// The "spyre" PyTorch device (PrivateUse1) as seen from C++: the simulated DDR, the layout of a
+// spyre tensor, and allocation with an explicit layout. The compile/run path uses this header to
+// find its kernel arguments in DDR and to allocate outputs in the layout the compiler chose.
+//
+// Memory model (device.cpp): every spyre storage is one DeviceMemory block; its DataPtr is the
+// host pointer base()+address (unique, so torch's aliasing checks work), and the block carries
+// the host geometry (sizes, strides, dtype) that its bytes are tiled for plus the
+// SpyreTensorLayout of that tiling. Views share the block and keep the storage's layout.
+#pragma once
+#include <ATen/ATen.h>
+#include "spyre/isa/error.h"
+#include "spyre/isa/layout.h"
+#include "spyre/sim/device_memory.h"
+
+#include <optional>
+#include <vector>
+
+namespace spyre::py {
+
+sim::DeviceMemory &deviceMemory();                       // the process-wide simulated DDR
+const SpyreTensorLayout &tensorLayout(const at::Tensor &t);  // throws spyre::Error if t is not a spyre tensor
+uint64_t deviceAddress(const at::Tensor &t);   // DDR address of the tensor's storage (data of storage start)
+at::Tensor emptyWithLayout(at::IntArrayRef size, at::IntArrayRef stride, at::ScalarType dtype, const SpyreTensorLayout &layout);
+DataFormat deviceFormatOf(at::ScalarType t);   // throws Unsupported for unsupported dtypes
+
+// ---- additions -------------------------------------------------------------------------------
+
+/// The host geometry a spyre storage's bytes are laid out for: the DDR block holds the tensor
+/// (sizes, strides, dtype) tiled by `layout` (torch-spyre's dma_sizes/dma_strides).
+struct StorageGeometry {
+  SpyreTensorLayout layout;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  at::ScalarType dtype = at::kHalf;
+};
+
+/// Geometry of t's storage; throws spyre::Error if t is not a spyre tensor or its storage was
+/// allocated raw (e.g. through torch.UntypedStorage) and has no layout.
+const StorageGeometry &storageGeometry(const at::Tensor &t);
+/// True when t is exactly the tensor its storage is laid out for (same sizes, strides, dtype,
+/// storage offset 0): its data can be read in DDR directly through tensorLayout(t).
+bool coversStorage(const at::Tensor &t);
+/// Allocation with the generic stick layout for size/stride (dim order by decreasing stride).
+at::Tensor emptyStrided(at::IntArrayRef size, at::IntArrayRef stride, at::ScalarType dtype);
+/// Layout empty_strided gives a tensor of that geometry.
+SpyreTensorLayout defaultLayout(at::IntArrayRef size, at::IntArrayRef stride, at::ScalarType dtype);
+
+/// Host <-> device transfers used by _copy_from (both accept any strides/views).
+at::Tensor toCpu(const at::Tensor &spyreTensor);
+void copyFromCpu(const at::Tensor &spyreDst, const at::Tensor &cpuSrc);
+
+// Device selection (one simulated card).
+constexpr int kDeviceCount = 1;
+int currentDevice();
+/// Throws spyre::Error naming the valid range for any index other than 0.
+void setDevice(int index);
+/// Seeds the spyre default generator (torch.spyre.manual_seed_all).
+void manualSeed(uint64_t seed);
+uint64_t initialSeed();
+
+/// Runs f, mapping spyre errors onto torch's exception types so that Python sees
+/// NotImplementedError (Unsupported), torch.OutOfMemoryError or RuntimeError with our message.
+template <typename F> auto withTorchErrors(F &&f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Unsupported &e) {
+    TORCH_CHECK_NOT_IMPLEMENTED(false, e.what());
+  } catch (const OutOfMemory &e) {
+    TORCH_CHECK_WITH(OutOfMemoryError, false, e.what());
+  } catch (const Error &e) {
+    TORCH_CHECK(false, e.what());
+  }
+}
+
+} // namespace spyre::py

@@ -1,0 +1,89 @@
+"""torch_spyre: a simulated IBM Spyre accelerator as the PyTorch device "spyre" (PrivateUse1).
+
+Importing the package (or plain ``import torch`` once the package is installed, through the
+``torch.backends`` entry point) renames PrivateUse1 to "spyre", registers ``torch.spyre`` and
+the Tensor helpers, and registers the ``torch.compile`` backend from ``torch_spyre._compile``.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import warnings
+
+_lock = threading.RLock()
+_loaded = False
+_ready = False  # set when this file has finished executing
+_IMPORT_ERROR: ImportError | None = None
+
+
+def _autoload() -> None:
+    """Registers the spyre device with torch. Idempotent; runs at the end of ``import
+    torch_spyre`` and from torch's ``torch.backends`` entry point during ``import torch``."""
+    global _loaded
+    if not _ready or _IMPORT_ERROR is not None:
+        # torch's entry point calls us while `import torch_spyre` (which imports torch) is still
+        # running: the end of this file does the registration.
+        return
+    with _lock:
+        if _loaded:
+            return
+        if torch._C._get_privateuse1_backend_name() != "spyre":
+            torch.utils.rename_privateuse1_backend("spyre")
+        if not hasattr(torch, "spyre"):
+            torch._register_device_module("spyre", _device.make_spyre_module())
+        if not hasattr(torch.Tensor, "is_spyre"):
+            torch.utils.generate_methods_for_privateuse1_backend()
+        from . import _monkey_patch
+
+        _monkey_patch.apply()
+        # Set before importing _compile: it may import torch_spyre itself.
+        _loaded = True
+    try:
+        from . import _compile
+
+        register = getattr(_compile, "register", None)
+        if callable(register):
+            register()
+    except Exception as e:  # noqa: BLE001 - the device must stay usable without compile
+        warnings.warn(
+            f"torch_spyre: the spyre torch.compile backend failed to register: {e!r}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
+# _autoload must exist before this import: torch's entry point looks it up on this module.
+import torch  # noqa: E402
+
+
+def _torch_is_importing() -> bool:
+    """True while ``import torch`` is still running, i.e. we are being autoloaded."""
+    spec = getattr(sys.modules.get("torch"), "__spec__", None)
+    return bool(getattr(spec, "_initializing", False))
+
+
+try:
+    from . import _device
+    from ._device import *  # noqa: F403 - the torch.spyre API, re-exported
+    from ._device import __all__  # noqa: F401
+except ImportError as _e:
+    # A missing or stale extension must not make every `import torch` in the environment fail
+    # (that would also break the CMake configure step, which imports torch): when autoloaded,
+    # warn and leave the device unregistered. A direct `import torch_spyre` still raises.
+    if not _torch_is_importing():
+        raise
+    _IMPORT_ERROR = _e
+    warnings.warn(
+        f"torch_spyre: the _C extension failed to load, so the spyre device is not registered "
+        f"({_e}). Build it with `ninja -C build torch_spyre_C`.",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+
+    def __getattr__(name: str):  # noqa: ANN202 - module-level attribute hook
+        raise ImportError(f"torch_spyre is unusable: its _C extension failed to load ({_IMPORT_ERROR})")
+
+
+_ready = True
+_autoload()

@@ -1,0 +1,129 @@
+"""The ``torch.spyre`` device module: device queries, memory statistics and seeding over the
+``_C`` extension, plus the layout types torch-spyre exposes there."""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+
+from . import _C
+from ._C import DataFormats, ElementArrangement, SpyreTensorLayout, get_device_dtype
+
+__all__ = [
+    "DataFormats",
+    "ElementArrangement",
+    "SpyreTensorLayout",
+    "current_device",
+    "device_count",
+    "get_device_dtype",
+    "is_available",
+    "manual_seed",
+    "manual_seed_all",
+    "max_memory_allocated",
+    "memory_allocated",
+    "memory_stats",
+    "reset_peak_memory_stats",
+    "set_device",
+    "synchronize",
+]
+
+
+def is_available() -> bool:
+    """The simulated card is always present."""
+    return True
+
+
+def is_initialized() -> bool:
+    return True
+
+
+def _is_in_bad_fork() -> bool:
+    # The simulator keeps no driver state a forked child could corrupt.
+    return False
+
+
+def device_count() -> int:
+    return _C.device_count()
+
+
+def current_device() -> int:
+    return _C.current_device()
+
+
+def set_device(device: Any) -> None:
+    """Only device 0 exists; anything else raises RuntimeError naming the valid index."""
+    _C.set_device(device)
+
+
+def synchronize(device: Any = None) -> None:
+    """No-op: the simulator finishes every transfer and kernel before returning."""
+    _C.synchronize(device)
+
+
+def memory_allocated(device: Any = None) -> int:
+    """Bytes of simulated DDR held by live spyre storages (4 KiB-aligned blocks)."""
+    return _C.memory_allocated(device)
+
+
+def max_memory_allocated(device: Any = None) -> int:
+    return _C.max_memory_allocated(device)
+
+
+def reset_peak_memory_stats(device: Any = None) -> None:
+    _C.reset_peak_memory_stats(device)
+
+
+def memory_stats(device: Any = None) -> dict[str, int]:
+    return _C.memory_stats(device)
+
+
+def manual_seed(seed: int) -> None:
+    """Seeds every generator, as torch.manual_seed does (which also seeds spyre's)."""
+    torch.manual_seed(seed)
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seeds the spyre default generator (called by torch.manual_seed)."""
+    _C.manual_seed_all(int(seed))
+
+
+def initial_seed() -> int:
+    return _C.initial_seed()
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    return [torch.float16, torch.bfloat16]
+
+
+_MODULE_MEMBERS = (
+    "is_available",
+    "is_initialized",
+    "_is_in_bad_fork",
+    "device_count",
+    "current_device",
+    "set_device",
+    "synchronize",
+    "memory_allocated",
+    "max_memory_allocated",
+    "reset_peak_memory_stats",
+    "memory_stats",
+    "manual_seed",
+    "manual_seed_all",
+    "initial_seed",
+    "get_amp_supported_dtype",
+    "SpyreTensorLayout",
+    "DataFormats",
+    "ElementArrangement",
+    "get_device_dtype",
+)
+
+
+def make_spyre_module() -> types.ModuleType:
+    mod = types.ModuleType("spyre", "torch.spyre: the simulated IBM Spyre device")
+    for name in _MODULE_MEMBERS:
+        setattr(mod, name, globals()[name])
+    mod.encode_constant = _C.encode_constant
+    mod.empty_with_layout = _C.empty_with_layout
+    return mod

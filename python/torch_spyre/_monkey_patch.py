@@ -1,0 +1,94 @@
+"""Tensor additions for spyre tensors (torch-spyre's _monkey_patch):
+
+* ``Tensor.device_tensor_layout()``: the SpyreTensorLayout of a spyre tensor's storage (views
+  report their storage's layout), ``None`` for tensors on other devices;
+* ``Tensor.to(..., device_layout=stl)``: copy to spyre into a storage tiled by ``stl``;
+* ``repr`` of spyre tensors: printed from a host copy, since printing runs compute ops that the
+  device only has through torch.compile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import _C
+from ._C import SpyreTensorLayout
+
+_applied = False
+_orig_to = torch.Tensor.to
+_orig_repr = torch.Tensor.__repr__
+
+
+def _contiguous_strides(size: list[int]) -> list[int]:
+    strides = [1] * len(size)
+    for i in range(len(size) - 2, -1, -1):
+        strides[i] = strides[i + 1] * max(size[i + 1], 1)
+    return strides
+
+
+def device_tensor_layout(self: torch.Tensor) -> SpyreTensorLayout | None:
+    """SpyreTensorLayout of this tensor's device storage (None if not on spyre)."""
+    if self.device.type != "spyre":
+        return None
+    return _C.get_spyre_tensor_layout(self)
+
+
+def _to_with_layout(self: torch.Tensor, args: tuple, kwargs: dict, layout: Any) -> torch.Tensor:
+    if not isinstance(layout, SpyreTensorLayout):
+        raise TypeError(
+            f"Tensor.to(device_layout=...) expects a torch.spyre.SpyreTensorLayout, "
+            f"got {type(layout).__name__}"
+        )
+    device, dtype, _non_blocking, memory_format = (
+        torch._C._nn._parse_to(*args, **kwargs) if (args or kwargs) else (None, None, False, None)
+    )
+    if device is not None and device.type != "spyre":
+        raise ValueError(f"Tensor.to(device_layout=...) copies to spyre, but device={device} was given")
+    if memory_format not in (None, torch.preserve_format):
+        raise ValueError("Tensor.to(device_layout=...) fixes the layout; memory_format is not allowed")
+    if device is not None:
+        _C.set_device(device)  # validates the index
+    dtype = dtype or self.dtype
+    size = list(self.shape)
+    # The layout's stride_map names host strides: accept the contiguous ones (what
+    # SpyreTensorLayout(size, dtype) assumes) or this tensor's own.
+    candidates = [_contiguous_strides(size)]
+    if list(self.stride()) != candidates[0]:
+        candidates.append(list(self.stride()))
+    error: Exception | None = None
+    for stride in candidates:
+        try:
+            dst = _C.empty_with_layout(size, stride, dtype, layout)
+        except NotImplementedError as e:  # layout does not describe these strides
+            error = e
+            continue
+        dst.copy_(self)
+        return dst
+    assert error is not None
+    raise error
+
+
+def _to(self: torch.Tensor, *args: Any, device_layout: Any = None, **kwargs: Any) -> torch.Tensor:
+    if device_layout is None:
+        return _orig_to(self, *args, **kwargs)
+    return _to_with_layout(self, args, kwargs, device_layout)
+
+
+def _repr(self: torch.Tensor, *, tensor_contents: Any = None) -> str:
+    if self.device.type == "spyre" and tensor_contents is None:
+        host = self.detach().cpu()
+        tensor_contents = torch._tensor_str._tensor_str(host, len("tensor("))
+    return _orig_repr(self, tensor_contents=tensor_contents)
+
+
+def apply() -> None:
+    global _applied
+    if _applied:
+        return
+    torch.Tensor.device_tensor_layout = device_tensor_layout
+    _to.__doc__ = _orig_to.__doc__
+    torch.Tensor.to = _to
+    torch.Tensor.__repr__ = _repr
+    _applied = True
