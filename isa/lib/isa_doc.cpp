@@ -255,8 +255,11 @@ std::string generateIsaDoc(const HardwareConfig &hw) {
       "every value in the body is affine in the iteration number; checking two consecutive\n"
       "iterations (alignment) and the last one (range) is then exact, and the token protocol is\n"
       "decided by the first two iterations (a body's token effect is idempotent). A loop of\n"
-      "millions of iterations costs three body walks; loops whose state never becomes a\n"
-      "translation (e.g. `muli r2, r2, -1`) are walked iteration by iteration.\n\n");
+      "millions of iterations costs three body walks. The same argument applied to p iterations at\n"
+      "a time covers states that become a translation with period p ≤ 4 (double and triple\n"
+      "buffering alternate addresses): the walker then visits 2p consecutive iterations and the\n"
+      "last p. Loops whose state never becomes such a translation (e.g. a register doubling each\n"
+      "iteration) are walked iteration by iteration, still exactly.\n\n");
 
   add("## 7. Timing model\n\n"
       "`timeKernel(kernel, hw)` uses the same dry run, so all counts are exact dynamic counts. Per\n"

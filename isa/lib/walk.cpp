@@ -132,9 +132,9 @@ private:
                           int64_t k) const {
     ScalarState out = s0;
     for (int i = 0; i < kNumSRegs; ++i) {
-      __int128 d = static_cast<__int128>(s1.r[i]) - s0.r[i];
-      __int128 v = static_cast<__int128>(s0.r[i]) + d * k; // |d| < 2^65, k < 2^63: fits
-      if (v > INT64_MAX || v < INT64_MIN)
+      __int128 d = static_cast<__int128>(s1.r[i]) - s0.r[i], v = 0;
+      if (__builtin_mul_overflow(d, static_cast<__int128>(k), &v) || (v += s0.r[i]) > INT64_MAX ||
+          v < INT64_MIN)
         instrError(k_, s0.core, loopIn, "",
                    "scalar register r" + std::to_string(i) + " overflows 64 bits in this loop");
       out.r[i] = static_cast<int64_t>(v);
@@ -142,26 +142,37 @@ private:
     return out;
   }
 
+  // Periods up to this are recognised (p = 2 is double buffering, 3 triple buffering).
+  static constexpr int kMaxPeriod = 4;
+  static constexpr int kHistory = 2 * kMaxPeriod + 1;
+
   void loop(const Instr &in, ScalarState &s, uint64_t w, int depth) {
     const int64_t n = in.imm;
     if (n <= 0)
       return;
-    // entry[j % 3] = entry state of iteration j, for the last three iterations visited.
-    std::array<ScalarState, 3> entry{s, s, s};
+    // hist[i % kHistory] = entry state of iteration i (the last kHistory iterations).
+    std::array<ScalarState, kHistory> hist;
     ScalarState cur = s;
     for (int64_t i = 0; i < n; ++i) {
-      entry[i % 3] = cur;
-      if (i >= 2 && sameDelta(entry[(i - 2) % 3], entry[(i - 1) % 3], cur)) {
-        // Translation from iteration i-2 on (see walk.h). Iterations i-2 and i-1 were visited;
-        // the last one stands for iterations i..n-1.
-        const ScalarState &base = entry[(i - 2) % 3];
-        const ScalarState &next = entry[(i - 1) % 3];
-        ScalarState last = extrapolate(in, base, next, n - 1 - (i - 2));
-        uint64_t lw = 0;
-        if (__builtin_mul_overflow(w, static_cast<uint64_t>(n - i), &lw))
-          instrError(k_, s.core, in, "", "more than 2^64 dynamic instructions");
-        body(in.body, last, lw, depth + 1);
-        s = last;
+      hist[i % kHistory] = cur;
+      // Period-p translation from j = i - 2p (walk.h, with F^p for F): iterations j..i-1, two
+      // consecutive members of every residue class mod p, were visited; the last p iterations
+      // (the last member of each class) stand for all iterations i..n-1.
+      for (int64_t p = 1; p <= kMaxPeriod && 2 * p <= i && n - i >= p; ++p) {
+        if (!sameDelta(hist[(i - 2 * p) % kHistory], hist[(i - p) % kHistory], cur))
+          continue;
+        const int64_t j = i - 2 * p;
+        for (int64_t x = n - p; x < n; ++x) {
+          int64_t r = (x - j) % p;
+          ScalarState st = extrapolate(in, hist[(j + r) % kHistory], hist[(j + r + p) % kHistory], (x - j - r) / p);
+          // Iterations in [i, n) congruent to x mod p.
+          uint64_t count = static_cast<uint64_t>((x - (i + (x - i) % p)) / p + 1), xw = 0;
+          if (__builtin_mul_overflow(w, count, &xw))
+            instrError(k_, s.core, in, "", "more than 2^64 dynamic instructions");
+          body(in.body, st, xw, depth + 1);
+          if (x == n - 1)
+            s = st;
+        }
         return;
       }
       body(in.body, cur, w, depth + 1);

@@ -12,12 +12,16 @@
 // included) is then affine in the iteration number i. The walker therefore visits iterations
 // 0.., j, j+1 (two consecutive ones: alignment of an affine sequence is decided by its first
 // value and its step) and the last one (range: an affine function is extreme at its ends),
-// and gives the last visit the weight of all iterations it stands for. Token state is also
-// exact: a body's effect on "token outstanding" is idempotent (each touched token ends in the
-// state its last issue/wait leaves it), so all iterations after the first start alike.
+// and gives the last visit the weight of all iterations it stands for. The same holds with
+// period p <= 4 for F^p (double/triple buffering alternates addresses): once s[j+2p] - s[j+p]
+// == s[j+p] - s[j], each residue class of iterations mod p has affine entry states, so the
+// walker visits iterations j..j+2p-1 and the last p iterations. Token state is also exact: a
+// body's effect on "token outstanding" is idempotent (each touched token ends in the state its
+// last issue/wait leaves it), so all iterations after the first start alike.
 // 64-bit overflow of scalar arithmetic is an error (the affine argument needs exact integers,
-// and a wrapped address is a bug anyway). Loops whose state never becomes a translation (e.g.
-// `muli r2, r2, -1`) are walked iteration by iteration, still exactly.
+// and a wrapped address is a bug anyway). Loops whose state never becomes a translation of
+// period <= 4 (e.g. a register doubling each iteration) are walked iteration by iteration,
+// still exactly.
 #pragma once
 #include "spyre/isa/program.h"
 #include <array>

@@ -157,6 +157,27 @@ TEST(Timing, NestedLoopCountsAreExactAndFast) {
   EXPECT_EQ(u.dma, 0);
 }
 
+TEST(Timing, PeriodicLoopWeightsAreExact) {
+  // The register state is a translation only with period 3 (triple buffering); trip counts that
+  // are not multiples of the period must still count exactly.
+  for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{6}, int64_t{7}, int64_t{1000003},
+                    int64_t{1000000000001}}) {
+    // (r2, r3, r4) -> (r3, r4, r2 + 512): after 3 iterations every register grew by 512.
+    std::string text = ".kernel p cores=1\n.args\n.core 0\n    li        r3, 256\n    loop " + std::to_string(n) +
+                       " {\n        st.f32    lx[r2], v0\n        relu.f32  v0, v0\n"
+                       "        addi      r6, r2, 0\n        addi      r2, r3, 0\n        addi      r3, r4, 0\n"
+                       "        addi      r4, r6, 512\n"
+                       "        loop 3 {\n            addi      r5, r5, 1\n        }\n    }\n"
+                       "    loop 4 {\n        relu.f32  v0, v0\n    }\n";
+    Kernel k = parseKernel(text);
+    TimingReport r = timeKernel(k, HardwareConfig{});
+    EXPECT_EQ(r.sfpStickOps, static_cast<uint64_t>(n) + 4) << n;
+    EXPECT_EQ(r.lsuSticks, static_cast<uint64_t>(n)) << n;
+    // li, loop, per iteration (4 addi, inner loop entry, 3 addi), loop
+    EXPECT_NEAR(r.perCorePhase[0][0].scalar, 1 + 1 + 8.0 * n + 1, 1e-3) << n;
+  }
+}
+
 TEST(Timing, HardwareConfigScalesCosts) {
   Kernel k = parseKernel(kVectorAdd);
   HardwareConfig hw;
