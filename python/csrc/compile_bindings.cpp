@@ -1,6 +1,198 @@
+// torch_spyre._C compile/run path: graph text -> frontend -> JobPlan -> backend -> JIT (or
+// interpreter) -> runs on the simulated card against spyre tensors.
 #include "compile_bindings.h"
+#include "spyre/frontend/compiler.h"
+#include "spyre/frontend/graph.h"
+#include "spyre/isa/listing.h"
+#include "spyre/jit/jit_engine.h"
+#include "spyre/sim/executable.h"
+#include "spyre_device.h"
+#include <chrono>
+#include <filesystem>
+#include <mutex>
 
 namespace spyre::py {
-// Filled in by the compile path (frontend/backend/JIT) work.
-void registerCompileBindings(pybind11::module_ &m) {}
+namespace {
+
+namespace pyb = pybind11;
+
+/// The simulated card's cores and the default engines, created on first use.
+struct Card {
+  sim::Runtime runtime;
+  std::unique_ptr<sim::Engine> interp = sim::makeInterpreter();
+  std::unique_ptr<jit::JitEngine> jit;
+  std::mutex mu; // one kernel sequence at a time on the card
+  Card() : runtime(sim::defaultSimThreads(), 32) {}
+  jit::JitEngine &jitEngine() {
+    if (!jit)
+      jit = std::make_unique<jit::JitEngine>(jit::JitOptions{jit::tierFromEnv(), ""});
+    return *jit;
+  }
+  static Card &get() {
+    static Card card;
+    return card;
+  }
+};
+
+at::ScalarType torchType(HostType t) {
+  switch (t) {
+  case HostType::F16: return at::kHalf;
+  case HostType::BF16: return at::kBFloat16;
+  case HostType::F32: return at::kFloat;
+  case HostType::I32: return at::kInt;
+  case HostType::I64: return at::kLong;
+  case HostType::Bool: return at::kBool;
+  case HostType::I8: return at::kChar;
+  case HostType::I16: return at::kShort;
+  case HostType::U8: return at::kByte;
+  }
+  return at::kHalf;
+}
+
+class CompiledGraph {
+public:
+  CompiledGraph(const std::string &graphText, const std::string &engineName, const std::string &dumpDir, int cores)
+      : dumpDir_(dumpDir) {
+    auto t0 = std::chrono::steady_clock::now();
+    frontend::Graph g = frontend::parseGraph(graphText, "<fx graph>");
+    frontend::CompileOptions opts;
+    opts.maxCores = cores > 0 ? cores : frontend::senCoresFromEnv();
+    opts.dumpDir = dumpDir;
+    isa::JobPlan plan = frontend::compileGraph(g, opts);
+    auto t1 = std::chrono::steady_clock::now();
+    frontendMs_ = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    Card &card = Card::get();
+    sim::Engine *engine;
+    if (engineName == "interp") {
+      engine = card.interp.get();
+    } else if (engineName == "jit") {
+      if (!dumpDir.empty()) {
+        ownJit_ = std::make_unique<jit::JitEngine>(jit::JitOptions{jit::tierFromEnv(), dumpDir});
+        engine = ownJit_.get();
+      } else {
+        engine = &card.jitEngine();
+      }
+    } else {
+      throw Error("unknown engine '" + engineName + "' (expected 'jit' or 'interp')");
+    }
+    exe_ = std::make_unique<sim::Executable>(std::move(plan), *engine, dumpDir);
+  }
+
+  std::vector<at::Tensor> run(const std::vector<at::Tensor> &inputs) {
+    const isa::JobPlan &plan = exe_->plan();
+    if (inputs.size() != plan.inputs.size())
+      throw Error("compiled graph expects " + std::to_string(plan.inputs.size()) + " inputs, got " +
+                  std::to_string(inputs.size()));
+    std::vector<at::Tensor> keep(plan.buffers.size());
+    std::vector<uint64_t> addr(plan.buffers.size(), 0);
+    auto &mem = deviceMemory();
+    // Intermediates live in raw DDR blocks for the duration of the run.
+    struct Block {
+      Block(sim::DeviceMemory &m, uint64_t bytes) : mem(m), addr(m.allocate(bytes)) {}
+      Block(const Block &) = delete;
+      ~Block() { mem.free(addr); }
+      sim::DeviceMemory &mem;
+      uint64_t addr;
+    };
+    std::vector<std::unique_ptr<Block>> blocks;
+    for (size_t i = 0; i < plan.inputs.size(); ++i) {
+      const auto &b = plan.buffers[plan.inputs[i]];
+      at::Tensor t = inputs[i];
+      std::string where = "input " + std::to_string(i) + " (%" + b.name + ")";
+      if (t.device().type() != c10::DeviceType::PrivateUse1)
+        throw Error(where + " is on " + t.device().str() + ", expected a spyre tensor");
+      if (t.sizes().vec() != b.hostShape)
+        throw Error(where + " has shape " + c10::str(t.sizes()) + ", the graph was compiled for " +
+                    c10::str(at::IntArrayRef(b.hostShape)));
+      if (t.scalar_type() != torchType(b.hostType))
+        throw Error(where + " has dtype " + std::string(c10::toString(t.scalar_type())) + ", expected " +
+                    c10::toString(torchType(b.hostType)));
+      if (!coversStorage(t) || !(tensorLayout(t) == b.layout)) {
+        // A view or a tensor in another layout: restage into the layout the kernel expects.
+        at::Tensor staged = emptyWithLayout(b.hostShape, contiguousStrides(b.hostShape), t.scalar_type(), b.layout);
+        copyFromCpu(staged, toCpu(t));
+        t = staged;
+      }
+      keep[plan.inputs[i]] = t;
+      addr[plan.inputs[i]] = deviceAddress(t);
+    }
+    for (size_t i = 0; i < plan.buffers.size(); ++i) {
+      const auto &b = plan.buffers[i];
+      if (b.kind == isa::BufferSpec::Kind::Output && !keep[i].defined()) {
+        keep[i] = emptyWithLayout(b.hostShape, contiguousStrides(b.hostShape), torchType(b.hostType), b.layout);
+        addr[i] = deviceAddress(keep[i]);
+      } else if (b.kind == isa::BufferSpec::Kind::Intermediate) {
+        blocks.push_back(std::make_unique<Block>(mem, b.layout.deviceBytes()));
+        addr[i] = blocks.back()->addr;
+      }
+    }
+    Card &card = Card::get();
+    {
+      std::lock_guard<std::mutex> g(card.mu);
+      auto t0 = std::chrono::steady_clock::now();
+      exe_->run(card.runtime, mem.base(), mem.capacity(), addr);
+      lastRunMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+    std::vector<at::Tensor> outs;
+    for (size_t i = 0; i < plan.outputs.size(); ++i)
+      outs.push_back(plan.outputAliasesInput[i] >= 0 ? inputs[plan.outputAliasesInput[i]] : keep[plan.outputs[i]]);
+    return outs;
+  }
+
+  double frontendMs() const { return frontendMs_; }
+  double backendMs() const { return exe_->compileMs(); }
+  double jitMs() const { return exe_->prepareMs(); }
+  double lastRunMs() const { return lastRunMs_; }
+  double simulatedUs() const { return exe_->simulatedUs(); }
+  std::vector<std::string> listings() const {
+    std::vector<std::string> out;
+    for (const auto &l : exe_->launches())
+      out.push_back(isa::printKernel(l.kernel));
+    return out;
+  }
+  std::vector<std::string> superDscs() const {
+    std::vector<std::string> out;
+    for (const auto &l : exe_->plan().launches)
+      out.push_back(l.sdscJson);
+    return out;
+  }
+  std::vector<std::string> timings() const {
+    std::vector<std::string> out;
+    for (const auto &l : exe_->launches())
+      out.push_back(l.timing);
+    return out;
+  }
+  std::string plan() const { return exe_->plan().summary(); }
+
+private:
+  std::string dumpDir_;
+  std::unique_ptr<jit::JitEngine> ownJit_;
+  std::unique_ptr<sim::Executable> exe_;
+  double frontendMs_ = 0, lastRunMs_ = 0;
+};
+
+} // namespace
+
+void registerCompileBindings(pyb::module_ &m) {
+  pyb::class_<CompiledGraph>(m, "CompiledGraph", "A graph compiled for the simulated Spyre card")
+      .def(pyb::init([](const std::string &text, const std::string &engine, const std::string &dumpDir, int cores) {
+             return withTorchErrors([&] { return std::make_unique<CompiledGraph>(text, engine, dumpDir, cores); });
+           }),
+           pyb::arg("graph"), pyb::arg("engine") = "jit", pyb::arg("dump_dir") = "", pyb::arg("cores") = 0)
+      .def("run",
+           [](CompiledGraph &g, const std::vector<at::Tensor> &inputs) {
+             return withTorchErrors([&] { return g.run(inputs); });
+           })
+      .def_property_readonly("frontend_ms", &CompiledGraph::frontendMs)
+      .def_property_readonly("backend_ms", &CompiledGraph::backendMs)
+      .def_property_readonly("jit_ms", &CompiledGraph::jitMs)
+      .def_property_readonly("last_run_ms", &CompiledGraph::lastRunMs)
+      .def_property_readonly("simulated_us", &CompiledGraph::simulatedUs)
+      .def("listings", &CompiledGraph::listings)
+      .def("superdscs", &CompiledGraph::superDscs)
+      .def("timings", &CompiledGraph::timings)
+      .def("plan", &CompiledGraph::plan);
+  m.def("sencores", [] { return withTorchErrors([] { return frontend::senCoresFromEnv(); }); });
+}
+
 } // namespace spyre::py

@@ -47,7 +47,7 @@ void DeviceMemory::free(uint64_t addr) {
   std::lock_guard<std::mutex> g(mu_);
   auto it = live_.find(addr);
   if (it == live_.end())
-    throw Error("device free of unknown address 0x" + std::to_string(addr));
+    throw Error("device free of unknown address " + std::to_string(addr));
   uint64_t size = it->second;
   live_.erase(it);
   stats_.allocated -= size;

@@ -1,6 +1,9 @@
 #include "spyre/sim/executable.h"
 #include "spyre/isa/backend.h"
+#include "spyre/isa/hardware_config.h"
 #include "spyre/isa/listing.h"
+#include "spyre/isa/timing.h"
+#include "spyre/isa/verifier.h"
 #include <chrono>
 #include <fstream>
 
@@ -13,14 +16,25 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 } // namespace
 
 Executable::Executable(isa::JobPlan plan, Engine &engine, const std::string &dumpDir) : plan_(std::move(plan)) {
+  const isa::HardwareConfig hw;
   for (const auto &l : plan_.launches) {
     auto t0 = std::chrono::steady_clock::now();
     CompiledLaunch cl;
     cl.kernel = isa::compileSuperDsc(l.sdsc);
+    // Every generated kernel must pass the verifier before an engine sees it: the JIT trusts
+    // its addresses.
+    std::vector<uint64_t> argBytes;
+    for (int b : l.argBuffers)
+      argBytes.push_back(static_cast<uint64_t>(plan_.buffers[b].layout.deviceBytes()));
+    isa::verifyKernel(cl.kernel, argBytes);
+    isa::TimingReport rep = isa::timeKernel(cl.kernel, hw);
+    cl.simulatedUs = rep.overlappedUs;
+    cl.timing = rep.summary();
     compileMs_ += msSince(t0);
     if (!dumpDir.empty()) {
       std::string base = l.sdscFile.substr(0, l.sdscFile.rfind('.'));
       std::ofstream(dumpDir + "/" + base + ".lst") << isa::printKernel(cl.kernel);
+      std::ofstream(dumpDir + "/" + base + ".timing.txt") << cl.timing;
     }
     auto t1 = std::chrono::steady_clock::now();
     cl.prepared = engine.prepare(cl.kernel);
