@@ -326,7 +326,8 @@ at::Tensor emptyWithLayout(at::IntArrayRef size, at::IntArrayRef stride, at::Sca
       layout.device_size.back() != layout.elemsPerStick())
     throw Error("empty_with_layout: malformed layout " + layout.str());
   // Reject layouts that do not describe this host tensor now, not at the first copy.
-  (void)sim::mapLayout(layout, size.vec(), stride.vec());
+  if (c10::multiply_integers(size) != 0)
+    (void)sim::mapLayout(layout, size.vec(), stride.vec());
   return makeTensor(size, stride, dtype, layout);
 }
 
@@ -356,8 +357,14 @@ uint8_t *ddrOf(const Allocation &a) {
 }
 
 /// H2D of a CPU tensor with exactly the storage geometry's sizes and dtype (any strides).
+bool isEmpty(const StorageGeometry &g) {
+  return std::any_of(g.sizes.begin(), g.sizes.end(), [](int64_t s) { return s == 0; });
+}
+
 void writeStorage(const Allocation &a, const at::Tensor &src) {
   const StorageGeometry &g = *a.geom;
+  if (isEmpty(g))
+    return;
   logTransfer("H2D", a, src);
   auto map = sim::mapLayout(g.layout, g.sizes, g.strides);
   sim::copyHostToDevice(hostView(src), g.layout, map, ddrOf(a));
@@ -367,6 +374,8 @@ void writeStorage(const Allocation &a, const at::Tensor &src) {
 /// strides).
 void readStorage(const Allocation &a, const at::Tensor &dst) {
   const StorageGeometry &g = *a.geom;
+  if (isEmpty(g))
+    return;
   logTransfer("D2H", a, dst);
   auto map = sim::mapLayout(g.layout, g.sizes, g.strides);
   sim::copyDeviceToHost(ddrOf(a), g.layout, map, hostView(dst));
@@ -576,8 +585,10 @@ const at::Tensor &spyreResize(const at::Tensor &self, at::IntArrayRef size,
          at::detail::computeStorageNbytes(host.sizes(), host.strides(), itemsize,
                                           host.storage_offset())});
     c10::StorageImpl *st = self.storage().unsafeGetStorageImpl();
-    if (need <= a.bytes) {
-      a.geom = g; // same DDR block, retiled in place
+    if (need <= deviceMemory().blockSize(a.addr)) {
+      a.geom = g; // same DDR block (allocations are 4 KiB granular), retiled in place
+      a.bytes = std::max<uint64_t>(a.bytes, need);
+      st->set_nbytes(a.bytes);
       writeStorage(a, content);
     } else {
       TORCH_CHECK(st->resizable(), "Trying to resize storage that is not resizable");

@@ -30,6 +30,12 @@ __all__ = [
 ]
 
 
+def _dev(device: Any) -> Any:
+    """torch.device for strings ("spyre:0"); ints, None and torch.device pass through. _C
+    validates the device type and index."""
+    return torch.device(device) if isinstance(device, str) else device
+
+
 def is_available() -> bool:
     """The simulated card is always present."""
     return True
@@ -54,29 +60,29 @@ def current_device() -> int:
 
 def set_device(device: Any) -> None:
     """Only device 0 exists; anything else raises RuntimeError naming the valid index."""
-    _C.set_device(device)
+    _C.set_device(_dev(device))
 
 
 def synchronize(device: Any = None) -> None:
     """No-op: the simulator finishes every transfer and kernel before returning."""
-    _C.synchronize(device)
+    _C.synchronize(_dev(device))
 
 
 def memory_allocated(device: Any = None) -> int:
     """Bytes of simulated DDR held by live spyre storages (4 KiB-aligned blocks)."""
-    return _C.memory_allocated(device)
+    return _C.memory_allocated(_dev(device))
 
 
 def max_memory_allocated(device: Any = None) -> int:
-    return _C.max_memory_allocated(device)
+    return _C.max_memory_allocated(_dev(device))
 
 
 def reset_peak_memory_stats(device: Any = None) -> None:
-    _C.reset_peak_memory_stats(device)
+    _C.reset_peak_memory_stats(_dev(device))
 
 
 def memory_stats(device: Any = None) -> dict[str, int]:
-    return _C.memory_stats(device)
+    return _C.memory_stats(_dev(device))
 
 
 def manual_seed(seed: int) -> None:
