@@ -1,0 +1,101 @@
+// spyre-isa-dump: print the per-core ISA listings and static timing of SuperDSC files, bundle
+// directories or listings; or generate docs/isa.md from the instruction table.
+#include "spyre/isa/backend.h"
+#include "spyre/isa/hardware_config.h"
+#include "spyre/isa/isa_doc.h"
+#include "spyre/isa/listing.h"
+#include "spyre/isa/superdsc.h"
+#include "spyre/isa/timing.h"
+#include <boost/program_options.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+using namespace spyre;
+
+static std::string readFile(const fs::path &p) {
+  std::ifstream f(p);
+  if (!f)
+    throw Error("cannot read " + p.string());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+static void dumpKernel(const isa::Kernel &k, const isa::HardwareConfig &hw, bool timing) {
+  std::cout << isa::printKernel(k);
+  if (timing)
+    std::cout << "\n" << isa::timeKernel(k, hw).summary() << "\n";
+}
+
+static void dumpSdsc(const fs::path &p, const isa::HardwareConfig &hw, bool timing) {
+  isa::SuperDsc s = isa::parseSuperDscText(readFile(p), p.filename().string());
+  std::cout << "; ---- " << p.string() << "\n";
+  dumpKernel(isa::compileSuperDsc(s), hw, timing);
+}
+
+int main(int argc, char **argv) {
+  po::options_description opts("spyre-isa-dump [options] <sdsc.json | bundle dir | listing.lst>...\n\n"
+                               "Prints the per-core ISA listing the backend compiler produces for each\n"
+                               "SuperDSC (a bundle directory is read in bundle.mlir order) and its static\n"
+                               "per-core/per-unit cycle summary. Options");
+  opts.add_options()("help,h", "show this help")("no-timing", "print listings only")(
+      "doc", "print docs/isa.md (generated from the instruction table) and exit")(
+      "input", po::value<std::vector<std::string>>(), "inputs");
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error &e) {
+    std::cerr << "spyre-isa-dump: " << e.what() << "\n" << opts << "\n";
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return 0;
+  }
+  try {
+    isa::HardwareConfig hw = isa::HardwareConfig::fromEnv();
+    if (vm.count("doc")) {
+      std::cout << isa::generateIsaDoc(hw);
+      return 0;
+    }
+    if (!vm.count("input")) {
+      std::cerr << "spyre-isa-dump: no input given\n" << opts << "\n";
+      return 2;
+    }
+    bool timing = !vm.count("no-timing");
+    for (const auto &in : vm["input"].as<std::vector<std::string>>()) {
+      fs::path p(in);
+      if (fs::is_directory(p)) {
+        fs::path bundle = p / "bundle.mlir";
+        std::vector<std::string> files;
+        if (fs::exists(bundle)) {
+          files = isa::parseBundleMlir(readFile(bundle), bundle.string());
+        } else {
+          for (const auto &e : fs::directory_iterator(p))
+            if (e.path().extension() == ".json" && e.path().filename().string().rfind("sdsc_", 0) == 0)
+              files.push_back(e.path().filename().string());
+          std::sort(files.begin(), files.end());
+          if (files.empty())
+            throw Error(p.string() + ": no bundle.mlir and no sdsc_*.json files");
+        }
+        for (const auto &f : files)
+          dumpSdsc(p / f, hw, timing);
+      } else if (p.extension() == ".lst") {
+        dumpKernel(isa::parseKernel(readFile(p), p.string()), hw, timing);
+      } else {
+        dumpSdsc(p, hw, timing);
+      }
+    }
+  } catch (const std::exception &e) {
+    std::cerr << "spyre-isa-dump: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
