@@ -620,6 +620,36 @@ at::Tensor &spyreSetStorage(at::Tensor &self, at::Storage source, int64_t offset
   return self;
 }
 
+at::Tensor &spyreSetStorageWhole(at::Tensor &self, at::Storage source) {
+  int64_t n = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
+  return spyreSetStorage(self, std::move(source), 0, {n}, {1});
+}
+
+at::Tensor &spyreSetTensor(at::Tensor &self, const at::Tensor &source) {
+  if (self.is_same(source))
+    return self;
+  return spyreSetStorage(self, source.storage(), source.storage_offset(), source.sizes(),
+                         source.strides());
+}
+
+at::Tensor spyreUnfold(const at::Tensor &self, int64_t dim, int64_t size, int64_t step) {
+  dim = c10::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
+  int64_t extent = self.dim() == 0 ? 1 : self.size(dim);
+  int64_t stride = self.dim() == 0 ? 1 : self.stride(dim);
+  TORCH_CHECK(size <= extent, "maximum size for tensor at dimension ", dim, " is ", extent,
+              " but size is ", size);
+  TORCH_CHECK(step > 0, "step is ", step, " but must be > 0");
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  std::vector<int64_t> strides(self.strides().begin(), self.strides().end());
+  if (self.dim() > 0) {
+    sizes[dim] = (extent - size) / step + 1;
+    strides[dim] = step * stride;
+  }
+  sizes.push_back(size);
+  strides.push_back(stride);
+  return makeView(self, sizes, strides, self.storage_offset());
+}
+
 at::Scalar spyreLocalScalarDense(const at::Tensor &self) {
   return withTorchErrors([&] { return at::_local_scalar_dense(toCpu(self)); });
 }
@@ -650,6 +680,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("alias", TORCH_FN(spyreAlias));
   m.impl("resize_", TORCH_FN(spyreResize));
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(spyreSetStorage));
+  m.impl("set_.source_Storage", TORCH_FN(spyreSetStorageWhole));
+  m.impl("set_.source_Tensor", TORCH_FN(spyreSetTensor));
+  m.impl("unfold", TORCH_FN(spyreUnfold));
   m.impl("_local_scalar_dense", TORCH_FN(spyreLocalScalarDense));
   m.impl("fill_.Scalar", TORCH_FN(spyreFill));
   m.impl("zero_", TORCH_FN(spyreZero));
