@@ -6,6 +6,10 @@
 // host pointer base()+address (unique, so torch's aliasing checks work), and the block carries
 // the host geometry (sizes, strides, dtype) that its bytes are tiled for plus the
 // SpyreTensorLayout of that tiling. Views share the block and keep the storage's layout.
+//
+// Errors: these functions throw spyre::Error / spyre::Unsupported for bad input (allocation
+// failures surface as c10::OutOfMemoryError from the allocator). Code reachable from Python should
+// run them under withTorchErrors() so users get RuntimeError / NotImplementedError.
 #pragma once
 #include <ATen/ATen.h>
 #include "spyre/isa/error.h"
