@@ -13,6 +13,9 @@ LayoutMapping mapLayout(const SpyreTensorLayout &layout, const std::vector<int64
   LayoutMapping m;
   m.hostSizes = hostSizes;
   m.dims.resize(nd);
+  for (int64_t s : hostSizes)
+    if (s == 0)
+      return m; // an empty tensor has no sticks to visit
   std::vector<int64_t> expected(refStrides), extent(rank, 1);
   std::vector<bool> done(rank, false);
   for (size_t d = 0; d < rank; ++d)
