@@ -119,8 +119,8 @@ Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
     int64_t units = dims[j].size;
     if (units % splits != 0)
       throw Error(where(s) + ": numWkSlicesPerDim_." + s.dims[d] + " = " + std::to_string(splits) +
-                  " does not divide " + (s.dims[d] == stick ? "the " + std::to_string(units) + " sticks of" : "") +
-                  " N_." + s.dims[d] + " = " + std::to_string(s.N[d]) + " (uneven splits are not allowed)");
+                  " does not divide " + (s.dims[d] == stick ? "the " + std::to_string(units) + " sticks of " : "") +
+                  "N_." + s.dims[d] + " = " + std::to_string(s.N[d]) + " (uneven splits are not allowed)");
     len[j] = units / splits;
   }
   // Per-core DDR offset of the box, checked against the descriptor's start addresses.

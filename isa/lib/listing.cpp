@@ -67,7 +67,7 @@ std::string printInstr(const Instr &in, const Kernel &k, int indent) {
     mn += "." + std::string(formatName(in.fmt));
   s += mn;
   std::string_view ops = info.operands;
-  int vi = 0, ri = 0;
+  int vi = 0, ri = 0, fi = 0;
   bool first = true;
   size_t pos = 0;
   while (pos < ops.size()) {
@@ -78,7 +78,7 @@ std::string printInstr(const Instr &in, const Kernel &k, int indent) {
     case 'V': t = "v" + std::to_string(in.v[vi++]); break;
     case 'R': t = "r" + std::to_string(in.r[ri++]); break;
     case 'I': t = std::to_string(in.imm); break;
-    case 'F': t = floatText(in.fimm); break;
+    case 'F': t = floatText(fi++ == 0 ? in.fimm : in.fimm2); break;
     case 'L': t = lxText(in.lx); break;
     case 'D': t = ddrText(in.ddr, k); break;
     case 'S': t = shapeText(in.dma); break;
@@ -462,14 +462,14 @@ private:
       else {
         col_ = start;
         std::string allowed;
-        if (info->formats & FMT_DL16) allowed += " ." + std::string(info->mnemonic) + ".dl16";
-        if (info->formats & FMT_F32) allowed += " ." + std::string(info->mnemonic) + ".f32";
-        if (info->formats & FMT_I32) allowed += " ." + std::string(info->mnemonic) + ".i32";
+        if (info->formats & FMT_DL16) allowed += " " + std::string(info->mnemonic) + ".dl16";
+        if (info->formats & FMT_F32) allowed += " " + std::string(info->mnemonic) + ".f32";
+        if (info->formats & FMT_I32) allowed += " " + std::string(info->mnemonic) + ".i32";
         fail("a format suffix, one of" + allowed, word);
       }
     }
     std::string_view ops = info->operands;
-    int vi = 0, ri = 0;
+    int vi = 0, ri = 0, fi = 0;
     bool first = true;
     for (size_t pos = 0; pos < ops.size(); pos += 2) {
       char kind = ops[pos];
@@ -494,7 +494,7 @@ private:
       case 'V': in.v[vi++] = reg('v', kNumVRegs, "a vector register"); break;
       case 'R': in.r[ri++] = reg('r', kNumSRegs, "a scalar register"); break;
       case 'I': in.imm = integer(); break;
-      case 'F': in.fimm = floating(); break;
+      case 'F': (fi++ == 0 ? in.fimm : in.fimm2) = floating(); break;
       case 'L': in.lx = lxAddr(); break;
       case 'D': in.ddr = ddrAddr(k); break;
       case 'S': in.dma = shape(); break;

@@ -1,5 +1,6 @@
 #include "spyre/jit/jit_engine.h"
 #include "lowering.h"
+#include "spyre/isa/semantics.h"
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -128,6 +129,16 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
                          })
                          .create(),
                      "creating LLJIT");
+  // The shared SFP reference implementation, callable from JIT code (the Python extension is
+  // loaded RTLD_LOCAL, so process-wide symbol lookup would not find it).
+  {
+    auto &jd = impl_->jit->getMainJITDylib();
+    orc::SymbolMap syms;
+    syms[impl_->jit->mangleAndIntern("spyre_sfp_apply")] = {orc::ExecutorAddr::fromPtr(&spyre_sfp_apply),
+                                                            JITSymbolFlags::Exported | JITSymbolFlags::Callable};
+    if (auto err = jd.define(orc::absoluteSymbols(std::move(syms))))
+      throw spyre::Error("JIT: defining runtime symbols: " + toError(std::move(err)));
+  }
   Impl *impl = impl_.get();
   impl_->jit->getIRTransformLayer().setTransform(
       [impl](orc::ThreadSafeModule tsm, const orc::MaterializationResponsibility &) -> Expected<orc::ThreadSafeModule> {

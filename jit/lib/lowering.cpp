@@ -2,6 +2,7 @@
 #include "spyre/isa/semantics.h"
 #include "spyre/sim/machine.h"
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -161,6 +162,157 @@ private:
     });
   }
 
+  Value *fsplat(float x) { return ConstantVector::getSplat(ElementCount::getFixed(kLanes), ConstantFP::get(f32_, x)); }
+  Value *asInt(Value *v) { return b_.CreateBitCast(v, vi32_); }
+  Value *asFloat(Value *v) { return b_.CreateBitCast(v, vf_); }
+  Value *select01(Value *cond) { return b_.CreateSelect(cond, fsplat(1.0f), fsplat(0.0f)); }
+  Value *nanMaxMin(Value *a, Value *b, bool isMax) {
+    Value *uno = b_.CreateFCmpUNO(a, b);
+    Value *pick = isMax ? b_.CreateFCmpOGT(a, b) : b_.CreateFCmpOLT(a, b);
+    Value *r = b_.CreateSelect(pick, a, b);
+    return b_.CreateSelect(uno, asFloat(splat(isa::kCanonicalNaN)), r);
+  }
+  Value *intrinsic(Intrinsic::ID id, std::vector<Value *> args, std::vector<Type *> types) {
+    Function *f = Intrinsic::getDeclaration(&m_, id, types);
+    return b_.CreateCall(f, args);
+  }
+
+  /// Calls the shared reference implementation (isa/lib/sfp.cpp) through temporaries.
+  void callSfp(const Instr &in, int d, int d2, int a, int b, int c) {
+    FunctionCallee fn = m_.getOrInsertFunction(
+        "spyre_sfp_apply", FunctionType::get(b_.getVoidTy(), {i32_, i32_, ptr_, ptr_, ptr_, ptr_, ptr_, f32_, f32_}, false));
+    IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+    auto tmp = [&](int r) -> Value * {
+      if (r < 0)
+        return ConstantPointerNull::get(PointerType::getUnqual(ctx_));
+      AllocaInst *t = eb.CreateAlloca(vf_);
+      t->setAlignment(Align(64));
+      b_.CreateStore(readV(r), t);
+      return t;
+    };
+    Value *pa = tmp(a), *pb = tmp(b), *pc = tmp(c);
+    AllocaInst *pd = eb.CreateAlloca(vf_), *pd2 = eb.CreateAlloca(vf_);
+    pd->setAlignment(Align(64));
+    pd2->setAlignment(Align(64));
+    b_.CreateCall(fn, {b_.getInt32(static_cast<uint32_t>(in.op)), b_.getInt32(static_cast<uint32_t>(in.fmt)), pd, pd2,
+                       pa, pb, pc, ConstantFP::get(f32_, in.fimm), ConstantFP::get(f32_, in.fimm2)});
+    writeV(d, b_.CreateLoad(vf_, pd));
+    if (d2 >= 0)
+      writeV(d2, b_.CreateLoad(vf_, pd2));
+  }
+
+  void lowerSfp(const Instr &in) {
+    const Format f = in.fmt;
+    auto V = [&](int i) { return readV(in.v[i]); };
+    switch (in.op) {
+    case Opcode::Bcast: writeV(in.v[0], fsplat(isa::roundTo(f, in.fimm))); return;
+    case Opcode::Iota: {
+      std::vector<Constant *> lanes;
+      for (unsigned i = 0; i < kLanes; ++i)
+        lanes.push_back(ConstantFP::get(f32_, static_cast<float>(i)));
+      writeV(in.v[0], ConstantVector::get(lanes));
+      return;
+    }
+    case Opcode::Widen: {
+      Value *a = V(2);
+      SmallVector<int, 64> even, odd;
+      for (unsigned i = 0; i < kLanes; ++i) {
+        even.push_back(i < kLanes / 2 ? 2 * i : kLanes);
+        odd.push_back(i < kLanes / 2 ? 2 * i + 1 : kLanes);
+      }
+      Value *zero = Constant::getNullValue(vf_);
+      Value *e = b_.CreateShuffleVector(a, zero, even), *o = b_.CreateShuffleVector(a, zero, odd);
+      writeV(in.v[0], e);
+      writeV(in.v[1], o);
+      return;
+    }
+    case Opcode::Narrow: {
+      Value *ra = roundTo(Format::DL16, V(1)), *rb = roundTo(Format::DL16, V(2));
+      SmallVector<int, 64> mask;
+      for (unsigned i = 0; i < kLanes / 2; ++i) {
+        mask.push_back(i);
+        mask.push_back(kLanes + i);
+      }
+      writeV(in.v[0], b_.CreateShuffleVector(ra, rb, mask));
+      return;
+    }
+    case Opcode::Cvt:
+      if (f == Format::I32)
+        writeV(in.v[0], asFloat(intrinsic(Intrinsic::fptosi_sat, {V(1)}, {vi32_, vf_})));
+      else
+        writeV(in.v[0], b_.CreateSIToFP(asInt(V(1)), vf_));
+      return;
+    case Opcode::Sel: {
+      Value *m = V(1);
+      Value *cond = f == Format::I32 ? b_.CreateICmpNE(asInt(m), splat(0)) : b_.CreateFCmpUNE(m, fsplat(0.0f));
+      writeV(in.v[0], b_.CreateSelect(cond, V(2), V(3)));
+      return;
+    }
+    case Opcode::Fma:
+      writeV(in.v[0], roundTo(f, intrinsic(Intrinsic::fma, {V(1), V(2), V(3)}, {vf_})));
+      return;
+    case Opcode::Eq: writeV(in.v[0], select01(b_.CreateFCmpOEQ(V(1), V(2)))); return;
+    case Opcode::Ne: writeV(in.v[0], select01(b_.CreateFCmpUNE(V(1), V(2)))); return;
+    case Opcode::Lt: writeV(in.v[0], select01(b_.CreateFCmpOLT(V(1), V(2)))); return;
+    case Opcode::Le: writeV(in.v[0], select01(b_.CreateFCmpOLE(V(1), V(2)))); return;
+    case Opcode::Gt: writeV(in.v[0], select01(b_.CreateFCmpOGT(V(1), V(2)))); return;
+    case Opcode::Ge: writeV(in.v[0], select01(b_.CreateFCmpOGE(V(1), V(2)))); return;
+    case Opcode::Add:
+    case Opcode::Sub:
+    case Opcode::Mul:
+    case Opcode::Max:
+    case Opcode::Min:
+      if (f == Format::I32) {
+        Value *a = asInt(V(1)), *b = asInt(V(2)), *r;
+        switch (in.op) {
+        case Opcode::Add: r = b_.CreateAdd(a, b); break;
+        case Opcode::Sub: r = b_.CreateSub(a, b); break;
+        case Opcode::Mul: r = b_.CreateMul(a, b); break;
+        case Opcode::Max: r = b_.CreateSelect(b_.CreateICmpSGT(a, b), a, b); break;
+        default: r = b_.CreateSelect(b_.CreateICmpSLT(a, b), a, b); break;
+        }
+        writeV(in.v[0], asFloat(r));
+        return;
+      }
+      [[fallthrough]];
+    case Opcode::Div: {
+      Value *a = V(1), *b = V(2), *r;
+      switch (in.op) {
+      case Opcode::Add: r = b_.CreateFAdd(a, b); break;
+      case Opcode::Sub: r = b_.CreateFSub(a, b); break;
+      case Opcode::Mul: r = b_.CreateFMul(a, b); break;
+      case Opcode::Div: r = b_.CreateFDiv(a, b); break;
+      case Opcode::Max: r = nanMaxMin(a, b, true); break;
+      default: r = nanMaxMin(a, b, false); break;
+      }
+      writeV(in.v[0], roundTo(f, r));
+      return;
+    }
+    case Opcode::Neg: writeV(in.v[0], roundTo(f, b_.CreateFNeg(V(1)))); return;
+    case Opcode::Abs: writeV(in.v[0], roundTo(f, asFloat(b_.CreateAnd(asInt(V(1)), splat(0x7FFFFFFF))))); return;
+    case Opcode::Relu: {
+      Value *a = V(1), *zero = Constant::getNullValue(vf_);
+      writeV(in.v[0], roundTo(f, b_.CreateSelect(b_.CreateFCmpOGT(a, zero), a, zero)));
+      return;
+    }
+    case Opcode::Floor: writeV(in.v[0], roundTo(f, intrinsic(Intrinsic::floor, {V(1)}, {vf_}))); return;
+    case Opcode::Sqrt: writeV(in.v[0], roundTo(f, intrinsic(Intrinsic::sqrt, {V(1)}, {vf_}))); return;
+    case Opcode::Rsqrt:
+      writeV(in.v[0], roundTo(f, b_.CreateFDiv(fsplat(1.0f), intrinsic(Intrinsic::sqrt, {V(1)}, {vf_}))));
+      return;
+    case Opcode::Recip: writeV(in.v[0], roundTo(f, b_.CreateFDiv(fsplat(1.0f), V(1)))); return;
+    case Opcode::Clip: {
+      Value *r = nanMaxMin(nanMaxMin(V(1), fsplat(in.fimm), true), fsplat(in.fimm2), false);
+      writeV(in.v[0], roundTo(f, r));
+      return;
+    }
+    default:
+      // Transcendentals and intra-stick reductions: the shared reference implementation.
+      callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]);
+      return;
+    }
+  }
+
   void lowerInstr(const Instr &in) {
     switch (in.op) {
     case Opcode::Li: writeS(in.r[0], b_.getInt64(in.imm)); return;
@@ -214,33 +366,12 @@ private:
       }
       return;
     }
-    case Opcode::Bcast: {
-      float x = isa::roundTo(in.fmt, in.fimm);
-      writeV(in.v[0], ConstantVector::getSplat(ElementCount::getFixed(kLanes), ConstantFP::get(f32_, x)));
-      return;
-    }
-    case Opcode::Add:
-    case Opcode::Sub:
-    case Opcode::Mul: {
-      Value *a = readV(in.v[1]), *b = readV(in.v[2]);
-      Value *r = in.op == Opcode::Add ? b_.CreateFAdd(a, b)
-                 : in.op == Opcode::Sub ? b_.CreateFSub(a, b)
-                                        : b_.CreateFMul(a, b);
-      writeV(in.v[0], roundTo(in.fmt, r));
-      return;
-    }
-    case Opcode::Neg: writeV(in.v[0], roundTo(in.fmt, b_.CreateFNeg(readV(in.v[1])))); return;
-    case Opcode::Abs: {
-      Value *u = b_.CreateAnd(b_.CreateBitCast(readV(in.v[1]), vi32_), splat(0x7FFFFFFF));
-      writeV(in.v[0], roundTo(in.fmt, b_.CreateBitCast(u, vf_)));
-      return;
-    }
-    case Opcode::Relu: {
-      Value *a = readV(in.v[1]);
-      Value *zero = Constant::getNullValue(vf_);
-      writeV(in.v[0], roundTo(in.fmt, b_.CreateSelect(b_.CreateFCmpOGT(a, zero), a, zero)));
-      return;
-    }
+    default:
+      if (isa::isSfp(in.op)) {
+        lowerSfp(in);
+        return;
+      }
+      break;
     }
     throw spyre::Unsupported("JIT lowering of '" + std::string(isa::opInfo(in.op).mnemonic) + "'");
   }

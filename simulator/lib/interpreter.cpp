@@ -92,8 +92,8 @@ private:
     CoreState &cs = c.cs;
     switch (in.op) {
     case Opcode::Li: setReg(c, in.r[0], in.imm); return;
-    case Opcode::Addi: setReg(c, in.r[0], reg(c, in.r[1]) + in.imm); return;
-    case Opcode::Muli: setReg(c, in.r[0], reg(c, in.r[1]) * in.imm); return;
+    case Opcode::Addi: setReg(c, in.r[0], static_cast<int64_t>(static_cast<uint64_t>(reg(c, in.r[1])) + static_cast<uint64_t>(in.imm))); return;
+    case Opcode::Muli: setReg(c, in.r[0], static_cast<int64_t>(static_cast<uint64_t>(reg(c, in.r[1])) * static_cast<uint64_t>(in.imm))); return;
     case Opcode::Tbl:
       if (c.core >= static_cast<int>(in.table.size()))
         fault(in, c, "per-core table has no entry for this core");
@@ -137,26 +137,17 @@ private:
       }
       return;
     }
-    case Opcode::Bcast: {
-      float x = roundTo(in.fmt, in.fimm);
-      for (int l = 0; l < kLanes; ++l)
-        cs.v[in.v[0]][l] = x;
-      return;
-    }
-    case Opcode::Add:
-    case Opcode::Sub:
-    case Opcode::Mul:
-    case Opcode::Neg:
-    case Opcode::Abs:
-    case Opcode::Relu: {
-      float out[kLanes];
-      const float *a = cs.v[in.v[1]];
-      const float *b = in.v[2] >= 0 ? cs.v[in.v[2]] : a;
-      for (int l = 0; l < kLanes; ++l)
-        out[l] = roundTo(in.fmt, laneOp(in.op, a[l], b[l]));
-      std::memcpy(cs.v[in.v[0]], out, sizeof out);
-      return;
-    }
+    default:
+      if (isSfp(in.op)) {
+        if (in.op == Opcode::Widen) {
+          sfpApply(in.op, in.fmt, cs.v[in.v[0]], cs.v[in.v[1]], cs.v[in.v[2]], nullptr, nullptr, 0, 0);
+          return;
+        }
+        auto reg = [&](int r) -> float * { return r >= 0 ? cs.v[r] : nullptr; };
+        sfpApply(in.op, in.fmt, cs.v[in.v[0]], nullptr, reg(in.v[1]), reg(in.v[2]), reg(in.v[3]), in.fimm, in.fimm2);
+        return;
+      }
+      break;
     }
     fault(in, c, "instruction not implemented by the interpreter");
   }

@@ -39,8 +39,8 @@ TEST(IsaDoc, SectionsAndCostsFollowHardwareConfig) {
 }
 
 TEST(IsaDoc, SyntaxDerivedFromOperandKinds) {
-  EXPECT_EQ(instructionSyntax(opInfo(Opcode::Add)), "add.{dl16,f32} vd, va, vb");
-  EXPECT_EQ(instructionSyntax(opInfo(Opcode::St)), "st.{dl16,f32} lx[ra+off], vs");
+  EXPECT_EQ(instructionSyntax(opInfo(Opcode::Add)), "add.{dl16,f32,i32} vd, va, vb");
+  EXPECT_EQ(instructionSyntax(opInfo(Opcode::St)), "st.{dl16,f32,i32} lx[ra+off], vs");
   EXPECT_EQ(instructionSyntax(opInfo(Opcode::Addi)), "addi rd, rs, imm");
   EXPECT_EQ(instructionSyntax(opInfo(Opcode::Tbl)), "tbl rd, [c0, c1, …]");
   EXPECT_EQ(instructionSyntax(opInfo(Opcode::Loop)), "loop N { … }");

@@ -40,7 +40,7 @@ TEST(Listing, ParseErrorsNameLineColumnAndExpectation) {
   const std::string hdr = ".kernel k cores=2\n.args a b\n.core 0..1\n";
   const BadCase cases[] = {
       {"    frob v0, v1\n", "<listing>:4:5: expected an instruction mnemonic, got 'frob'"},
-      {"    add.f16 v0, v1, v2\n", "<listing>:4:5: expected a format suffix, one of .add.dl16 .add.f32, got 'add.f16'"},
+      {"    add.f16 v0, v1, v2\n", "<listing>:4:5: expected a format suffix, one of add.dl16 add.f32 add.i32, got 'add.f16'"},
       {"    add.dl16 v0, v1\n", "<listing>:4:20: expected ',', got end of line"},
       {"    add.dl16 v0, v1, v16\n", "<listing>:4:22: expected a vector register v0..v15, got 'v16'"},
       {"    ld.dl16 v0, lx[r40]\n", "<listing>:4:20: expected a scalar register r0..r31"},

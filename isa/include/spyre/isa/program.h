@@ -67,10 +67,11 @@ struct DmaShape {
 struct Instr {
   Opcode op = Opcode::Bar;
   Format fmt = Format::None;
-  std::array<int, 3> v{-1, -1, -1};  ///< vector registers in operand order
+  std::array<int, 4> v{-1, -1, -1, -1}; ///< vector registers in operand order
   std::array<int, 2> r{-1, -1};      ///< scalar registers in operand order
   int64_t imm = 0;                   ///< I operand / loop count
-  float fimm = 0;                    ///< F operand
+  float fimm = 0;                    ///< first F operand
+  float fimm2 = 0;                   ///< second F operand
   LxAddr lx;
   DdrAddr ddr;
   DmaShape dma;

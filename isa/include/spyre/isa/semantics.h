@@ -1,24 +1,51 @@
-// Lane semantics of SFP instructions, shared by the interpreter and (as the specification the
-// JIT's vector IR must reproduce bit for bit) by the JIT. Every dl16 result is rounded to DL16.
+// The lane semantics of every SFP instruction: *the* definition. The interpreter executes SFP
+// instructions through sfpApply; the JIT either emits IR proven identical by the differential
+// tests (add, compares, selects, ...) or calls spyre_sfp_apply itself (transcendentals,
+// reductions), so both engines agree bit for bit.
 #pragma once
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/program.h"
+#include <cmath>
+#include <cstdint>
 
 namespace spyre::isa {
 
 inline float roundTo(Format f, float x) { return f == Format::DL16 ? dl16::round(x) : x; }
 
-/// Value of one lane of a unary/binary SFP op before format rounding.
-inline float laneOp(Opcode op, float a, float b) {
-  switch (op) {
-  case Opcode::Add: return a + b;
-  case Opcode::Sub: return a - b;
-  case Opcode::Mul: return a * b;
-  case Opcode::Neg: return -a;
-  case Opcode::Abs: return dl16::bitsFloat(dl16::floatBits(a) & 0x7FFFFFFFu);
-  case Opcode::Relu: return a > 0.0f ? a : 0.0f;
-  default: return 0.0f;
-  }
+/// Quiet NaN produced by NaN-propagating max/min.
+constexpr uint32_t kCanonicalNaN = 0x7FC00000u;
+
+inline float nanMax(float a, float b) {
+  if (std::isnan(a) || std::isnan(b))
+    return dl16::bitsFloat(kCanonicalNaN);
+  return a > b ? a : b;
+}
+inline float nanMin(float a, float b) {
+  if (std::isnan(a) || std::isnan(b))
+    return dl16::bitsFloat(kCanonicalNaN);
+  return a < b ? a : b;
+}
+/// fp32 -> int32 toward zero, saturating, NaN -> 0 (LLVM's fptosi.sat).
+inline int32_t satToI32(float x) {
+  if (std::isnan(x))
+    return 0;
+  if (x >= 2147483648.0f)
+    return INT32_MAX;
+  if (x <= -2147483648.0f)
+    return INT32_MIN;
+  return static_cast<int32_t>(x);
 }
 
+/// Applies SFP opcode `op` in format `fmt` to whole registers (64 lanes each). `d` may alias any
+/// source. For Widen, `d` receives vd0 and `d2` vd1; elsewhere d2 is unused.
+void sfpApply(Opcode op, Format fmt, float *d, float *d2, const float *a, const float *b, const float *c, float imm0,
+              float imm1);
+
+/// True for SFP opcodes (executed by sfpApply).
+bool isSfp(Opcode op);
+
 } // namespace spyre::isa
+
+/// C entry point the JIT calls for SFP ops it does not inline.
+extern "C" void spyre_sfp_apply(uint32_t op, uint32_t fmt, float *d, float *d2, const float *a, const float *b,
+                                const float *c, float imm0, float imm1);

@@ -1,0 +1,165 @@
+// Reference semantics of the SFP instructions (see semantics.h). Transcendentals use the host's
+// libm in fp32 (glibc: < 1 ulp for expf/logf/tanhf/erff/log1pf); the DL16 rounding that follows
+// every dl16 op hides all but the rarest of those last-ulp differences. Both engines call this
+// one implementation for them, so they are bit-identical on any host.
+#include "spyre/isa/semantics.h"
+#include <cstring>
+
+namespace spyre::isa {
+namespace {
+
+constexpr int L = kLanes;
+
+int32_t bitsI(float f) {
+  int32_t i;
+  std::memcpy(&i, &f, 4);
+  return i;
+}
+float fromI(int32_t i) {
+  float f;
+  std::memcpy(&f, &i, 4);
+  return f;
+}
+
+float unary(Opcode op, float x, float i0, float i1) {
+  switch (op) {
+  case Opcode::Neg: return -x;
+  case Opcode::Abs: return dl16::bitsFloat(dl16::floatBits(x) & 0x7FFFFFFFu);
+  case Opcode::Relu: return x > 0.0f ? x : 0.0f;
+  case Opcode::Floor: return std::floor(x);
+  case Opcode::Sqrt: return std::sqrt(x);
+  case Opcode::Rsqrt: return 1.0f / std::sqrt(x);
+  case Opcode::Recip: return 1.0f / x;
+  case Opcode::Exp: return std::exp(x);
+  case Opcode::Log: return std::log(x);
+  case Opcode::Tanh: return std::tanh(x);
+  case Opcode::Sigmoid: return 1.0f / (1.0f + std::exp(-x));
+  case Opcode::Gelu: return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  case Opcode::GeluErf: return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
+  case Opcode::Silu: return x / (1.0f + std::exp(-x));
+  case Opcode::Softplus: return x * i0 > i1 ? x : std::log1p(std::exp(x * i0)) / i0;
+  case Opcode::Clip: return nanMin(nanMax(x, i0), i1);
+  default: return 0.0f;
+  }
+}
+
+float binary(Opcode op, float a, float b) {
+  switch (op) {
+  case Opcode::Add: return a + b;
+  case Opcode::Sub: return a - b;
+  case Opcode::Mul: return a * b;
+  case Opcode::Div: return a / b;
+  case Opcode::Max: return nanMax(a, b);
+  case Opcode::Min: return nanMin(a, b);
+  case Opcode::Eq: return a == b ? 1.0f : 0.0f;
+  case Opcode::Ne: return a != b ? 1.0f : 0.0f;
+  case Opcode::Lt: return a < b ? 1.0f : 0.0f;
+  case Opcode::Le: return a <= b ? 1.0f : 0.0f;
+  case Opcode::Gt: return a > b ? 1.0f : 0.0f;
+  case Opcode::Ge: return a >= b ? 1.0f : 0.0f;
+  default: return 0.0f;
+  }
+}
+
+int32_t binaryI(Opcode op, int32_t a, int32_t b) {
+  uint32_t ua = static_cast<uint32_t>(a), ub = static_cast<uint32_t>(b);
+  switch (op) {
+  case Opcode::Add: return static_cast<int32_t>(ua + ub);
+  case Opcode::Sub: return static_cast<int32_t>(ua - ub);
+  case Opcode::Mul: return static_cast<int32_t>(ua * ub);
+  case Opcode::Max: return a > b ? a : b;
+  case Opcode::Min: return a < b ? a : b;
+  default: return 0;
+  }
+}
+
+} // namespace
+
+bool isSfp(Opcode op) { return opInfo(op).unit == Unit::Sfp; }
+
+void sfpApply(Opcode op, Format fmt, float *d, float *d2, const float *a, const float *b, const float *c, float i0,
+              float i1) {
+  float out[L];
+  switch (op) {
+  case Opcode::Bcast: {
+    float x = roundTo(fmt, i0);
+    for (int l = 0; l < L; ++l)
+      d[l] = x;
+    return;
+  }
+  case Opcode::Iota:
+    for (int l = 0; l < L; ++l)
+      d[l] = static_cast<float>(l);
+    return;
+  case Opcode::Widen: {
+    float even[L] = {}, odd[L] = {};
+    for (int l = 0; l < L / 2; ++l) {
+      even[l] = a[2 * l];
+      odd[l] = a[2 * l + 1];
+    }
+    std::memcpy(d, even, sizeof even);
+    std::memcpy(d2, odd, sizeof odd);
+    return;
+  }
+  case Opcode::Narrow:
+    for (int l = 0; l < L / 2; ++l) {
+      out[2 * l] = dl16::round(a[l]);
+      out[2 * l + 1] = dl16::round(b[l]);
+    }
+    std::memcpy(d, out, sizeof out);
+    return;
+  case Opcode::Cvt:
+    for (int l = 0; l < L; ++l)
+      out[l] = fmt == Format::I32 ? fromI(satToI32(a[l])) : static_cast<float>(bitsI(a[l]));
+    std::memcpy(d, out, sizeof out);
+    return;
+  case Opcode::Sel:
+    // operands: vd, vm (= a), va (= b), vb (= c)
+    for (int l = 0; l < L; ++l)
+      out[l] = fmt == Format::I32 ? (bitsI(a[l]) != 0 ? b[l] : c[l]) : (a[l] != 0.0f ? b[l] : c[l]);
+    std::memcpy(d, out, sizeof out);
+    return;
+  case Opcode::Fma:
+    for (int l = 0; l < L; ++l)
+      out[l] = roundTo(fmt, std::fma(a[l], b[l], c[l]));
+    std::memcpy(d, out, sizeof out);
+    return;
+  case Opcode::Rsum:
+  case Opcode::Rmax:
+  case Opcode::Rmin: {
+    // Pairwise halving tree over the stick's lanes: x[i] (op)= x[i + s] for s = n/2 .. 1.
+    int n = fmt == Format::DL16 ? L : L / 2;
+    float x[L];
+    std::memcpy(x, a, sizeof x);
+    for (int s = n / 2; s >= 1; s /= 2)
+      for (int i = 0; i < s; ++i)
+        x[i] = op == Opcode::Rsum ? x[i] + x[i + s] : op == Opcode::Rmax ? nanMax(x[i], x[i + s]) : nanMin(x[i], x[i + s]);
+    float r = roundTo(fmt, x[0]);
+    for (int l = 0; l < L; ++l)
+      d[l] = l < n ? r : 0.0f;
+    return;
+  }
+  default: break;
+  }
+  const OpInfo &info = opInfo(op);
+  bool isBinary = info.operands == "V,V,V";
+  if (fmt == Format::I32) {
+    for (int l = 0; l < L; ++l)
+      out[l] = fromI(binaryI(op, bitsI(a[l]), bitsI(b[l])));
+  } else if (isBinary) {
+    for (int l = 0; l < L; ++l)
+      out[l] = roundTo(fmt, binary(op, a[l], b[l]));
+  } else {
+    for (int l = 0; l < L; ++l)
+      out[l] = roundTo(fmt, unary(op, a[l], i0, i1));
+  }
+  std::memcpy(d, out, sizeof out);
+}
+
+} // namespace spyre::isa
+
+extern "C" void spyre_sfp_apply(uint32_t op, uint32_t fmt, float *d, float *d2, const float *a, const float *b,
+                                const float *c, float imm0, float imm1) {
+  spyre::isa::sfpApply(static_cast<spyre::isa::Opcode>(op), static_cast<spyre::isa::Format>(fmt), d, d2, a, b, c,
+                       imm0, imm1);
+}

@@ -1,0 +1,215 @@
+// Every SFP instruction x format on the interpreter and the JIT from identical register state
+// (special-value-heavy lanes): the whole CoreState must match byte for byte. Plus random SFP
+// programs, and scalar references for a few ops that do not go through sfpApply in the test.
+#include "spyre/isa/dl16.h"
+#include "spyre/isa/listing.h"
+#include "spyre/isa/semantics.h"
+#include "spyre/jit/jit_engine.h"
+#include "spyre/sim/engine.h"
+#include <cmath>
+#include <cstring>
+#include <gtest/gtest.h>
+#include <random>
+
+using namespace spyre;
+using namespace spyre::isa;
+
+namespace {
+
+float specialValue(std::mt19937 &g) {
+  static const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, 2.0f, 3.0f, -3.5f, 1e-5f, -1e-5f, 65504.0f,
+                                   8.6e9f, -8.6e9f, 1e-30f, INFINITY, -INFINITY, NAN, 1.0f + 1.0f / 1024,
+                                   0.1f, 88.7f, -88.7f, 100.0f, -100.0f, 20.0f, 1e38f, 7.0f};
+  std::uniform_int_distribution<int> pick(0, 3);
+  if (pick(g) == 0)
+    return specials[std::uniform_int_distribution<size_t>(0, std::size(specials) - 1)(g)];
+  float x = std::normal_distribution<float>(0, 4)(g);
+  return pick(g) == 1 ? dl16::round(x) : x;
+}
+
+void randomState(sim::CoreState &cs, std::mt19937 &g) {
+  std::memset(&cs, 0, offsetof(sim::CoreState, lx));
+  for (auto &reg : cs.v)
+    for (float &x : reg)
+      x = specialValue(g);
+  // Some registers hold int32 lane patterns.
+  for (int l = 0; l < kLanes; ++l) {
+    int32_t i = static_cast<int32_t>(g());
+    std::memcpy(&cs.v[15][l], &i, 4);
+  }
+}
+
+std::vector<uint8_t> stateBytes(const sim::CoreState &cs) {
+  auto *b = reinterpret_cast<const uint8_t *>(&cs);
+  return std::vector<uint8_t>(b, b + offsetof(sim::CoreState, lx));
+}
+
+/// Runs phase 0 of core 0 of `k` on both engines from the same state; returns (interp, jit).
+std::pair<sim::CoreState, sim::CoreState> runBoth(const Kernel &k, const sim::CoreState &init, sim::Engine &jit) {
+  static std::vector<uint8_t> lx(sim::kLxBytes);
+  auto interp = sim::makeInterpreter();
+  sim::CoreState a = init, b = init;
+  a.lx = b.lx = lx.data();
+  sim::LaunchArgs args;
+  interp->prepare(k)->runPhase(0, 0, a, args);
+  jit.prepare(k)->runPhase(0, 0, b, args);
+  return {a, b};
+}
+
+Instr sfpInstr(const OpInfo &info, Format f, std::mt19937 &g) {
+  Instr in;
+  in.op = info.op;
+  in.fmt = f;
+  std::uniform_int_distribution<int> reg(0, kNumVRegs - 1);
+  for (int &v : in.v)
+    v = reg(g);
+  if (info.op == Opcode::Widen && in.v[0] == in.v[1])
+    in.v[1] = (in.v[0] + 1) % kNumVRegs;
+  in.fimm = specialValue(g);
+  in.fimm2 = specialValue(g);
+  if (info.op == Opcode::Softplus) {
+    in.fimm = std::uniform_real_distribution<float>(0.5f, 2.0f)(g);
+    in.fimm2 = 20.0f;
+  }
+  return in;
+}
+
+std::vector<Format> formatsOf(const OpInfo &info) {
+  std::vector<Format> f;
+  if (info.formats == FMT_NONE)
+    f.push_back(Format::None);
+  if (info.formats & FMT_DL16)
+    f.push_back(Format::DL16);
+  if (info.formats & FMT_F32)
+    f.push_back(Format::F32);
+  if (info.formats & FMT_I32)
+    f.push_back(Format::I32);
+  return f;
+}
+
+Kernel oneCore(std::vector<Instr> body) {
+  Kernel k;
+  k.name = "sfp";
+  k.numCores = 1;
+  k.programs.push_back({0, 0, std::move(body)});
+  return k;
+}
+
+} // namespace
+
+TEST(SfpDifferential, EveryInstructionAndFormat) {
+  jit::JitEngine jit;
+  std::mt19937 g(42);
+  // All instructions in one kernel per format keeps JIT time low; each runs from a fresh,
+  // random state through its own phase.
+  int count = 0;
+  for (const auto &info : allOps()) {
+    if (info.unit != Unit::Sfp)
+      continue;
+    for (Format f : formatsOf(info)) {
+      for (int trial = 0; trial < 4; ++trial) {
+        sim::CoreState init;
+        randomState(init, g);
+        Kernel k = oneCore({sfpInstr(info, f, g)});
+        auto [a, b] = runBoth(k, init, jit);
+        ASSERT_EQ(stateBytes(a), stateBytes(b)) << printKernel(k);
+        ++count;
+      }
+    }
+  }
+  EXPECT_GT(count, 150);
+}
+
+TEST(SfpDifferential, RandomPrograms) {
+  jit::JitEngine jit;
+  std::mt19937 g(7);
+  std::vector<const OpInfo *> sfp;
+  for (const auto &info : allOps())
+    if (info.unit == Unit::Sfp)
+      sfp.push_back(&info);
+  for (int p = 0; p < 40; ++p) {
+    std::vector<Instr> body;
+    for (int i = 0; i < 120; ++i) {
+      const OpInfo &info = *sfp[g() % sfp.size()];
+      auto fmts = formatsOf(info);
+      body.push_back(sfpInstr(info, fmts[g() % fmts.size()], g));
+    }
+    sim::CoreState init;
+    randomState(init, g);
+    Kernel k = oneCore(body);
+    auto [a, b] = runBoth(k, init, jit);
+    ASSERT_EQ(stateBytes(a), stateBytes(b)) << "program " << p << "\n" << printKernel(k);
+  }
+}
+
+TEST(SfpSemantics, ScalarReferences) {
+  // Independent scalar expectations for ops whose semantics are easy to state.
+  float a[kLanes], b[kLanes], c[kLanes], d[kLanes], d2[kLanes];
+  std::mt19937 g(3);
+  for (int l = 0; l < kLanes; ++l) {
+    a[l] = dl16::round(std::normal_distribution<float>(0, 3)(g));
+    b[l] = dl16::round(std::normal_distribution<float>(0, 3)(g));
+    c[l] = dl16::round(std::normal_distribution<float>(0, 3)(g));
+  }
+  sfpApply(Opcode::Mul, Format::DL16, d, nullptr, a, b, nullptr, 0, 0);
+  for (int l = 0; l < kLanes; ++l)
+    EXPECT_EQ(d[l], dl16::toFloat(dl16::fromFloat(a[l] * b[l])));
+  sfpApply(Opcode::Gt, Format::DL16, d, nullptr, a, b, nullptr, 0, 0);
+  for (int l = 0; l < kLanes; ++l)
+    EXPECT_EQ(d[l], a[l] > b[l] ? 1.0f : 0.0f);
+  sfpApply(Opcode::Sel, Format::DL16, d, nullptr, d, a, b, 0, 0);
+  for (int l = 0; l < kLanes; ++l)
+    EXPECT_EQ(d[l], a[l] > b[l] ? a[l] : b[l]);
+  sfpApply(Opcode::Rsum, Format::DL16, d, nullptr, a, nullptr, nullptr, 0, 0);
+  double sum = 0;
+  for (int l = 0; l < kLanes; ++l)
+    sum += a[l];
+  EXPECT_NEAR(d[0], sum, std::fabs(sum) * 0.004 + 0.01);
+  for (int l = 1; l < kLanes; ++l)
+    EXPECT_EQ(d[l], d[0]);
+  sfpApply(Opcode::Rmax, Format::F32, d, nullptr, a, nullptr, nullptr, 0, 0);
+  EXPECT_EQ(d[0], *std::max_element(a, a + 32));
+  EXPECT_EQ(d[40], 0.0f);
+  sfpApply(Opcode::Exp, Format::DL16, d, nullptr, a, nullptr, nullptr, 0, 0);
+  for (int l = 0; l < kLanes; ++l)
+    EXPECT_EQ(d[l], dl16::round(std::exp(a[l])));
+  sfpApply(Opcode::Clip, Format::F32, d, nullptr, a, nullptr, nullptr, -1.0f, 2.0f);
+  for (int l = 0; l < kLanes; ++l)
+    EXPECT_EQ(d[l], std::min(std::max(a[l], -1.0f), 2.0f));
+  sfpApply(Opcode::Widen, Format::None, d, d2, a, nullptr, nullptr, 0, 0);
+  for (int l = 0; l < 32; ++l) {
+    EXPECT_EQ(d[l], a[2 * l]);
+    EXPECT_EQ(d2[l], a[2 * l + 1]);
+  }
+  float back[kLanes];
+  sfpApply(Opcode::Narrow, Format::None, back, nullptr, d, d2, nullptr, 0, 0);
+  for (int l = 0; l < kLanes; ++l)
+    EXPECT_EQ(back[l], a[l]);
+  float big[kLanes];
+  for (int l = 0; l < kLanes; ++l)
+    big[l] = l == 0 ? NAN : l == 1 ? 3e9f : l == 2 ? -3e9f : -2.7f;
+  int32_t iv[kLanes];
+  sfpApply(Opcode::Cvt, Format::I32, reinterpret_cast<float *>(iv), nullptr, big, nullptr, nullptr, 0, 0);
+  EXPECT_EQ(iv[0], 0);
+  EXPECT_EQ(iv[1], INT32_MAX);
+  EXPECT_EQ(iv[2], INT32_MIN);
+  EXPECT_EQ(iv[3], -2);
+  sfpApply(Opcode::Max, Format::F32, d, nullptr, big, a, nullptr, 0, 0);
+  EXPECT_TRUE(std::isnan(d[0]));
+}
+
+TEST(SfpListing, NewInstructionsRoundTrip) {
+  std::string text = ".kernel k cores=1\n.args\n.core 0\n"
+                     "    fma.dl16  v0, v1, v2, v3\n"
+                     "    sel.f32   v4, v5, v6, v7\n"
+                     "    softplus.dl16 v1, v2, 1, 20\n"
+                     "    clip.f32  v1, v2, -0.5, 6\n"
+                     "    gelu.erf.dl16 v3, v4\n"
+                     "    widen     v8, v9, v10\n"
+                     "    narrow    v8, v9, v10\n"
+                     "    cvt.i32   v11, v12\n"
+                     "    add.i32   v13, v14, v15\n"
+                     "    iota.f32  v2\n"
+                     "    rsum.dl16 v3, v3\n";
+  EXPECT_EQ(printKernel(parseKernel(text)), text);
+}
