@@ -139,8 +139,8 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
       throw Error(where + ": expected " + std::to_string(desc.arity) + " tensor operand(s), got " +
                   std::to_string(n.inputs.size()));
     for (const auto &[k, v] : n.attrs)
-      if (!(k == "alpha" && v == 1.0))
-        throw Unsupported("attribute " + k + "=" + std::to_string(v) + " on " + where);
+      if (!(k == "alpha" && v.scalar() == 1.0))
+        throw Unsupported("attribute " + k + " on " + where);
     for (int i : n.inputs) {
       if (g.values[i].shape != out.shape)
         throw Unsupported("broadcasting between " + std::to_string(g.values[i].shape.size()) + "-d %" +

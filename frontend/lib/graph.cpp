@@ -42,7 +42,7 @@ int Graph::addInput(std::string name, std::vector<int64_t> shape, HostType t) {
 }
 
 int Graph::addNode(std::string op, std::vector<int> ins, std::string outName, std::vector<int64_t> shape, HostType t,
-                   std::map<std::string, double> attrs) {
+                   std::map<std::string, Attr> attrs) {
   int id = addValue(std::move(outName), std::move(shape), t);
   nodes.push_back({std::move(op), std::move(ins), id, std::move(attrs)});
   return id;
@@ -105,7 +105,16 @@ std::string printGraph(const Graph &g) {
       first = false;
     }
     for (const auto &[k, v] : n.attrs) {
-      s += (first ? "" : ", ") + k + "=" + numText(v);
+      std::string t;
+      if (v.isList) {
+        t = "[";
+        for (size_t i = 0; i < v.values.size(); ++i)
+          t += (i ? ", " : "") + numText(v.values[i]);
+        t += "]";
+      } else {
+        t = numText(v.scalar());
+      }
+      s += (first ? "" : ", ") + k + "=" + t;
       first = false;
     }
     s += ") : " + typeText(g.values[n.output]) + "\n";
@@ -159,7 +168,7 @@ public:
         fail("an op name");
       expect('(');
       std::vector<int> ins;
-      std::map<std::string, double> attrs;
+      std::map<std::string, Attr> attrs;
       if (!peekIs(')')) {
         do {
           skip();
@@ -170,7 +179,18 @@ public:
             if (key.empty())
               fail("an operand %name or attribute key=value");
             expect('=');
-            attrs[key] = number();
+            if (accept('[')) {
+              std::vector<double> list;
+              if (!peekIs(']')) {
+                do {
+                  list.push_back(number());
+                } while (accept(','));
+              }
+              expect(']');
+              attrs[key] = Attr(list);
+            } else {
+              attrs[key] = Attr(number());
+            }
           }
         } while (accept(','));
       }

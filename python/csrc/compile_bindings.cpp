@@ -3,6 +3,7 @@
 #include "compile_bindings.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/frontend/graph.h"
+#include "spyre/isa/backend.h"
 #include "spyre/isa/listing.h"
 #include "spyre/jit/jit_engine.h"
 #include "spyre/sim/executable.h"
@@ -192,6 +193,25 @@ void registerCompileBindings(pyb::module_ &m) {
       .def("superdscs", &CompiledGraph::superDscs)
       .def("timings", &CompiledGraph::timings)
       .def("plan", &CompiledGraph::plan);
+  m.def(
+      "check_graph",
+      [](const std::string &text, int cores) -> std::string {
+        // Frontend + backend + verifier without the JIT: "" when the graph compiles, else the
+        // reason (what the partitioner needs to decide what runs on spyre).
+        try {
+          frontend::Graph g = frontend::parseGraph(text, "<fx graph>");
+          frontend::CompileOptions opts;
+          opts.maxCores = cores > 0 ? cores : frontend::senCoresFromEnv();
+          isa::JobPlan plan = frontend::compileGraph(g, opts);
+          for (const auto &l : plan.launches)
+            (void)isa::compileSuperDsc(l.sdsc);
+          return "";
+        } catch (const std::exception &e) {
+          return e.what();
+        }
+      },
+      pyb::arg("graph"), pyb::arg("cores") = 0,
+      "Compile a graph through frontend and backend without running it; returns '' or the error");
   m.def("sencores", [] { return withTorchErrors([] { return frontend::senCoresFromEnv(); }); });
 }
 

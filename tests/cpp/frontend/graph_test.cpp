@@ -10,11 +10,13 @@ TEST(GraphText, RoundTrips) {
                      "  %add = add(%a, %b, alpha=1) : f16[67, 256]\n"
                      "  %relu = relu(%add) : f16[67, 256]\n"
                      "  %mul = mul(%relu, %b) : f16[67, 256]\n"
-                     "  return (%mul)\n"
+                     "  %sum = sum(%mul, dims=[0, -1], keepdim=1) : f16[1, 1]\n"
+                     "  return (%mul, %sum)\n"
                      "}\n";
   Graph g = parseGraph(text);
-  EXPECT_EQ(g.nodes.size(), 3u);
-  EXPECT_EQ(g.nodes[0].attrs.at("alpha"), 1.0);
+  EXPECT_EQ(g.nodes.size(), 4u);
+  EXPECT_EQ(g.nodes[3].attrs.at("dims"), Attr(std::vector<double>{0, -1}));
+  EXPECT_EQ(g.nodes[0].attrs.at("alpha").scalar(), 1.0);
   EXPECT_EQ(printGraph(g), text);
   Graph s = parseGraph("graph() {\n  return ()\n}\n");
   EXPECT_TRUE(s.nodes.empty());

@@ -1,4 +1,16 @@
-// The Spyre graph IR: a dataflow graph of ATen-level ops with static shapes. Text form:
+// The Spyre graph IR: a dataflow graph of ATen-level ops with static shapes.
+//
+// Ops (the contract with python/torch_spyre/_compile.py; the frontend raises Unsupported with
+// the node named for anything it cannot compile yet):
+//   elementwise binary, numpy broadcasting between tensor operands; `scalar=v` replaces the
+//   second operand by a constant:  add sub mul div maximum minimum
+//   comparisons (output dtype bool): eq ne lt le gt ge
+//   where(%cond, %a, %b); `a=v` / `b=v` replace a missing tensor operand by a constant
+//   unary: neg abs relu floor sqrt rsqrt reciprocal exp log tanh sigmoid silu clone
+//          gelu(approximate=0 erf | 1 tanh), softplus(beta=, threshold=), clamp(min=, max=)
+//   reductions: sum mean amax amin (dims=[..], keepdim=0|1)
+//   matmul(%a, %b): [.., M, K] x [.., K, N]
+// Text form:
 //
 //   graph(%a: f16[67, 256], %b: f16[67, 256]) {
 //     %add = add(%a, %b) : f16[67, 256]
@@ -20,11 +32,22 @@ struct Value {
   HostType dtype = HostType::F16;
 };
 
+/// A node attribute: a number (`key=1.5`) or a list of numbers (`key=[0, 2]`).
+struct Attr {
+  std::vector<double> values;
+  bool isList = false;
+  Attr() = default;
+  Attr(double v) : values{v} {}
+  Attr(std::vector<double> v) : values(std::move(v)), isList(true) {}
+  double scalar() const { return values.empty() ? 0.0 : values[0]; }
+  bool operator==(const Attr &) const = default;
+};
+
 struct Node {
-  std::string op;                      ///< ATen-level name: add, sub, mul, relu, neg, abs, clone
-  std::vector<int> inputs;             ///< value ids
-  int output = -1;                     ///< value id
-  std::map<std::string, double> attrs; ///< scalar attributes (e.g. alpha)
+  std::string op;                    ///< see the op list below
+  std::vector<int> inputs;           ///< value ids (tensor operands in order)
+  int output = -1;                   ///< value id
+  std::map<std::string, Attr> attrs; ///< scalar / list attributes
 };
 
 struct Graph {
@@ -35,7 +58,7 @@ struct Graph {
   int addValue(std::string name, std::vector<int64_t> shape, HostType t);
   int addInput(std::string name, std::vector<int64_t> shape, HostType t);
   int addNode(std::string op, std::vector<int> inputs, std::string outName, std::vector<int64_t> shape,
-              HostType t, std::map<std::string, double> attrs = {});
+              HostType t, std::map<std::string, Attr> attrs = {});
   /// Throws spyre::Error naming the node when ids, arities or shapes are inconsistent.
   void verify() const;
 };
