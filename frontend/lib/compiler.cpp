@@ -6,12 +6,15 @@
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <cmath>
 
 namespace spyre::frontend {
 
 using isa::BufferSpec;
 using isa::JobPlan;
 using isa::SuperDsc;
+using isa::SdscLayout;
+using isa::SdscTensor;
 
 int senCoresFromEnv() {
   const char *e = std::getenv("SENCORES");
@@ -48,23 +51,11 @@ std::vector<int64_t> divideWork(const std::vector<int64_t> &sizes, const std::ve
 
 namespace {
 
-struct OpDesc {
-  const char *opFunc;
-  int arity;
-};
-
-const std::map<std::string, OpDesc> &supportedOps() {
-  static const std::map<std::string, OpDesc> ops = {
-      {"add", {"add", 2}}, {"sub", {"sub", 2}}, {"mul", {"mul", 2}},     {"relu", {"relufwd", 1}},
-      {"neg", {"neg", 1}}, {"abs", {"abs", 1}}, {"clone", {"identity", 1}},
-  };
-  return ops;
-}
-
 DataFormat deviceFormat(HostType t, const std::string &where) {
   switch (t) {
   case HostType::F16:
-  case HostType::BF16: return DataFormat::SEN169_FP16;
+  case HostType::BF16:
+  case HostType::Bool: return DataFormat::SEN169_FP16;
   case HostType::F32: return DataFormat::IEEE_FP32;
   default: throw Unsupported(std::string(dtypeShortName(t)) + " tensors in " + where);
   }
@@ -73,7 +64,7 @@ DataFormat deviceFormat(HostType t, const std::string &where) {
 std::vector<std::string> dimLabels(size_t rank) {
   static const char *outer[] = {"mb", "x", "y"};
   if (rank > 4)
-    throw Unsupported("pointwise ops on rank-" + std::to_string(rank) + " tensors (at most 4 dims)");
+    throw Unsupported("ops on rank-" + std::to_string(rank) + " tensors (at most 4 dims)");
   std::vector<std::string> l;
   for (size_t i = 0; i + 1 < rank; ++i)
     l.push_back(outer[i]);
@@ -86,6 +77,288 @@ void writeFile(const std::string &path, const std::string &text) {
   if (!f)
     throw Error("cannot write " + path);
   f << text;
+}
+
+struct PointwiseDesc {
+  const char *opFunc;
+  int tensorArity; ///< operands, tensors or constants
+  bool compare;
+};
+
+const std::map<std::string, PointwiseDesc> &pointwiseOps() {
+  static const std::map<std::string, PointwiseDesc> ops = {
+      {"add", {"add", 2, false}},         {"sub", {"sub", 2, false}},          {"mul", {"mul", 2, false}},
+      {"div", {"realdiv", 2, false}},     {"maximum", {"maximum", 2, false}},  {"minimum", {"minimum", 2, false}},
+      {"eq", {"equal", 2, true}},         {"ne", {"notequal", 2, true}},       {"lt", {"lesserthan", 2, true}},
+      {"le", {"lesserequal", 2, true}},   {"gt", {"greaterthan", 2, true}},    {"ge", {"greaterequal", 2, true}},
+      {"where", {"where3", 3, false}},    {"neg", {"neg", 1, false}},          {"abs", {"abs", 1, false}},
+      {"relu", {"relufwd", 1, false}},    {"floor", {"floor", 1, false}},      {"sqrt", {"sqrt", 1, false}},
+      {"rsqrt", {"rsqrt", 1, false}},     {"reciprocal", {"reciprocal", 1, false}}, {"exp", {"exp", 1, false}},
+      {"log", {"log", 1, false}},         {"tanh", {"tanh", 1, false}},        {"sigmoid", {"sigmoid", 1, false}},
+      {"silu", {"silu", 1, false}},       {"gelu", {"gelufwd", 1, false}},     {"softplus", {"softplus", 1, false}},
+      {"clamp", {"clip", 1, false}},      {"clone", {"identity", 1, false}},
+  };
+  return ops;
+}
+
+/// One operand of an op: a graph value or a constant.
+struct Operand {
+  int value = -1;
+  bool isConst = false;
+  std::string constName;
+  double constValue = 0;
+};
+
+const char *kLayoutLabels[] = {"OUTPUT", "KERNEL", "INPUT", "KERNEL_IDX", "LAYOUT4", "LAYOUT5", "LAYOUT6", "LAYOUT7"};
+
+/// Builds the SuperDSC of an op whose iteration space is the output's dims. `scales[i]` is the
+/// per-dim scale of tensor operand i (the output last).
+struct KernelDraft {
+  SuperDsc s;
+  std::vector<int> tensorValues; ///< graph value per labeledDs_ (ldsIdx order)
+};
+
+double attrOr(const Node &n, const char *key, double dflt) {
+  auto it = n.attrs.find(key);
+  return it == n.attrs.end() ? dflt : it->second.scalar();
+}
+
+void checkAttrs(const Node &n, const std::string &where, std::initializer_list<const char *> allowed) {
+  for (const auto &[k, v] : n.attrs) {
+    bool ok = false;
+    for (const char *a : allowed)
+      ok |= k == a;
+    if (k == "alpha")
+      ok = v.scalar() == 1.0;
+    if (!ok)
+      throw Unsupported("attribute " + k + " on " + where);
+  }
+}
+
+KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
+  const Value &out = g.values[n.output];
+  std::string where = "node %" + out.name + " = " + n.op;
+  const PointwiseDesc &desc = pointwiseOps().at(n.op);
+  // Operands in op order.
+  std::vector<Operand> ops;
+  if (n.op == "where") {
+    checkAttrs(n, where, {"a", "b"});
+    size_t next = 0;
+    auto take = [&]() {
+      if (next >= n.inputs.size())
+        throw Error(where + ": missing tensor operand");
+      Operand o;
+      o.value = n.inputs[next++];
+      return o;
+    };
+    ops.push_back(take());
+    for (const char *key : {"a", "b"}) {
+      if (n.attrs.count(key)) {
+        Operand o;
+        o.isConst = true;
+        o.constName = std::string("where_") + key;
+        o.constValue = n.attrs.at(key).scalar();
+        ops.push_back(o);
+      } else {
+        ops.push_back(take());
+      }
+    }
+    if (next != n.inputs.size())
+      throw Error(where + ": too many tensor operands");
+  } else {
+    if (n.op == "softplus")
+      checkAttrs(n, where, {"beta", "threshold"});
+    else if (n.op == "clamp")
+      checkAttrs(n, where, {"min", "max"});
+    else if (n.op == "gelu")
+      checkAttrs(n, where, {"approximate"});
+    else
+      checkAttrs(n, where, {"scalar"});
+    for (int v : n.inputs) {
+      Operand o;
+      o.value = v;
+      ops.push_back(o);
+    }
+    if (n.attrs.count("scalar")) {
+      Operand o;
+      o.isConst = true;
+      o.constName = "scalar";
+      o.constValue = n.attrs.at("scalar").scalar();
+      ops.push_back(o);
+    }
+  }
+  if (static_cast<int>(ops.size()) != desc.tensorArity)
+    throw Error(where + ": expected " + std::to_string(desc.tensorArity) + " operand(s), got " +
+                std::to_string(ops.size()));
+
+  // dtypes: compares produce bool from two equal input dtypes; where takes a bool condition.
+  HostType computeType = out.dtype;
+  if (desc.compare) {
+    if (out.dtype != HostType::Bool)
+      throw Error(where + ": a comparison produces bool, not " + std::string(dtypeShortName(out.dtype)));
+    computeType = ops[0].isConst ? g.values[ops[1].value].dtype : g.values[ops[0].value].dtype;
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].isConst)
+      continue;
+    HostType t = g.values[ops[i].value].dtype;
+    HostType expect = (n.op == "where" && i == 0) ? HostType::Bool : computeType;
+    if (t != expect)
+      throw Unsupported("mixed dtypes in " + where + " (operand %" + g.values[ops[i].value].name + " is " +
+                        std::string(dtypeShortName(t)) + ", expected " + std::string(dtypeShortName(expect)) + ")");
+  }
+  DataFormat outFmt = deviceFormat(out.dtype, where);
+  for (const auto &o : ops)
+    if (!o.isConst && elemsPerStick(deviceFormat(g.values[o.value].dtype, where)) != elemsPerStick(outFmt))
+      throw Unsupported("operands with different stick geometry in " + where + " (" +
+                        std::string(dtypeShortName(g.values[o.value].dtype)) + " -> " +
+                        std::string(dtypeShortName(out.dtype)) + ")");
+
+  std::vector<int64_t> N = out.shape.empty() ? std::vector<int64_t>{1} : out.shape;
+  for (int64_t d : N)
+    if (d == 0)
+      throw Unsupported("empty tensors in " + where);
+  size_t r = N.size();
+  auto labels = dimLabels(r);
+  int64_t eps = elemsPerStick(outFmt);
+
+  // Broadcasting: scale 1 where the operand spans the dim, -1 where it is broadcast.
+  auto scalesOf = [&](int v) {
+    const auto &sh = g.values[v].shape;
+    if (sh.size() > r)
+      throw Error(where + ": operand %" + g.values[v].name + " has more dims than the output");
+    std::vector<int> sc(r, 1);
+    for (size_t d = 0; d < r; ++d) {
+      int64_t e = d + sh.size() >= r ? sh[d + sh.size() - r] : 1;
+      if (e == N[d])
+        sc[d] = 1;
+      else if (e == 1)
+        sc[d] = -1;
+      else
+        throw Error(where + ": operand %" + g.values[v].name + " cannot broadcast to the output shape");
+    }
+    return sc;
+  };
+
+  std::vector<int64_t> adjusted = N;
+  adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
+  auto splits = divideWork(adjusted, std::vector<bool>(r, true), maxCores);
+  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
+
+  KernelDraft kd;
+  SuperDsc &s = kd.s;
+  s.name = std::to_string(index) + "_" + desc.opFunc;
+  s.opFuncName = desc.opFunc;
+  s.exUnit = "sfp";
+  s.dims = labels;
+  s.N = N;
+  s.numWkSlicesPerDim = splits;
+  s.numCoresUsed = cores;
+  for (int c = 0; c < cores; ++c) {
+    std::vector<int64_t> slice(r);
+    int64_t div = 1;
+    for (size_t d = 0; d < r; ++d) {
+      slice[d] = (c / div) % splits[d];
+      div *= splits[d];
+    }
+    s.coreIdToWkSlice.push_back(slice);
+  }
+  // Generic stick layout of every tensor: device dims [o1..o(r-2), tile(o(r-1)), o0, elem];
+  // layoutDimOrder_ lists the non-elem device dims inner -> outer.
+  SdscLayout layout;
+  layout.layoutDimOrder.push_back(labels[0]);
+  if (r > 1) {
+    layout.layoutDimOrder.push_back(labels[r - 1]);
+    for (size_t d = r - 1; d-- > 1;)
+      layout.layoutDimOrder.push_back(labels[d]);
+  }
+  layout.stickDimOrder = {labels[r - 1]};
+  layout.stickSize = {eps};
+
+  std::vector<int> tensorOps; // operand index of each tensor, then the output
+  std::vector<std::vector<int>> scales;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (!ops[i].isConst) {
+      tensorOps.push_back(static_cast<int>(i));
+      scales.push_back(scalesOf(ops[i].value));
+    }
+  scales.push_back(std::vector<int>(r, 1));
+  std::map<std::vector<int>, std::string> labelOf;
+  std::vector<std::string> dsType;
+  // The output's layout class is named first (torch-spyre names classes in order of appearance
+  // starting with OUTPUT; we visit the output first so that it is OUTPUT).
+  for (size_t i = scales.size(); i-- > 0;) {
+    if (!labelOf.count(scales[i])) {
+      std::string label = kLayoutLabels[labelOf.size()];
+      labelOf[scales[i]] = label;
+      s.primaryDsInfo[label] = layout;
+    }
+  }
+  for (const auto &sc : scales)
+    dsType.push_back(labelOf[sc]);
+
+  // Device extents and strides (outer -> inner) to place each core's slice (notes §2.4).
+  auto placeTensor = [&](int ldsIdx, const std::vector<int> &sc, DataFormat fmt) {
+    SdscTensor t;
+    t.ldsIdx = ldsIdx;
+    t.dsName = "Tensor" + std::to_string(ldsIdx);
+    t.dsType = dsType[ldsIdx];
+    t.scale = sc;
+    t.dataFormat = fmt;
+    std::vector<std::pair<int, int64_t>> ddims; // iter dim, extent
+    for (auto li = layout.layoutDimOrder.rbegin(); li != layout.layoutDimOrder.rend(); ++li) {
+      int d = static_cast<int>(std::find(labels.begin(), labels.end(), *li) - labels.begin());
+      int64_t ext = sc[d] != 1 ? 1 : static_cast<size_t>(d) == r - 1 ? adjusted[d] : N[d];
+      ddims.push_back({d, ext});
+    }
+    std::vector<int64_t> strideBytes(ddims.size());
+    int64_t st = kStickBytes;
+    for (size_t j = ddims.size(); j-- > 0;) {
+      strideBytes[j] = st;
+      st *= ddims[j].second;
+    }
+    for (int c = 0; c < cores; ++c) {
+      int64_t off = 0;
+      for (size_t j = 0; j < ddims.size(); ++j) {
+        int d = ddims[j].first;
+        if (ddims[j].second > 1)
+          off += s.coreIdToWkSlice[c][d] * (ddims[j].second / splits[d]) * strideBytes[j];
+      }
+      t.startAddress.push_back(ldsIdx * isa::kSegmentBytes + off);
+    }
+    s.labeledDs.push_back(t);
+  };
+  for (size_t ti = 0; ti < tensorOps.size(); ++ti) {
+    int v = ops[tensorOps[ti]].value;
+    placeTensor(static_cast<int>(ti), scales[ti], deviceFormat(g.values[v].dtype, where));
+    kd.tensorValues.push_back(v);
+  }
+  placeTensor(static_cast<int>(tensorOps.size()), scales.back(), outFmt);
+  kd.tensorValues.push_back(n.output);
+  int ti = 0;
+  for (const auto &o : ops) {
+    if (o.isConst) {
+      s.inputs.push_back(-1);
+      s.inputConsts.push_back(o.constName);
+      s.constants[o.constName] = o.constValue;
+    } else {
+      s.inputs.push_back(ti++);
+      s.inputConsts.push_back("");
+    }
+  }
+  s.outputs.push_back(ti);
+  if (n.op == "softplus") {
+    s.constants["softplusBeta"] = attrOr(n, "beta", 1.0);
+    s.constants["softplusThresh"] = attrOr(n, "threshold", 20.0);
+  } else if (n.op == "clamp") {
+    if (n.attrs.count("min"))
+      s.constants["clipMin"] = n.attrs.at("min").scalar();
+    if (n.attrs.count("max"))
+      s.constants["clipMax"] = n.attrs.at("max").scalar();
+  } else if (n.op == "gelu") {
+    s.constants["geluTanh"] = attrOr(n, "approximate", 0.0) != 0.0 ? 1.0 : 0.0;
+  }
+  return kd;
 }
 
 } // namespace
@@ -118,11 +391,11 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
   };
   for (size_t i = 0; i < g.inputs.size(); ++i)
     plan.inputs.push_back(bufferFor(g.inputs[i], BufferSpec::Kind::Input, static_cast<int>(i)));
-  // Outputs that are produced by nodes get Output buffers (allocated per run for the caller).
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     int v = g.outputs[i];
-    bool isInput = std::find(g.inputs.begin(), g.inputs.end(), v) != g.inputs.end();
-    plan.outputAliasesInput.push_back(isInput ? static_cast<int>(std::find(g.inputs.begin(), g.inputs.end(), v) - g.inputs.begin()) : -1);
+    auto inIt = std::find(g.inputs.begin(), g.inputs.end(), v);
+    bool isInput = inIt != g.inputs.end();
+    plan.outputAliasesInput.push_back(isInput ? static_cast<int>(inIt - g.inputs.begin()) : -1);
     plan.outputs.push_back(isInput ? bufferOf[v] : bufferFor(v, BufferSpec::Kind::Output, static_cast<int>(i)));
   }
 
@@ -131,110 +404,20 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
     const Node &n = g.nodes[ni];
     const Value &out = g.values[n.output];
     std::string where = "node %" + out.name + " = " + n.op;
-    auto it = supportedOps().find(n.op);
-    if (it == supportedOps().end())
+    KernelDraft kd;
+    if (pointwiseOps().count(n.op))
+      kd = pointwiseKernel(g, n, ni, opts.maxCores);
+    else
       throw Unsupported("op '" + n.op + "' (" + where + ")");
-    const OpDesc &desc = it->second;
-    if (static_cast<int>(n.inputs.size()) != desc.arity)
-      throw Error(where + ": expected " + std::to_string(desc.arity) + " tensor operand(s), got " +
-                  std::to_string(n.inputs.size()));
-    for (const auto &[k, v] : n.attrs)
-      if (!(k == "alpha" && v.scalar() == 1.0))
-        throw Unsupported("attribute " + k + " on " + where);
-    for (int i : n.inputs) {
-      if (g.values[i].shape != out.shape)
-        throw Unsupported("broadcasting between " + std::to_string(g.values[i].shape.size()) + "-d %" +
-                          g.values[i].name + " and the output of " + where);
-      if (deviceFormat(g.values[i].dtype, where) != deviceFormat(out.dtype, where) || g.values[i].dtype != out.dtype)
-        throw Unsupported("mixed dtypes in " + where + " (" + std::string(dtypeShortName(g.values[i].dtype)) +
-                          " and " + std::string(dtypeShortName(out.dtype)) + ")");
-    }
-    DataFormat fmt = deviceFormat(out.dtype, where);
-    int64_t eps = elemsPerStick(fmt);
-
-    // Iteration space: the output dims (rank 0 is one element).
-    std::vector<int64_t> N = out.shape.empty() ? std::vector<int64_t>{1} : out.shape;
-    for (int64_t d : N)
-      if (d == 0)
-        throw Unsupported("empty tensors in " + where);
-    auto labels = dimLabels(N.size());
-    size_t r = N.size();
-    std::vector<int64_t> adjusted = N;
-    adjusted[r - 1] = (N[r - 1] + eps - 1) / eps; // stick dim counted in sticks
-    auto splits = divideWork(adjusted, std::vector<bool>(r, true), opts.maxCores);
-    int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
-
-    SuperDsc s;
-    s.name = std::to_string(ni) + "_" + desc.opFunc;
-    s.opFuncName = desc.opFunc;
-    s.exUnit = "sfp";
-    s.dims = labels;
-    s.N = N;
-    s.numWkSlicesPerDim = splits;
-    s.numCoresUsed = cores;
-    for (int c = 0; c < cores; ++c) {
-      std::vector<int64_t> slice(r);
-      int64_t div = 1;
-      for (size_t d = 0; d < r; ++d) {
-        slice[d] = (c / div) % splits[d];
-        div *= splits[d];
-      }
-      s.coreIdToWkSlice.push_back(slice);
-    }
-    // Generic stick layout: device dims [o1..o(r-2), tile(o(r-1)), o0, elem]; layoutDimOrder_
-    // lists the non-elem device dims inner -> outer.
-    isa::SdscLayout layout;
-    if (r == 1) {
-      layout.layoutDimOrder = {labels[0]};
-    } else {
-      layout.layoutDimOrder.push_back(labels[0]);
-      layout.layoutDimOrder.push_back(labels[r - 1]);
-      for (size_t d = r - 1; d-- > 1;)
-        layout.layoutDimOrder.push_back(labels[d]);
-    }
-    layout.stickDimOrder = {labels[r - 1]};
-    layout.stickSize = {eps};
-    s.primaryDsInfo["OUTPUT"] = layout;
-    // Device dim sizes/strides (outer -> inner) to place each core's slice (notes §2.4).
-    std::vector<std::pair<int, int64_t>> ddims; // iter dim, size
-    for (auto li = layout.layoutDimOrder.rbegin(); li != layout.layoutDimOrder.rend(); ++li) {
-      int d = static_cast<int>(std::find(labels.begin(), labels.end(), *li) - labels.begin());
-      ddims.push_back({d, static_cast<size_t>(d) == r - 1 ? adjusted[d] : N[d]});
-    }
-    std::vector<int64_t> strideBytes(ddims.size());
-    int64_t st = kStickBytes;
-    for (size_t j = ddims.size(); j-- > 0;) {
-      strideBytes[j] = st;
-      st *= ddims[j].second;
-    }
-    std::vector<int> operands = n.inputs;
-    operands.push_back(n.output);
     isa::KernelLaunch launch;
-    for (size_t a = 0; a < operands.size(); ++a) {
-      isa::SdscTensor t;
-      t.ldsIdx = static_cast<int>(a);
-      t.dsName = "Tensor" + std::to_string(a);
-      t.dsType = "OUTPUT";
-      t.scale.assign(r, 1);
-      t.dataFormat = fmt;
-      for (int c = 0; c < cores; ++c) {
-        int64_t off = 0;
-        for (size_t j = 0; j < ddims.size(); ++j)
-          off += s.coreIdToWkSlice[c][ddims[j].first] * (ddims[j].second / splits[ddims[j].first]) * strideBytes[j];
-        t.startAddress.push_back(a * isa::kSegmentBytes + off);
-      }
-      s.labeledDs.push_back(t);
-      bool isGraphOut = std::find(g.outputs.begin(), g.outputs.end(), operands[a]) != g.outputs.end();
-      int buf = bufferFor(operands[a], isGraphOut ? BufferSpec::Kind::Output : BufferSpec::Kind::Intermediate,
-                          isGraphOut ? static_cast<int>(std::find(g.outputs.begin(), g.outputs.end(), operands[a]) - g.outputs.begin()) : 0);
-      launch.argBuffers.push_back(buf);
+    for (int v : kd.tensorValues) {
+      auto outIt = std::find(g.outputs.begin(), g.outputs.end(), v);
+      bool isGraphOut = outIt != g.outputs.end();
+      launch.argBuffers.push_back(bufferFor(v, isGraphOut ? BufferSpec::Kind::Output : BufferSpec::Kind::Intermediate,
+                                            isGraphOut ? static_cast<int>(outIt - g.outputs.begin()) : 0));
     }
-    for (size_t a = 0; a + 1 < operands.size(); ++a)
-      s.inputs.push_back(static_cast<int>(a));
-    s.outputs.push_back(static_cast<int>(operands.size() - 1));
-
     launch.sdscFile = "sdsc_" + std::to_string(ni) + ".json";
-    launch.sdscJson = isa::writeSuperDsc(s).dump(2);
+    launch.sdscJson = isa::writeSuperDsc(kd.s).dump(2);
     // The backend reads what we wrote: parse the text, never hand the in-memory struct over.
     launch.sdsc = isa::parseSuperDscText(launch.sdscJson, launch.sdscFile);
     if (!opts.dumpDir.empty())

@@ -87,6 +87,12 @@ void sfpApply(Opcode op, Format fmt, float *d, float *d2, const float *a, const 
       d[l] = x;
     return;
   }
+  case Opcode::Splat: {
+    float x = a[static_cast<int>(i0) & (L - 1)];
+    for (int l = 0; l < L; ++l)
+      d[l] = x;
+    return;
+  }
   case Opcode::Iota:
     for (int l = 0; l < L; ++l)
       d[l] = static_cast<float>(l);

@@ -126,8 +126,8 @@ ojson writeSuperDsc(const SuperDsc &s) {
   dsc["constantInfo_"] = consts;
   auto ldsRef = [&](int idx) { return s.tensor(idx).dsName + "-idx" + std::to_string(idx); };
   std::vector<std::string> ins, outs;
-  for (int i : s.inputs)
-    ins.push_back(ldsRef(i));
+  for (size_t i = 0; i < s.inputs.size(); ++i)
+    ins.push_back(s.inputs[i] >= 0 ? ldsRef(s.inputs[i]) : "Constant-" + s.inputConsts.at(i));
   for (int o : s.outputs)
     outs.push_back(ldsRef(o));
   dsc["computeOp_"] = ojson::array({{{"exUnit", s.exUnit}, {"opFuncName", s.opFuncName},
@@ -386,6 +386,16 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
     if (t.startAddress.empty())
       r.fail(dp + "/scheduleTree_", "no allocate node for " + t.dsName + " (ldsIdx_ " + std::to_string(t.ldsIdx) + ")");
 
+  if (auto it = dsc.find("constantInfo_"); it != dsc.end() && it->is_object()) {
+    for (auto c = it->begin(); c != it->end(); ++c) {
+      std::string kp = dp + "/constantInfo_/" + c.key();
+      std::string cname = r.string(r.field(c.value(), kp, "name_"), kp + "/name_");
+      const ojson &v = r.field(c.value(), kp, "value_");
+      if (!v.is_number())
+        r.fail(kp + "/value_", "expected a number");
+      s.constants[cname] = v.get<double>();
+    }
+  }
   // Compute op.
   const ojson &cops = r.field(dsc, dp, "computeOp_");
   if (!cops.is_array() || cops.size() != 1)
@@ -401,6 +411,15 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
     auto list = r.strings(r.field(cops[0], cp, key), cp + "/" + key);
     for (size_t i = 0; i < list.size(); ++i) {
       std::string p = cp + "/" + key + "/" + std::to_string(i);
+      if (std::string_view(key) == "inputLabeledDs" && list[i].rfind("Constant-", 0) == 0) {
+        std::string cname = list[i].substr(9);
+        if (!s.constants.count(cname))
+          r.fail(p, "constant '" + cname + "' is not in constantInfo_");
+        out.push_back(-1);
+        s.inputConsts.resize(out.size());
+        s.inputConsts.back() = cname;
+        continue;
+      }
       int idx = parseLdsRef(r, list[i], p);
       bool found = false;
       for (const auto &t : s.labeledDs)
@@ -411,20 +430,11 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
     }
   };
   refs("inputLabeledDs", s.inputs);
+  s.inputConsts.resize(s.inputs.size());
   refs("outputLabeledDs", s.outputs);
   if (s.outputs.empty())
     r.fail(cp + "/outputLabeledDs", "expected at least one output");
 
-  if (auto it = dsc.find("constantInfo_"); it != dsc.end() && it->is_object()) {
-    for (auto c = it->begin(); c != it->end(); ++c) {
-      std::string kp = dp + "/constantInfo_/" + c.key();
-      std::string cname = r.string(r.field(c.value(), kp, "name_"), kp + "/name_");
-      const ojson &v = r.field(c.value(), kp, "value_");
-      if (!v.is_number())
-        r.fail(kp + "/value_", "expected a number");
-      s.constants[cname] = v.get<double>();
-    }
-  }
   return s;
 }
 

@@ -122,6 +122,10 @@ private:
       if (in.r[0] == 0)
         fail(in, "r0", "writes r0, which holds the core id and is read-only");
       break;
+    case Opcode::Splat:
+      if (in.imm < 0 || in.imm >= kLanes)
+        fail(in, std::to_string(in.imm), "splat lane must be in 0..63");
+      break;
     case Opcode::Bar:
       if (depth > 0)
         fail(in, "", "barrier inside a loop; bar is only allowed at the top level");

@@ -121,7 +121,12 @@ private:
     res = b_.CreateSelect(b_.CreateICmpUGT(mag, splat(0x7F800000)), splat(0x7FFF), res);
     return b_.CreateTrunc(res, vi16_);
   }
-  Value *roundTo(Format f, Value *x) { return f == Format::DL16 ? decode(encode(x)) : x; }
+  Value *roundTo(Format f, Value *x) {
+    if (f == Format::DL16)
+      return decode(encode(x));
+    // f32: canonical NaN, as isa::roundTo.
+    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), asFloat(splat(isa::kCanonicalNaN)), x);
+  }
 
   // Emits `for (i = 0; i < n; ++i) body(i)`; n is a compile-time constant.
   template <typename Fn> void countedLoop(int64_t n, const char *name, Fn body) {
@@ -206,6 +211,11 @@ private:
     auto V = [&](int i) { return readV(in.v[i]); };
     switch (in.op) {
     case Opcode::Bcast: writeV(in.v[0], fsplat(isa::roundTo(f, in.fimm))); return;
+    case Opcode::Splat: {
+      SmallVector<int, 64> mask(kLanes, static_cast<int>(in.imm & (kLanes - 1)));
+      writeV(in.v[0], b_.CreateShuffleVector(V(1), mask));
+      return;
+    }
     case Opcode::Iota: {
       std::vector<Constant *> lanes;
       for (unsigned i = 0; i < kLanes; ++i)

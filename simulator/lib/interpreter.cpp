@@ -144,7 +144,9 @@ private:
           return;
         }
         auto reg = [&](int r) -> float * { return r >= 0 ? cs.v[r] : nullptr; };
-        sfpApply(in.op, in.fmt, cs.v[in.v[0]], nullptr, reg(in.v[1]), reg(in.v[2]), reg(in.v[3]), in.fimm, in.fimm2);
+        // Splat carries its lane in the integer immediate.
+        float i0 = in.op == Opcode::Splat ? static_cast<float>(in.imm) : in.fimm;
+        sfpApply(in.op, in.fmt, cs.v[in.v[0]], nullptr, reg(in.v[1]), reg(in.v[2]), reg(in.v[3]), i0, in.fimm2);
         return;
       }
       break;

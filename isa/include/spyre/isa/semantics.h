@@ -10,10 +10,17 @@
 
 namespace spyre::isa {
 
-inline float roundTo(Format f, float x) { return f == Format::DL16 ? dl16::round(x) : x; }
-
-/// Quiet NaN produced by NaN-propagating max/min.
+/// The one NaN an f32 SFP result can hold: hosts differ in the NaN they produce (x86's default
+/// NaN is negative, libm wrappers return a positive one), so every arithmetic f32 result is
+/// canonicalised. Pure moves (sel, splat, widen, ld/st) keep bits as they are.
 constexpr uint32_t kCanonicalNaN = 0x7FC00000u;
+
+/// Rounds an arithmetic result to its format: DL16 rounding, or NaN canonicalisation for f32.
+inline float roundTo(Format f, float x) {
+  if (f == Format::DL16)
+    return dl16::round(x);
+  return x != x ? dl16::bitsFloat(kCanonicalNaN) : x;
+}
 
 inline float nanMax(float a, float b) {
   if (std::isnan(a) || std::isnan(b))

@@ -45,7 +45,10 @@ struct SuperDsc {
   std::vector<std::vector<int64_t>> coreIdToWkSlice; ///< [core][dim]
   std::map<std::string, SdscLayout> primaryDsInfo;
   std::vector<SdscTensor> labeledDs;
-  std::vector<int> inputs, outputs;        ///< ldsIdx of computeOp_ inputs / outputs
+  /// ldsIdx of computeOp_ inputs / outputs. An input of -1 is a constant operand named by
+  /// inputConsts[i] (written "Constant-<name>" in inputLabeledDs, value in constantInfo_).
+  std::vector<int> inputs, outputs;
+  std::vector<std::string> inputConsts;
   std::map<std::string, double> constants; ///< constantInfo_ (name -> value)
 
   int dimIndex(const std::string &label) const;

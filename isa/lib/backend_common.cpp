@@ -1,0 +1,159 @@
+#include "backend_common.h"
+#include <algorithm>
+#include <functional>
+
+namespace spyre::isa::detail {
+
+std::string where(const SuperDsc &s) { return "SuperDSC " + s.name + " (" + s.opFuncName + ")"; }
+
+Format formatOf(const SuperDsc &s, DataFormat f) {
+  if (f == DataFormat::SEN169_FP16)
+    return Format::DL16;
+  if (f == DataFormat::IEEE_FP32)
+    return Format::F32;
+  if (f == DataFormat::IEEE_INT32)
+    return Format::I32;
+  throw Unsupported(std::string(dataFormatName(f)) + " tensors in " + s.name);
+}
+
+TensorGeom tensorGeom(const SuperDsc &s, const SdscTensor &t, const SdscLayout &layout) {
+  TensorGeom g;
+  g.t = &t;
+  g.fmt = formatOf(s, t.dataFormat);
+  const SdscLayout &own = s.primaryDsInfo.at(t.dsType);
+  if (own.layoutDimOrder != layout.layoutDimOrder || own.stickDimOrder != layout.stickDimOrder)
+    throw Unsupported("operands with different stick layouts in " + s.name + " (" + t.dsName + " is " + t.dsType +
+                      "); restickify first");
+  if (own.stickSize[0] != elemsPerStick(t.dataFormat))
+    throw Error(where(s) + ": stickSize_ " + std::to_string(own.stickSize[0]) + " of layout " + t.dsType +
+                " does not match " + std::string(dataFormatName(t.dataFormat)));
+  const std::string &stick = layout.stickDimOrder[0];
+  int64_t eps = elemsPerStick(t.dataFormat);
+  int sd = s.dimIndex(stick);
+  g.stickPresent = t.scale[sd] == 1;
+  for (auto it = layout.layoutDimOrder.rbegin(); it != layout.layoutDimOrder.rend(); ++it) {
+    int d = s.dimIndex(*it);
+    TensorDim td;
+    td.iterDim = d;
+    td.present = t.scale[d] == 1;
+    td.extent = !td.present ? 1 : *it == stick ? (s.N[d] + eps - 1) / eps : s.N[d];
+    g.dims.push_back(td);
+  }
+  int64_t stride = kStickBytes;
+  for (auto it = g.dims.rbegin(); it != g.dims.rend(); ++it) {
+    it->strideBytes = stride;
+    stride *= it->extent;
+  }
+  g.bytes = stride;
+  g.segment = static_cast<int>(t.startAddress[0] / kSegmentBytes);
+  if (g.segment >= kMaxSegments)
+    throw Error(where(s) + ": start address of " + t.dsName + " lies outside the " + std::to_string(kMaxSegments) +
+                " kernel argument segments");
+  return g;
+}
+
+Slice coreSlice(const SuperDsc &s, int core, int d, int64_t extent) {
+  int64_t splits = s.numWkSlicesPerDim[d];
+  if (extent % splits != 0)
+    throw Error(where(s) + ": numWkSlicesPerDim_." + s.dims[d] + " = " + std::to_string(splits) +
+                " does not divide the device extent " + std::to_string(extent) + " of N_." + s.dims[d] + " = " +
+                std::to_string(s.N[d]) + " (uneven splits are not allowed)");
+  int64_t len = extent / splits;
+  return {s.coreIdToWkSlice[core][d] * len, len};
+}
+
+void checkStartAddresses(const SuperDsc &s, const TensorGeom &g, const std::vector<int64_t> &offsets) {
+  for (int c = 0; c < s.numCoresUsed; ++c) {
+    uint64_t expect = static_cast<uint64_t>(g.segment) * kSegmentBytes + offsets[c];
+    if (g.t->startAddress[c] != expect)
+      throw Error(where(s) + ": scheduleTree_ start address of " + g.t->dsName + " on core " + std::to_string(c) +
+                  " is " + std::to_string(g.t->startAddress[c]) + ", but its work slice starts at " +
+                  std::to_string(expect));
+  }
+}
+
+Instr mk(Opcode op, Format f) {
+  Instr i;
+  i.op = op;
+  i.fmt = f;
+  return i;
+}
+
+Instr addi(int rd, int rs, int64_t imm) {
+  Instr i = mk(Opcode::Addi);
+  i.r = {rd, rs};
+  i.imm = imm;
+  return i;
+}
+
+void ProgramBuilder::dmaBox(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
+                            std::vector<std::pair<int64_t, int64_t>> box, int token, int scratchDdr, int scratchLx) {
+  // Dense LX strides of the box, then merge dims that are contiguous on both sides.
+  struct Run {
+    int64_t n, ddr, lx;
+  };
+  std::vector<Run> runs;
+  int64_t lxStride = kStickBytes;
+  std::vector<int64_t> lxStrides(box.size());
+  for (size_t j = box.size(); j-- > 0;) {
+    lxStrides[j] = lxStride;
+    lxStride *= box[j].first;
+  }
+  for (size_t j = 0; j < box.size(); ++j)
+    if (box[j].first > 1)
+      runs.push_back({box[j].first, box[j].second, lxStrides[j]});
+  for (size_t j = runs.size(); j-- > 1;) {
+    if (runs[j].n * runs[j].ddr == runs[j - 1].ddr && runs[j].n * runs[j].lx == runs[j - 1].lx) {
+      runs[j - 1] = {runs[j - 1].n * runs[j].n, runs[j].ddr, runs[j].lx};
+      runs.erase(runs.begin() + j);
+    }
+  }
+  if (runs.empty() || runs.back().ddr != kStickBytes || runs.back().lx != kStickBytes)
+    runs.push_back({1, kStickBytes, kStickBytes});
+  // More than three runs: the outer ones become program loops around the DMA.
+  std::vector<Run> outer;
+  while (runs.size() > 3) {
+    outer.push_back(runs.front());
+    runs.erase(runs.begin());
+  }
+  while (runs.size() < 3)
+    runs.insert(runs.begin(), Run{1, 0, 0});
+  Instr d = mk(toLx ? Opcode::DmaIn : Opcode::DmaOut);
+  d.dma.n = {runs[0].n, runs[1].n, runs[2].n};
+  d.dma.ddrStride = {runs[0].ddr, runs[1].ddr};
+  d.dma.lxStride = {runs[0].lx, runs[1].lx};
+  d.outToken = token;
+  if (outer.empty()) {
+    d.ddr = {arg, rDdr, ddrOff};
+    d.lx = {rLx, lxOff};
+    emit(d);
+    Instr w = mk(Opcode::Wait);
+    w.tokens = {token};
+    emit(w);
+    return;
+  }
+  emit(addi(scratchDdr, rDdr, ddrOff));
+  if (rLx >= 0)
+    emit(addi(scratchLx, rLx, lxOff));
+  else {
+    Instr li = mk(Opcode::Li);
+    li.r = {scratchLx, -1};
+    li.imm = lxOff;
+    emit(li);
+  }
+  d.ddr = {arg, scratchDdr, 0};
+  d.lx = {scratchLx, 0};
+  std::function<void(size_t)> nest = [&](size_t k) {
+    if (k == outer.size()) {
+      emit(d);
+      Instr w = mk(Opcode::Wait);
+      w.tokens = {token};
+      emit(w);
+      return;
+    }
+    loop(outer[k].n, {{scratchDdr, outer[k].ddr}, {scratchLx, outer[k].lx}}, [&] { nest(k + 1); });
+  };
+  nest(0);
+}
+
+} // namespace spyre::isa::detail

@@ -1,0 +1,83 @@
+// Shared machinery of the backend compiler: per-tensor device geometry from a SuperDSC, and a
+// small builder for SPMD programs (per-core tables, nested loops that advance several address
+// registers, DMA of an arbitrary box of sticks).
+#pragma once
+#include "spyre/isa/backend.h"
+#include <string>
+#include <vector>
+
+namespace spyre::isa::detail {
+
+/// One non-elem device dim of a tensor (outer -> inner), aligned with the op's layout.
+struct TensorDim {
+  int iterDim = -1;      ///< SuperDsc::dims index
+  int64_t extent = 1;    ///< device extent (sticks for the stick dim; 1 if broadcast/reduced)
+  int64_t strideBytes = 0;
+  bool present = true;   ///< scale_ 1 on this dim
+};
+
+struct TensorGeom {
+  const SdscTensor *t = nullptr;
+  Format fmt = Format::DL16;
+  std::vector<TensorDim> dims;  ///< outer -> inner, same order for every tensor of the op
+  bool stickPresent = true;     ///< the stick (elem) dim is not broadcast/reduced
+  int segment = 0;              ///< kernel argument index
+  int64_t bytes = 0;            ///< whole device extent
+};
+
+std::string where(const SuperDsc &s);
+Format formatOf(const SuperDsc &s, DataFormat f);
+
+/// Device dims of every tensor of `s` in the order of the layout class of `ref` (outer ->
+/// inner). All tensors must use layouts with the same dim order and stick dim.
+TensorGeom tensorGeom(const SuperDsc &s, const SdscTensor &t, const SdscLayout &layout);
+
+/// Per-core slice [lo, lo+len) of the op's iteration dim d in device units of that dim.
+struct Slice {
+  int64_t lo, len;
+};
+Slice coreSlice(const SuperDsc &s, int core, int iterDim, int64_t deviceExtent);
+
+/// Checks the descriptor's start addresses of `g` against segment + per-core offsets.
+void checkStartAddresses(const SuperDsc &s, const TensorGeom &g, const std::vector<int64_t> &coreOffsets);
+
+Instr mk(Opcode op, Format f = Format::None);
+Instr addi(int rd, int rs, int64_t imm);
+
+/// Builds one SPMD program for cores 0..n-1.
+class ProgramBuilder {
+public:
+  std::vector<Instr> *cur;
+  std::vector<Instr> top;
+  ProgramBuilder() : cur(&top) {}
+  void emit(Instr i) { cur->push_back(std::move(i)); }
+  /// `loop n { body(); r += step for each (r, step) }` then restore the registers.
+  template <typename Fn> void loop(int64_t n, const std::vector<std::pair<int, int64_t>> &adv, Fn body) {
+    if (n <= 0)
+      return;
+    if (n == 1) {
+      body();
+      return;
+    }
+    Instr l = mk(Opcode::Loop);
+    l.imm = n;
+    std::vector<Instr> *saved = cur;
+    cur = &l.body;
+    body();
+    for (auto [r, step] : adv)
+      if (step)
+        emit(addi(r, r, step));
+    cur = saved;
+    emit(std::move(l));
+    for (auto [r, step] : adv)
+      if (step)
+        emit(addi(r, r, -n * step));
+  }
+  /// Copies a box of sticks between DDR (arg + rDdr, strides in bytes) and dense LX at
+  /// lx[rLx + lxOff] (row-major over the box). box = (count, ddr stride) outer -> inner.
+  /// Uses scratch registers for boxes that need more than a 3-d DMA.
+  void dmaBox(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
+              std::vector<std::pair<int64_t, int64_t>> box, int token, int scratchDdr, int scratchLx);
+};
+
+} // namespace spyre::isa::detail

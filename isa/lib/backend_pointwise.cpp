@@ -1,0 +1,323 @@
+// Pointwise SuperDSCs on the SFP: every output stick of a core's slice is computed from the
+// matching sticks of the inputs; broadcast inputs (scale_ -1) are read once per slice and
+// revisited with a zero stride, a broadcast stick dim is splatted from lane 0; constant
+// operands are broadcast into registers once.
+#include "backend_common.h"
+#include <map>
+
+namespace spyre::isa::detail {
+namespace {
+
+struct PwDesc {
+  Opcode op;
+  int arity; ///< tensor-or-constant inputs
+};
+
+const std::map<std::string, PwDesc> &pointwiseTable() {
+  static const std::map<std::string, PwDesc> t = {
+      {"add", {Opcode::Add, 2}},          {"sub", {Opcode::Sub, 2}},           {"mul", {Opcode::Mul, 2}},
+      {"realdiv", {Opcode::Div, 2}},      {"maximum", {Opcode::Max, 2}},       {"minimum", {Opcode::Min, 2}},
+      {"equal", {Opcode::Eq, 2}},         {"notequal", {Opcode::Ne, 2}},       {"lesserthan", {Opcode::Lt, 2}},
+      {"lesserequal", {Opcode::Le, 2}},   {"greaterthan", {Opcode::Gt, 2}},    {"greaterequal", {Opcode::Ge, 2}},
+      {"where3", {Opcode::Sel, 3}},       {"neg", {Opcode::Neg, 1}},           {"abs", {Opcode::Abs, 1}},
+      {"relufwd", {Opcode::Relu, 1}},     {"floor", {Opcode::Floor, 1}},       {"sqrt", {Opcode::Sqrt, 1}},
+      {"rsqrt", {Opcode::Rsqrt, 1}},      {"reciprocal", {Opcode::Recip, 1}},  {"exp", {Opcode::Exp, 1}},
+      {"log", {Opcode::Log, 1}},          {"tanh", {Opcode::Tanh, 1}},         {"sigmoid", {Opcode::Sigmoid, 1}},
+      {"silu", {Opcode::Silu, 1}},        {"gelufwd", {Opcode::Gelu, 1}},      {"softplus", {Opcode::Softplus, 1}},
+      {"clip", {Opcode::Clip, 1}},        {"identity", {Opcode::Ld, 1}},
+  };
+  return t;
+}
+
+double constant(const SuperDsc &s, const std::string &name, double dflt, bool required) {
+  auto it = s.constants.find(name);
+  if (it == s.constants.end()) {
+    if (required)
+      throw Error(where(s) + ": constantInfo_ has no '" + name + "' constant");
+    return dflt;
+  }
+  return it->second;
+}
+
+} // namespace
+
+bool isPointwiseOp(const std::string &opFunc) { return pointwiseTable().count(opFunc) != 0; }
+
+Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
+  const PwDesc pw = pointwiseTable().at(s.opFuncName);
+  if (s.exUnit != "sfp")
+    throw Error(where(s) + ": computeOp_ exUnit must be 'sfp' for a pointwise op, got '" + s.exUnit + "'");
+  if (static_cast<int>(s.inputs.size()) != pw.arity || s.outputs.size() != 1)
+    throw Error(where(s) + ": expected " + std::to_string(pw.arity) + " input(s) and 1 output, got " +
+                std::to_string(s.inputs.size()) + " and " + std::to_string(s.outputs.size()));
+  const SdscTensor &outT = s.tensor(s.outputs[0]);
+  const SdscLayout &layout = s.primaryDsInfo.at(outT.dsType);
+  if (layout.layoutDimOrder.size() != s.dims.size())
+    throw Unsupported("layouts that do not list every iteration dim in " + s.name);
+  TensorGeom out = tensorGeom(s, outT, layout);
+  for (int sc : outT.scale)
+    if (sc != 1)
+      throw Error(where(s) + ": the output of a pointwise op must have scale_ 1 on every dim");
+  if (outT.inLx)
+    throw Unsupported("LX-resident tensors (memOrg_ lx) in " + s.name);
+
+  // Inputs: tensors (possibly broadcast) or constants.
+  struct Input {
+    bool isConst = false;
+    float value = 0;
+    TensorGeom g;
+  };
+  std::vector<Input> ins;
+  Format computeFmt = Format::None;
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    Input in;
+    if (s.inputs[i] < 0) {
+      in.isConst = true;
+      in.value = static_cast<float>(s.constants.at(s.inputConsts[i]));
+    } else {
+      const SdscTensor &t = s.tensor(s.inputs[i]);
+      if (t.inLx)
+        throw Unsupported("LX-resident tensors (memOrg_ lx) in " + s.name);
+      in.g = tensorGeom(s, t, layout);
+      // where3's condition may be bool (DL16) next to f32 values only if sticks line up.
+      if (elemsPerStick(t.dataFormat) != elemsPerStick(outT.dataFormat))
+        throw Unsupported("operands with different stick geometry in " + s.name + " (" + t.dsName + " is " +
+                          std::string(dataFormatName(t.dataFormat)) + ", output is " +
+                          std::string(dataFormatName(outT.dataFormat)) + ")");
+      bool isCond = pw.op == Opcode::Sel && i == 0;
+      if (!isCond) {
+        if (computeFmt != Format::None && computeFmt != in.g.fmt)
+          throw Unsupported("mixed data formats in " + s.name);
+        computeFmt = in.g.fmt;
+      }
+    }
+    ins.push_back(in);
+  }
+  if (computeFmt == Format::None)
+    computeFmt = out.fmt;
+  bool isCompare = pw.op == Opcode::Eq || pw.op == Opcode::Ne || pw.op == Opcode::Lt || pw.op == Opcode::Le ||
+                   pw.op == Opcode::Gt || pw.op == Opcode::Ge;
+  if (!isCompare && computeFmt != out.fmt)
+    throw Unsupported("pointwise " + s.opFuncName + " from " + std::string(formatName(computeFmt)) + " to " +
+                      std::string(formatName(out.fmt)) + " in " + s.name);
+  if (computeFmt == Format::I32)
+    throw Unsupported("int32 pointwise ops in " + s.name);
+
+  // Per-core slice of the output (device units), offsets of every tensor.
+  const size_t J = out.dims.size();
+  std::vector<std::vector<Slice>> slices(s.numCoresUsed, std::vector<Slice>(J));
+  for (int c = 0; c < s.numCoresUsed; ++c)
+    for (size_t j = 0; j < J; ++j)
+      slices[c][j] = coreSlice(s, c, out.dims[j].iterDim, out.dims[j].extent);
+  auto offsets = [&](const TensorGeom &g) {
+    std::vector<int64_t> off(s.numCoresUsed, 0);
+    for (int c = 0; c < s.numCoresUsed; ++c)
+      for (size_t j = 0; j < J; ++j)
+        if (g.dims[j].extent > 1)
+          off[c] += slices[c][j].lo * g.dims[j].strideBytes;
+    return off;
+  };
+  std::vector<const TensorGeom *> tensors;
+  for (auto &in : ins)
+    if (!in.isConst)
+      tensors.push_back(&in.g);
+  tensors.push_back(&out);
+  for (const TensorGeom *g : tensors) {
+    checkStartAddresses(s, *g, offsets(*g));
+    for (const TensorGeom *h : tensors)
+      if (h != g && h->segment == g->segment && h->t->ldsIdx != g->t->ldsIdx)
+        throw Unsupported("two tensors in one segment in " + s.name);
+  }
+  std::vector<int64_t> len(J);
+  for (size_t j = 0; j < J; ++j)
+    len[j] = slices[0][j].len;
+
+  // Blocking: dims [0, c0) are walked one index at a time by program loops, dim c0 in chunks
+  // of `chunk`, dims after c0 whole; chosen so every tensor's block fits in LX.
+  auto spans = [&](const TensorGeom &g, size_t j) { return g.dims[j].extent > 1; };
+  auto blockBytes = [&](size_t c0, int64_t chunk) {
+    int64_t total = 0;
+    for (const TensorGeom *g : tensors) {
+      int64_t b = kStickBytes;
+      if (spans(*g, c0))
+        b *= chunk;
+      for (size_t j = c0 + 1; j < J; ++j)
+        if (spans(*g, j))
+          b *= len[j];
+      total += b;
+    }
+    return total;
+  };
+  size_t c0 = 0;
+  int64_t chunk = len[0];
+  for (;; ++c0) {
+    if (c0 == J)
+      throw Unsupported("a single stick per operand does not fit in LX in " + s.name);
+    chunk = len[c0];
+    while (chunk > 1 && blockBytes(c0, chunk) > opts.lxBytes) {
+      int64_t c = chunk - 1;
+      while (c > 1 && len[c0] % c != 0)
+        --c;
+      chunk = c;
+    }
+    if (blockBytes(c0, chunk) <= opts.lxBytes)
+      break;
+  }
+
+  Kernel k;
+  k.name = s.name;
+  for (char &ch : k.name)
+    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_')
+      ch = '_';
+  k.numCores = s.numCoresUsed;
+  int nseg = 0;
+  for (const TensorGeom *g : tensors)
+    nseg = std::max(nseg, g->segment + 1);
+  k.args.assign(nseg, "");
+  for (int i = 0; i < nseg; ++i)
+    k.args[i] = "seg" + std::to_string(i);
+  for (const TensorGeom *g : tensors)
+    k.args[g->segment] = g->t->dsName;
+
+  // Registers: r1.. DDR offset per tensor, r10.. LX offset per tensor in the compute loop,
+  // r20/r21 DMA scratch. Vector registers: v0..v2 inputs, v4 result, v8.. constants.
+  ProgramBuilder pb;
+  const int nt = static_cast<int>(tensors.size());
+  std::vector<int64_t> lxBase(nt);
+  int64_t lxCursor = 0;
+  for (int i = 0; i < nt; ++i) {
+    lxBase[i] = lxCursor;
+    int64_t b = kStickBytes;
+    if (spans(*tensors[i], c0))
+      b *= chunk;
+    for (size_t j = c0 + 1; j < J; ++j)
+      if (spans(*tensors[i], j))
+        b *= len[j];
+    lxCursor += b;
+  }
+  for (int i = 0; i < nt; ++i) {
+    Instr tbl = mk(Opcode::Tbl);
+    tbl.r = {1 + i, -1};
+    tbl.table = offsets(*tensors[i]);
+    pb.emit(tbl);
+  }
+  std::vector<int> constReg(ins.size(), -1);
+  for (size_t i = 0; i < ins.size(); ++i)
+    if (ins[i].isConst) {
+      Instr b = mk(Opcode::Bcast, computeFmt);
+      constReg[i] = 8 + static_cast<int>(i);
+      b.v = {constReg[i], -1, -1, -1};
+      b.fimm = ins[i].value;
+      pb.emit(b);
+    }
+  auto ddrAdv = [&](size_t j, int64_t units) {
+    std::vector<std::pair<int, int64_t>> adv;
+    for (int i = 0; i < nt; ++i)
+      adv.push_back({1 + i, spans(*tensors[i], j) ? units * tensors[i]->dims[j].strideBytes : 0});
+    return adv;
+  };
+  std::function<void(size_t)> outerLoops = [&](size_t j) {
+    if (j < c0) {
+      pb.loop(len[j], ddrAdv(j, 1), [&] { outerLoops(j + 1); });
+      return;
+    }
+    pb.loop(len[c0] / chunk, ddrAdv(c0, chunk), [&] {
+      // DMA the block of every input.
+      auto boxOf = [&](const TensorGeom &g) {
+        std::vector<std::pair<int64_t, int64_t>> box;
+        for (size_t jj = c0; jj < J; ++jj)
+          box.push_back({spans(g, jj) ? (jj == c0 ? chunk : len[jj]) : 1, g.dims[jj].strideBytes});
+        return box;
+      };
+      int tok = 0;
+      for (int i = 0; i + 1 < nt; ++i)
+        pb.dmaBox(true, tensors[i]->segment, 1 + i, 0, -1, lxBase[i], boxOf(*tensors[i]), tok++ % 15, 20, 21);
+      // Compute: walk the output block, every tensor's LX offset register advancing densely.
+      for (int i = 0; i < nt; ++i) {
+        Instr li = mk(Opcode::Li);
+        li.r = {10 + i, -1};
+        li.imm = lxBase[i];
+        pb.emit(li);
+      }
+      std::vector<std::vector<int64_t>> lxStride(nt, std::vector<int64_t>(J, 0));
+      for (int i = 0; i < nt; ++i) {
+        int64_t st = kStickBytes;
+        for (size_t jj = J; jj-- > c0;) {
+          if (spans(*tensors[i], jj)) {
+            lxStride[i][jj] = st;
+            st *= jj == c0 ? chunk : len[jj];
+          }
+        }
+      }
+      std::function<void(size_t)> inner = [&](size_t jj) {
+        if (jj < J) {
+          std::vector<std::pair<int, int64_t>> adv;
+          for (int i = 0; i < nt; ++i)
+            adv.push_back({10 + i, lxStride[i][jj]});
+          pb.loop(jj == c0 ? chunk : len[jj], adv, [&] { inner(jj + 1); });
+          return;
+        }
+        std::vector<int> src;
+        int ti = 0;
+        for (size_t i = 0; i < ins.size(); ++i) {
+          if (ins[i].isConst) {
+            src.push_back(constReg[i]);
+            continue;
+          }
+          Instr ld = mk(Opcode::Ld, ins[i].g.fmt);
+          int v = static_cast<int>(i);
+          ld.v = {v, -1, -1, -1};
+          ld.lx = {10 + ti, 0};
+          pb.emit(ld);
+          if (!ins[i].g.stickPresent && out.stickPresent && s.N[layout.stickDimOrder.empty() ? 0 : s.dimIndex(layout.stickDimOrder[0])] > 1) {
+            Instr sp = mk(Opcode::Splat, ins[i].g.fmt);
+            sp.v = {v, v, -1, -1};
+            sp.imm = 0;
+            pb.emit(sp);
+          }
+          src.push_back(v);
+          ++ti;
+        }
+        int result = src[0];
+        if (pw.op != Opcode::Ld) {
+          Instr op = mk(pw.op, computeFmt);
+          result = 4;
+          op.v = {4, src[0], src.size() > 1 ? src[1] : -1, src.size() > 2 ? src[2] : -1};
+          if (pw.op == Opcode::Softplus) {
+            op.fimm = static_cast<float>(constant(s, "softplusBeta", 1.0, false));
+            op.fimm2 = static_cast<float>(constant(s, "softplusThresh", 20.0, false));
+          } else if (pw.op == Opcode::Clip) {
+            op.fimm = static_cast<float>(constant(s, "clipMin", -INFINITY, false));
+            op.fimm2 = static_cast<float>(constant(s, "clipMax", INFINITY, false));
+          } else if (pw.op == Opcode::Gelu && constant(s, "geluTanh", 0.0, false) == 0.0) {
+            op.op = Opcode::GeluErf;
+          }
+          pb.emit(op);
+        }
+        Instr st = mk(Opcode::St, out.fmt);
+        st.v = {result, -1, -1, -1};
+        st.lx = {10 + nt - 1, 0};
+        pb.emit(st);
+      };
+      inner(c0);
+      pb.dmaBox(false, out.segment, nt, 0, -1, lxBase[nt - 1], boxOf(out), 15, 20, 21);
+    });
+  };
+  outerLoops(0);
+
+  CoreProgram p;
+  p.firstCore = 0;
+  p.lastCore = k.numCores - 1;
+  p.body = std::move(pb.top);
+  // Trailing register restores are dead: drop them to keep listings short.
+  while (!p.body.empty() && p.body.back().op == Opcode::Addi)
+    p.body.pop_back();
+  k.programs.push_back(std::move(p));
+  int64_t blockSticks = lxCursor / kStickBytes;
+  k.comment = "op=" + s.opFuncName + " fmt=" + std::string(formatName(computeFmt)) + " cores=" +
+              std::to_string(k.numCores) + " lx=" + std::to_string(lxCursor) + " B (" + std::to_string(blockSticks) +
+              " sticks per block)";
+  return k;
+}
+
+} // namespace spyre::isa::detail
