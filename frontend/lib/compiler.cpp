@@ -263,39 +263,47 @@ KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int max
     }
     s.coreIdToWkSlice.push_back(slice);
   }
-  // Generic stick layout of every tensor: device dims [o1..o(r-2), tile(o(r-1)), o0, elem];
-  // layoutDimOrder_ lists the non-elem device dims inner -> outer.
-  SdscLayout layout;
-  layout.layoutDimOrder.push_back(labels[0]);
-  if (r > 1) {
-    layout.layoutDimOrder.push_back(labels[r - 1]);
-    for (size_t d = r - 1; d-- > 1;)
-      layout.layoutDimOrder.push_back(labels[d]);
-  }
-  layout.stickDimOrder = {labels[r - 1]};
-  layout.stickSize = {eps};
+  // Generic stick layout of a rank-k tensor whose dims are the op's last k dims: device dims
+  // [o1..o(k-2), tile(o(k-1)), o0, elem]; layoutDimOrder_ lists the non-elem dims inner -> outer.
+  auto layoutFor = [&](size_t k) {
+    k = std::max<size_t>(k, 1);
+    std::vector<std::string> l(labels.end() - static_cast<long>(k), labels.end());
+    SdscLayout lay;
+    lay.layoutDimOrder.push_back(l[0]);
+    if (k > 1) {
+      lay.layoutDimOrder.push_back(l[k - 1]);
+      for (size_t d = k - 1; d-- > 1;)
+        lay.layoutDimOrder.push_back(l[d]);
+    }
+    lay.stickDimOrder = {labels[r - 1]};
+    lay.stickSize = {eps};
+    return lay;
+  };
 
   std::vector<int> tensorOps; // operand index of each tensor, then the output
   std::vector<std::vector<int>> scales;
+  std::vector<SdscLayout> layouts;
   for (size_t i = 0; i < ops.size(); ++i)
     if (!ops[i].isConst) {
       tensorOps.push_back(static_cast<int>(i));
       scales.push_back(scalesOf(ops[i].value));
+      layouts.push_back(layoutFor(g.values[ops[i].value].shape.size()));
     }
   scales.push_back(std::vector<int>(r, 1));
-  std::map<std::vector<int>, std::string> labelOf;
-  std::vector<std::string> dsType;
-  // The output's layout class is named first (torch-spyre names classes in order of appearance
-  // starting with OUTPUT; we visit the output first so that it is OUTPUT).
+  layouts.push_back(layoutFor(r));
+  // Layout classes: tensors with the same dim order and scales share a label; torch-spyre names
+  // classes in order of appearance starting with OUTPUT, so the output is visited first.
+  std::map<std::pair<std::vector<std::string>, std::vector<int>>, std::string> labelOf;
+  std::vector<std::string> dsType(scales.size());
   for (size_t i = scales.size(); i-- > 0;) {
-    if (!labelOf.count(scales[i])) {
+    auto key = std::make_pair(layouts[i].layoutDimOrder, scales[i]);
+    if (!labelOf.count(key)) {
       std::string label = kLayoutLabels[labelOf.size()];
-      labelOf[scales[i]] = label;
-      s.primaryDsInfo[label] = layout;
+      labelOf[key] = label;
+      s.primaryDsInfo[label] = layouts[i];
     }
+    dsType[i] = labelOf[key];
   }
-  for (const auto &sc : scales)
-    dsType.push_back(labelOf[sc]);
 
   // Device extents and strides (outer -> inner) to place each core's slice (notes §2.4).
   auto placeTensor = [&](int ldsIdx, const std::vector<int> &sc, DataFormat fmt) {
@@ -305,8 +313,9 @@ KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int max
     t.dsType = dsType[ldsIdx];
     t.scale = sc;
     t.dataFormat = fmt;
+    const SdscLayout &lay = layouts[ldsIdx];
     std::vector<std::pair<int, int64_t>> ddims; // iter dim, extent
-    for (auto li = layout.layoutDimOrder.rbegin(); li != layout.layoutDimOrder.rend(); ++li) {
+    for (auto li = lay.layoutDimOrder.rbegin(); li != lay.layoutDimOrder.rend(); ++li) {
       int d = static_cast<int>(std::find(labels.begin(), labels.end(), *li) - labels.begin());
       int64_t ext = sc[d] != 1 ? 1 : static_cast<size_t>(d) == r - 1 ? adjusted[d] : N[d];
       ddims.push_back({d, ext});

@@ -9,7 +9,7 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts);
 } // namespace detail
 
 int64_t sdscTensorBytes(const SuperDsc &s, const SdscTensor &t) {
-  return detail::tensorGeom(s, t, s.primaryDsInfo.at(t.dsType)).bytes;
+  return detail::tensorGeom(s, t, s.primaryDsInfo.at(t.dsType).stickDimOrder[0]).bytes;
 }
 
 Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {

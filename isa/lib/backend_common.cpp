@@ -16,29 +16,32 @@ Format formatOf(const SuperDsc &s, DataFormat f) {
   throw Unsupported(std::string(dataFormatName(f)) + " tensors in " + s.name);
 }
 
-TensorGeom tensorGeom(const SuperDsc &s, const SdscTensor &t, const SdscLayout &layout) {
+TensorGeom tensorGeom(const SuperDsc &s, const SdscTensor &t, const std::string &stickDim) {
   TensorGeom g;
   g.t = &t;
   g.fmt = formatOf(s, t.dataFormat);
   const SdscLayout &own = s.primaryDsInfo.at(t.dsType);
-  if (own.layoutDimOrder != layout.layoutDimOrder || own.stickDimOrder != layout.stickDimOrder)
-    throw Unsupported("operands with different stick layouts in " + s.name + " (" + t.dsName + " is " + t.dsType +
-                      "); restickify first");
+  if (own.stickDimOrder[0] != stickDim)
+    throw Unsupported("operands sticked on different dims in " + s.name + " (" + t.dsName + " is sticked on " +
+                      own.stickDimOrder[0] + ", the op on " + stickDim + "); restickify first");
   if (own.stickSize[0] != elemsPerStick(t.dataFormat))
     throw Error(where(s) + ": stickSize_ " + std::to_string(own.stickSize[0]) + " of layout " + t.dsType +
                 " does not match " + std::string(dataFormatName(t.dataFormat)));
-  const std::string &stick = layout.stickDimOrder[0];
   int64_t eps = elemsPerStick(t.dataFormat);
-  int sd = s.dimIndex(stick);
+  int sd = s.dimIndex(stickDim);
   g.stickPresent = t.scale[sd] == 1;
-  for (auto it = layout.layoutDimOrder.rbegin(); it != layout.layoutDimOrder.rend(); ++it) {
+  for (auto it = own.layoutDimOrder.rbegin(); it != own.layoutDimOrder.rend(); ++it) {
     int d = s.dimIndex(*it);
     TensorDim td;
     td.iterDim = d;
     td.present = t.scale[d] == 1;
-    td.extent = !td.present ? 1 : *it == stick ? (s.N[d] + eps - 1) / eps : s.N[d];
+    td.extent = !td.present ? 1 : *it == stickDim ? (s.N[d] + eps - 1) / eps : s.N[d];
     g.dims.push_back(td);
   }
+  for (size_t d = 0; d < s.dims.size(); ++d)
+    if (t.scale[d] == 1 && g.dimOf(static_cast<int>(d)) < 0)
+      throw Error(where(s) + ": " + t.dsName + " has scale_ 1 on " + s.dims[d] + " but its layout " + t.dsType +
+                  " does not list that dim");
   int64_t stride = kStickBytes;
   for (auto it = g.dims.rbegin(); it != g.dims.rend(); ++it) {
     it->strideBytes = stride;

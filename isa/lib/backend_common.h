@@ -19,7 +19,19 @@ struct TensorDim {
 struct TensorGeom {
   const SdscTensor *t = nullptr;
   Format fmt = Format::DL16;
-  std::vector<TensorDim> dims;  ///< outer -> inner, same order for every tensor of the op
+  std::vector<TensorDim> dims;  ///< outer -> inner, in the tensor's own layout order
+  /// Index into dims of iteration dim d, or -1 if the tensor's layout does not list it.
+  int dimOf(int d) const {
+    for (size_t k = 0; k < dims.size(); ++k)
+      if (dims[k].iterDim == d)
+        return static_cast<int>(k);
+    return -1;
+  }
+  /// The tensor steps through iteration dim d (extent > 1).
+  bool spans(int d) const {
+    int k = dimOf(d);
+    return k >= 0 && dims[k].extent > 1;
+  }
   bool stickPresent = true;     ///< the stick (elem) dim is not broadcast/reduced
   int segment = 0;              ///< kernel argument index
   int64_t bytes = 0;            ///< whole device extent
@@ -28,9 +40,9 @@ struct TensorGeom {
 std::string where(const SuperDsc &s);
 Format formatOf(const SuperDsc &s, DataFormat f);
 
-/// Device dims of every tensor of `s` in the order of the layout class of `ref` (outer ->
-/// inner). All tensors must use layouts with the same dim order and stick dim.
-TensorGeom tensorGeom(const SuperDsc &s, const SdscTensor &t, const SdscLayout &layout);
+/// Device dims of tensor t (outer -> inner) from its own layout class; its stick dim must be
+/// `stickDim` (the op's). Dims its layout does not list are broadcast (extent 1).
+TensorGeom tensorGeom(const SuperDsc &s, const SdscTensor &t, const std::string &stickDim);
 
 /// Per-core slice [lo, lo+len) of the op's iteration dim d in device units of that dim.
 struct Slice {

@@ -53,8 +53,9 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   const SdscTensor &outT = s.tensor(s.outputs[0]);
   const SdscLayout &layout = s.primaryDsInfo.at(outT.dsType);
   if (layout.layoutDimOrder.size() != s.dims.size())
-    throw Unsupported("layouts that do not list every iteration dim in " + s.name);
-  TensorGeom out = tensorGeom(s, outT, layout);
+    throw Error(where(s) + ": the output layout must list every iteration dim");
+  const std::string &stickDim = layout.stickDimOrder[0];
+  TensorGeom out = tensorGeom(s, outT, stickDim);
   for (int sc : outT.scale)
     if (sc != 1)
       throw Error(where(s) + ": the output of a pointwise op must have scale_ 1 on every dim");
@@ -78,7 +79,7 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
       const SdscTensor &t = s.tensor(s.inputs[i]);
       if (t.inLx)
         throw Unsupported("LX-resident tensors (memOrg_ lx) in " + s.name);
-      in.g = tensorGeom(s, t, layout);
+      in.g = tensorGeom(s, t, stickDim);
       // where3's condition may be bool (DL16) next to f32 values only if sticks line up.
       if (elemsPerStick(t.dataFormat) != elemsPerStick(outT.dataFormat))
         throw Unsupported("operands with different stick geometry in " + s.name + " (" + t.dsName + " is " +
@@ -112,9 +113,11 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   auto offsets = [&](const TensorGeom &g) {
     std::vector<int64_t> off(s.numCoresUsed, 0);
     for (int c = 0; c < s.numCoresUsed; ++c)
-      for (size_t j = 0; j < J; ++j)
-        if (g.dims[j].extent > 1)
-          off[c] += slices[c][j].lo * g.dims[j].strideBytes;
+      for (size_t j = 0; j < J; ++j) {
+        int k = g.dimOf(out.dims[j].iterDim);
+        if (k >= 0 && g.dims[k].extent > 1)
+          off[c] += slices[c][j].lo * g.dims[k].strideBytes;
+      }
     return off;
   };
   std::vector<const TensorGeom *> tensors;
@@ -134,7 +137,12 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
 
   // Blocking: dims [0, c0) are walked one index at a time by program loops, dim c0 in chunks
   // of `chunk`, dims after c0 whole; chosen so every tensor's block fits in LX.
-  auto spans = [&](const TensorGeom &g, size_t j) { return g.dims[j].extent > 1; };
+  // Does tensor g step along output device dim j?
+  auto spans = [&](const TensorGeom &g, size_t j) { return g.spans(out.dims[j].iterDim); };
+  auto strideAlong = [&](const TensorGeom &g, size_t j) {
+    int k = g.dimOf(out.dims[j].iterDim);
+    return k >= 0 && g.dims[k].extent > 1 ? g.dims[k].strideBytes : 0;
+  };
   auto blockBytes = [&](size_t c0, int64_t chunk) {
     int64_t total = 0;
     for (const TensorGeom *g : tensors) {
@@ -213,7 +221,7 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   auto ddrAdv = [&](size_t j, int64_t units) {
     std::vector<std::pair<int, int64_t>> adv;
     for (int i = 0; i < nt; ++i)
-      adv.push_back({1 + i, spans(*tensors[i], j) ? units * tensors[i]->dims[j].strideBytes : 0});
+      adv.push_back({1 + i, units * strideAlong(*tensors[i], j)});
     return adv;
   };
   std::function<void(size_t)> outerLoops = [&](size_t j) {
@@ -223,10 +231,21 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
     }
     pb.loop(len[c0] / chunk, ddrAdv(c0, chunk), [&] {
       // DMA the block of every input.
+      // Block length of output dim j for a tensor that spans it.
+      auto blockLen = [&](size_t j) -> int64_t { return j < c0 ? 1 : j == c0 ? chunk : len[j]; };
+      auto outDimOf = [&](int iterDim) {
+        for (size_t j = 0; j < J; ++j)
+          if (out.dims[j].iterDim == iterDim)
+            return j;
+        return J;
+      };
+      // The block of a tensor in its own dim order (outer -> inner), stored densely in LX.
       auto boxOf = [&](const TensorGeom &g) {
         std::vector<std::pair<int64_t, int64_t>> box;
-        for (size_t jj = c0; jj < J; ++jj)
-          box.push_back({spans(g, jj) ? (jj == c0 ? chunk : len[jj]) : 1, g.dims[jj].strideBytes});
+        for (const auto &td : g.dims) {
+          size_t j = outDimOf(td.iterDim);
+          box.push_back({td.extent > 1 && j < J ? blockLen(j) : 1, td.strideBytes});
+        }
         return box;
       };
       int tok = 0;
@@ -239,14 +258,16 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
         li.imm = lxBase[i];
         pb.emit(li);
       }
+      // LX stride of each tensor along each output dim: dense over its own box.
       std::vector<std::vector<int64_t>> lxStride(nt, std::vector<int64_t>(J, 0));
       for (int i = 0; i < nt; ++i) {
+        auto box = boxOf(*tensors[i]);
         int64_t st = kStickBytes;
-        for (size_t jj = J; jj-- > c0;) {
-          if (spans(*tensors[i], jj)) {
-            lxStride[i][jj] = st;
-            st *= jj == c0 ? chunk : len[jj];
-          }
+        for (size_t k = box.size(); k-- > 0;) {
+          size_t j = outDimOf(tensors[i]->dims[k].iterDim);
+          if (j < J && j >= c0 && box[k].first > 1)
+            lxStride[i][j] = st;
+          st *= box[k].first;
         }
       }
       std::function<void(size_t)> inner = [&](size_t jj) {
@@ -269,7 +290,7 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
           ld.v = {v, -1, -1, -1};
           ld.lx = {10 + ti, 0};
           pb.emit(ld);
-          if (!ins[i].g.stickPresent && out.stickPresent && s.N[layout.stickDimOrder.empty() ? 0 : s.dimIndex(layout.stickDimOrder[0])] > 1) {
+          if (!ins[i].g.stickPresent && s.N[s.dimIndex(stickDim)] > 1) {
             Instr sp = mk(Opcode::Splat, ins[i].g.fmt);
             sp.v = {v, v, -1, -1};
             sp.imm = 0;

@@ -1,0 +1,273 @@
+// Every pointwise graph op, with broadcasting and scalar operands, through frontend, backend and
+// both engines, against a scalar reference written here (fp32 math, DL16 rounding).
+#include "spyre/frontend/compiler.h"
+#include "spyre/isa/dl16.h"
+#include "spyre/jit/jit_engine.h"
+#include "spyre/sim/device_memory.h"
+#include "spyre/sim/executable.h"
+#include "spyre/sim/host_transfer.h"
+#include <cmath>
+#include <functional>
+#include <gtest/gtest.h>
+#include <random>
+
+using namespace spyre;
+using namespace spyre::frontend;
+using V = std::vector<int64_t>;
+
+namespace {
+
+int64_t numel(const V &s) {
+  int64_t n = 1;
+  for (auto d : s)
+    n *= d;
+  return n;
+}
+
+struct HostTensorF {
+  V shape;
+  HostType type;
+  std::vector<float> values; // exact values held (DL16 values for f16/bool inputs)
+};
+
+/// Runs a graph whose inputs are given as floats; returns the outputs as floats.
+std::vector<std::vector<float>> run(const Graph &g, sim::Engine &engine, int cores, const std::vector<HostTensorF> &inputs) {
+  isa::JobPlan plan = compileGraph(g, {cores, ""});
+  sim::Executable exe(plan, engine);
+  sim::DeviceMemory mem(1ull << 32);
+  sim::Runtime rt(2, 32);
+  std::vector<uint64_t> addr;
+  for (const auto &b : plan.buffers)
+    addr.push_back(mem.allocate(b.layout.deviceBytes()));
+  auto transfer = [&](int buf, void *host, HostType t, bool toDevice) {
+    const auto &b = plan.buffers[buf];
+    V st = contiguousStrides(b.hostShape);
+    auto map = sim::mapLayout(b.layout, b.hostShape, st);
+    sim::HostTensor h{host, t, b.hostShape, st};
+    if (toDevice)
+      sim::copyHostToDevice(h, b.layout, map, mem.at(addr[buf], b.layout.deviceBytes()));
+    else
+      sim::copyDeviceToHost(mem.at(addr[buf], b.layout.deviceBytes()), b.layout, map, h);
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto &in = inputs[i];
+    if (in.type == HostType::F32) {
+      std::vector<float> v = in.values;
+      transfer(plan.inputs[i], v.data(), HostType::F32, true);
+    } else if (in.type == HostType::Bool) {
+      std::vector<uint8_t> v;
+      for (float x : in.values)
+        v.push_back(x != 0);
+      transfer(plan.inputs[i], v.data(), HostType::Bool, true);
+    } else {
+      std::vector<uint16_t> v;
+      for (float x : in.values)
+        v.push_back(dl16::floatToHalf(x));
+      transfer(plan.inputs[i], v.data(), HostType::F16, true);
+    }
+  }
+  exe.run(rt, mem.base(), mem.capacity(), addr);
+  std::vector<std::vector<float>> outs;
+  for (int ob : plan.outputs) {
+    const auto &b = plan.buffers[ob];
+    std::vector<float> out(numel(b.hostShape));
+    if (b.hostType == HostType::F32) {
+      transfer(ob, out.data(), HostType::F32, false);
+    } else {
+      std::vector<uint16_t> h(out.size());
+      transfer(ob, h.data(), HostType::F16, false);
+      for (size_t i = 0; i < h.size(); ++i)
+        out[i] = dl16::halfToFloat(h[i]);
+    }
+    outs.push_back(out);
+  }
+  return outs;
+}
+
+float rnd(HostType t, float x) { return t == HostType::F32 ? x : dl16::round(x); }
+
+/// Value of `t` at the broadcast position of output index i.
+float at(const HostTensorF &t, const V &outShape, int64_t i) {
+  int64_t idx = 0, stride = 1;
+  size_t r = outShape.size(), tr = t.shape.size();
+  int64_t rem = i;
+  std::vector<int64_t> coord(r);
+  for (size_t d = r; d-- > 0;) {
+    coord[d] = rem % outShape[d];
+    rem /= outShape[d];
+  }
+  for (size_t d = tr; d-- > 0;) {
+    int64_t c = t.shape[d] == 1 ? 0 : coord[d + r - tr];
+    idx += c * stride;
+    stride *= t.shape[d];
+  }
+  return t.values[idx];
+}
+
+HostTensorF randomTensor(V shape, HostType t, uint32_t seed, float scale = 2.0f, bool positive = false) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> nd(0, scale);
+  HostTensorF h{shape, t, {}};
+  for (int64_t i = 0; i < numel(shape); ++i) {
+    float x = nd(g);
+    if (positive)
+      x = std::fabs(x) + 0.01f;
+    if (t == HostType::Bool)
+      x = x > 0 ? 1.0f : 0.0f;
+    // What the device holds: fp16 input -> DL16.
+    h.values.push_back(t == HostType::F32 ? x : dl16::round(dl16::halfToFloat(dl16::floatToHalf(x))));
+  }
+  return h;
+}
+
+struct UnaryCase {
+  const char *op;
+  std::function<float(float)> f;
+  bool positive;
+  std::map<std::string, Attr> attrs;
+};
+
+} // namespace
+
+TEST(PointwiseOps, UnaryOpsMatchScalarReference) {
+  std::vector<UnaryCase> cases = {
+      {"neg", [](float x) { return -x; }, false, {}},
+      {"abs", [](float x) { return std::fabs(x); }, false, {}},
+      {"relu", [](float x) { return x > 0 ? x : 0.0f; }, false, {}},
+      {"floor", [](float x) { return std::floor(x); }, false, {}},
+      {"sqrt", [](float x) { return std::sqrt(x); }, true, {}},
+      {"rsqrt", [](float x) { return 1.0f / std::sqrt(x); }, true, {}},
+      {"reciprocal", [](float x) { return 1.0f / x; }, true, {}},
+      {"exp", [](float x) { return std::exp(x); }, false, {}},
+      {"log", [](float x) { return std::log(x); }, true, {}},
+      {"tanh", [](float x) { return std::tanh(x); }, false, {}},
+      {"sigmoid", [](float x) { return 1.0f / (1.0f + std::exp(-x)); }, false, {}},
+      {"silu", [](float x) { return x / (1.0f + std::exp(-x)); }, false, {}},
+      {"gelu", [](float x) { return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f)); }, false, {}},
+      {"gelu", [](float x) { return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x))); },
+       false, {{"approximate", Attr(1.0)}}},
+      {"softplus", [](float x) { return x * 2.0f > 5.0f ? x : std::log1p(std::exp(x * 2.0f)) / 2.0f; }, false,
+       {{"beta", Attr(2.0)}, {"threshold", Attr(5.0)}}},
+      {"clamp", [](float x) { return std::min(std::max(x, -0.5f), 1.25f); }, false,
+       {{"min", Attr(-0.5)}, {"max", Attr(1.25)}}},
+      {"clone", [](float x) { return x; }, false, {}},
+  };
+  auto interp = sim::makeInterpreter();
+  jit::JitEngine jit;
+  for (HostType t : {HostType::F16, HostType::F32}) {
+    for (const auto &c : cases) {
+      V shape{3, 67};
+      Graph g;
+      int a = g.addInput("a", shape, t);
+      g.outputs = {g.addNode(c.op, {a}, "y", shape, t, c.attrs)};
+      auto x = randomTensor(shape, t, 11, 2.0f, c.positive);
+      auto ri = run(g, *interp, 2, {x}), rj = run(g, jit, 2, {x});
+      ASSERT_EQ(ri, rj) << c.op;
+      for (int64_t i = 0; i < numel(shape); ++i) {
+        float expect = rnd(t, c.f(x.values[i]));
+        if (t == HostType::F16)
+          expect = dl16::halfToFloat(dl16::floatToHalf(expect));
+        ASSERT_EQ(ri[0][i], expect) << c.op << " " << dtypeShortName(t) << " at " << i << " x=" << x.values[i];
+      }
+    }
+  }
+}
+
+TEST(PointwiseOps, BinaryWithBroadcastAndScalars) {
+  struct Bin {
+    const char *op;
+    std::function<float(float, float)> f;
+    bool compare;
+  };
+  std::vector<Bin> ops = {
+      {"add", [](float a, float b) { return a + b; }, false},
+      {"sub", [](float a, float b) { return a - b; }, false},
+      {"mul", [](float a, float b) { return a * b; }, false},
+      {"div", [](float a, float b) { return a / b; }, false},
+      {"maximum", [](float a, float b) { return a > b ? a : b; }, false},
+      {"minimum", [](float a, float b) { return a < b ? a : b; }, false},
+      {"eq", [](float a, float b) { return a == b ? 1.0f : 0.0f; }, true},
+      {"ne", [](float a, float b) { return a != b ? 1.0f : 0.0f; }, true},
+      {"lt", [](float a, float b) { return a < b ? 1.0f : 0.0f; }, true},
+      {"le", [](float a, float b) { return a <= b ? 1.0f : 0.0f; }, true},
+      {"gt", [](float a, float b) { return a > b ? 1.0f : 0.0f; }, true},
+      {"ge", [](float a, float b) { return a >= b ? 1.0f : 0.0f; }, true},
+  };
+  // (output shape, second operand shape); {} second shape = scalar operand.
+  std::vector<std::pair<V, V>> shapes = {{{5, 130}, {5, 130}}, {{5, 130}, {130}}, {{5, 130}, {5, 1}},
+                                         {{2, 3, 71}, {3, 1}},  {{2, 3, 71}, {2, 1, 71}}, {{4, 64}, {}},
+                                         {{2, 3, 4, 67}, {3, 1, 67}}};
+  auto interp = sim::makeInterpreter();
+  jit::JitEngine jit;
+  for (const auto &op : ops) {
+    for (const auto &[outShape, bShape] : shapes) {
+      for (HostType t : {HostType::F16}) {
+        Graph g;
+        int a = g.addInput("a", outShape, t);
+        std::vector<int> ins{a};
+        std::map<std::string, Attr> attrs;
+        HostTensorF bt;
+        if (bShape.empty()) {
+          attrs["scalar"] = Attr(0.75);
+        } else {
+          ins.push_back(g.addInput("b", bShape, t));
+          bt = randomTensor(bShape, t, 5, 2.0f, std::string(op.op) == "div");
+        }
+        HostType outT = op.compare ? HostType::Bool : t;
+        g.outputs = {g.addNode(op.op, ins, "y", outShape, outT, attrs)};
+        auto at0 = randomTensor(outShape, t, 4);
+        // Make some elements equal so comparisons see ties.
+        if (!bShape.empty())
+          for (int64_t i = 0; i < numel(outShape); i += 7)
+            at0.values[i] = at(bt, outShape, i);
+        std::vector<HostTensorF> inputs{at0};
+        if (!bShape.empty())
+          inputs.push_back(bt);
+        for (int cores : {1, 7, 32}) {
+          auto ri = run(g, *interp, cores, inputs), rj = run(g, jit, cores, inputs);
+          ASSERT_EQ(ri, rj) << op.op;
+          for (int64_t i = 0; i < numel(outShape); ++i) {
+            float bv = bShape.empty() ? dl16::round(0.75f) : at(bt, outShape, i);
+            float expect = dl16::halfToFloat(dl16::floatToHalf(dl16::round(op.f(at0.values[i], bv))));
+            ASSERT_EQ(ri[0][i], expect) << op.op << " out " << outShape.size() << "-d, element " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(PointwiseOps, WhereWithTensorAndScalarBranches) {
+  V shape{6, 100};
+  auto interp = sim::makeInterpreter();
+  for (int variant = 0; variant < 3; ++variant) {
+    Graph g;
+    int c = g.addInput("c", shape, HostType::Bool);
+    int a = g.addInput("a", shape, HostType::F16);
+    std::map<std::string, Attr> attrs;
+    std::vector<int> ins{c, a};
+    int b = -1;
+    if (variant == 0)
+      b = g.addInput("b", {100}, HostType::F16), ins.push_back(b);
+    else
+      attrs["b"] = Attr(-2.5);
+    if (variant == 2) {
+      ins = {c};
+      attrs["a"] = Attr(3.0);
+    }
+    g.outputs = {g.addNode("where", ins, "y", shape, HostType::F16, attrs)};
+    auto ct = randomTensor(shape, HostType::Bool, 1), at_ = randomTensor(shape, HostType::F16, 2),
+         bt = randomTensor({100}, HostType::F16, 3);
+    std::vector<HostTensorF> inputs{ct};
+    if (variant != 2)
+      inputs.push_back(at_);
+    if (variant == 0)
+      inputs.push_back(bt);
+    auto r = run(g, *interp, 4, inputs);
+    for (int64_t i = 0; i < numel(shape); ++i) {
+      float av = variant == 2 ? 3.0f : at_.values[i];
+      float bv = variant == 0 ? at(bt, shape, i) : -2.5f;
+      ASSERT_EQ(r[0][i], ct.values[i] != 0 ? av : bv) << variant << " " << i;
+    }
+  }
+}
