@@ -370,6 +370,134 @@ KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int max
   return kd;
 }
 
+/// Shape with the reduced dims kept as 1 (the layout a reduction writes).
+std::vector<int64_t> keepdimShape(const std::vector<int64_t> &in, const std::vector<bool> &reduced) {
+  std::vector<int64_t> k = in;
+  for (size_t d = 0; d < k.size(); ++d)
+    if (reduced[d])
+      k[d] = 1;
+  return k;
+}
+
+std::vector<bool> reducedDims(const Node &n, size_t rank, const std::string &where) {
+  std::vector<bool> red(rank, false);
+  auto it = n.attrs.find("dims");
+  if (it == n.attrs.end() || it->second.values.empty()) {
+    std::fill(red.begin(), red.end(), true);
+    return red;
+  }
+  for (double dv : it->second.values) {
+    int64_t d = static_cast<int64_t>(dv);
+    if (d < 0)
+      d += static_cast<int64_t>(rank);
+    if (d < 0 || d >= static_cast<int64_t>(rank) || static_cast<double>(static_cast<int64_t>(dv)) != dv)
+      throw Error(where + ": reduction dim " + std::to_string(dv) + " out of range for rank " + std::to_string(rank));
+    red[d] = true;
+  }
+  return red;
+}
+
+KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
+  const Value &out = g.values[n.output];
+  std::string where = "node %" + out.name + " = " + n.op;
+  checkAttrs(n, where, {"dims", "keepdim"});
+  if (n.inputs.size() != 1)
+    throw Error(where + ": a reduction takes one tensor operand");
+  const Value &in = g.values[n.inputs[0]];
+  if (in.dtype != out.dtype)
+    throw Unsupported("reductions that change dtype (" + where + ")");
+  if (in.dtype != HostType::F16 && in.dtype != HostType::BF16 && in.dtype != HostType::F32)
+    throw Unsupported(std::string(dtypeShortName(in.dtype)) + " reductions (" + where + ")");
+  DataFormat fmt = deviceFormat(in.dtype, where);
+  int64_t eps = elemsPerStick(fmt);
+  std::vector<int64_t> N = in.shape.empty() ? std::vector<int64_t>{1} : in.shape;
+  for (int64_t d : N)
+    if (d == 0)
+      throw Unsupported("empty tensors in " + where);
+  size_t r = N.size();
+  auto red = reducedDims(n, in.shape.size(), where);
+  if (in.shape.empty())
+    red = {true};
+  auto labels = dimLabels(r);
+  std::vector<int64_t> adjusted = N;
+  adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
+  std::vector<bool> splittable(r);
+  for (size_t d = 0; d < r; ++d)
+    splittable[d] = !red[d];
+  auto splits = divideWork(adjusted, splittable, maxCores);
+  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
+  bool stickReduced = red[r - 1];
+  const char *base = n.op == "sum" ? "sum" : n.op == "mean" ? "mean" : n.op == "amax" ? "max" : "min";
+
+  KernelDraft kd;
+  SuperDsc &s = kd.s;
+  s.opFuncName = std::string(base) + (stickReduced ? "" : "nonstick");
+  s.name = std::to_string(index) + "_" + s.opFuncName;
+  s.exUnit = "sfp";
+  s.dims = labels;
+  s.N = N;
+  s.numWkSlicesPerDim = splits;
+  s.numCoresUsed = cores;
+  for (int c = 0; c < cores; ++c) {
+    std::vector<int64_t> slice(r);
+    int64_t div = 1;
+    for (size_t d = 0; d < r; ++d) {
+      slice[d] = (c / div) % splits[d];
+      div *= splits[d];
+    }
+    s.coreIdToWkSlice.push_back(slice);
+  }
+  SdscLayout layout;
+  layout.layoutDimOrder.push_back(labels[0]);
+  if (r > 1) {
+    layout.layoutDimOrder.push_back(labels[r - 1]);
+    for (size_t d = r - 1; d-- > 1;)
+      layout.layoutDimOrder.push_back(labels[d]);
+  }
+  layout.stickDimOrder = {labels[r - 1]};
+  layout.stickSize = {eps};
+  std::vector<int> inScale(r, 1), outScale(r, 1);
+  for (size_t d = 0; d < r; ++d)
+    if (red[d])
+      outScale[d] = d == r - 1 ? -2 : -1;
+  s.primaryDsInfo["OUTPUT"] = layout;
+  s.primaryDsInfo["KERNEL"] = layout;
+  auto place = [&](int ldsIdx, const std::vector<int> &sc, const char *type) {
+    SdscTensor t;
+    t.ldsIdx = ldsIdx;
+    t.dsName = "Tensor" + std::to_string(ldsIdx);
+    t.dsType = type;
+    t.scale = sc;
+    t.dataFormat = fmt;
+    std::vector<std::pair<int, int64_t>> ddims;
+    for (auto li = layout.layoutDimOrder.rbegin(); li != layout.layoutDimOrder.rend(); ++li) {
+      int d = static_cast<int>(std::find(labels.begin(), labels.end(), *li) - labels.begin());
+      ddims.push_back({d, sc[d] != 1 ? 1 : static_cast<size_t>(d) == r - 1 ? adjusted[d] : N[d]});
+    }
+    std::vector<int64_t> strideBytes(ddims.size());
+    int64_t st = kStickBytes;
+    for (size_t j = ddims.size(); j-- > 0;) {
+      strideBytes[j] = st;
+      st *= ddims[j].second;
+    }
+    for (int c = 0; c < cores; ++c) {
+      int64_t off = 0;
+      for (size_t j = 0; j < ddims.size(); ++j)
+        if (ddims[j].second > 1)
+          off += s.coreIdToWkSlice[c][ddims[j].first] * (ddims[j].second / splits[ddims[j].first]) * strideBytes[j];
+      t.startAddress.push_back(ldsIdx * isa::kSegmentBytes + off);
+    }
+    s.labeledDs.push_back(t);
+  };
+  place(0, inScale, "KERNEL");
+  place(1, outScale, "OUTPUT");
+  s.inputs = {0, 1}; // torch-spyre: a reduction accumulates into its output
+  s.inputConsts = {"", ""};
+  s.outputs = {1};
+  kd.tensorValues = {n.inputs[0], n.output};
+  return kd;
+}
+
 } // namespace
 
 JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
@@ -381,6 +509,24 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
     writeFile(opts.dumpDir + "/graph.txt", printGraph(g));
   }
   JobPlan plan;
+  // Device layout of each value: the generic layout of its shape, except reduction outputs,
+  // which keep the layout of their keepdim shape (one value per stick when the stick dim is
+  // reduced). Ops that need generic layouts reject anything else until restickify lands.
+  std::map<int, SpyreTensorLayout> layoutOf;
+  for (const Node &n : g.nodes) {
+    if (n.op != "sum" && n.op != "mean" && n.op != "amax" && n.op != "amin")
+      continue;
+    const Value &in = g.values.at(n.inputs.at(0));
+    if (in.shape.empty())
+      continue;
+    auto red = reducedDims(n, in.shape.size(), "node %" + g.values[n.output].name);
+    layoutOf[n.output] = SpyreTensorLayout(keepdimShape(in.shape, red), deviceFormat(in.dtype, n.op));
+  }
+  auto isGenericLayout = [&](int v) {
+    auto it = layoutOf.find(v);
+    return it == layoutOf.end() ||
+           it->second == SpyreTensorLayout(g.values[v].shape, deviceFormat(g.values[v].dtype, "%" + g.values[v].name));
+  };
   std::map<int, int> bufferOf; // value id -> buffer
   auto bufferFor = [&](int v, BufferSpec::Kind kind, int index) {
     auto it = bufferOf.find(v);
@@ -393,7 +539,8 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
     b.index = index;
     b.hostShape = val.shape;
     b.hostType = val.dtype;
-    b.layout = SpyreTensorLayout(val.shape, deviceFormat(val.dtype, "%" + val.name));
+    auto lit = layoutOf.find(v);
+    b.layout = lit != layoutOf.end() ? lit->second : SpyreTensorLayout(val.shape, deviceFormat(val.dtype, "%" + val.name));
     plan.buffers.push_back(b);
     bufferOf[v] = static_cast<int>(plan.buffers.size()) - 1;
     return bufferOf[v];
@@ -413,9 +560,15 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
     const Node &n = g.nodes[ni];
     const Value &out = g.values[n.output];
     std::string where = "node %" + out.name + " = " + n.op;
+    for (int v : n.inputs)
+      if (!isGenericLayout(v))
+        throw Unsupported("restickify: %" + g.values[v].name + " (a reduction without keepdim) feeds " + where +
+                          "; use keepdim=True");
     KernelDraft kd;
     if (pointwiseOps().count(n.op))
       kd = pointwiseKernel(g, n, ni, opts.maxCores);
+    else if (n.op == "sum" || n.op == "mean" || n.op == "amax" || n.op == "amin")
+      kd = reductionKernel(g, n, ni, opts.maxCores);
     else
       throw Unsupported("op '" + n.op + "' (" + where + ")");
     isa::KernelLaunch launch;

@@ -6,6 +6,8 @@ namespace spyre::isa {
 namespace detail {
 bool isPointwiseOp(const std::string &opFunc);
 Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts);
+bool isReductionOp(const std::string &opFunc);
+Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts);
 } // namespace detail
 
 int64_t sdscTensorBytes(const SuperDsc &s, const SdscTensor &t) {
@@ -15,6 +17,8 @@ int64_t sdscTensorBytes(const SuperDsc &s, const SdscTensor &t) {
 Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
   if (detail::isPointwiseOp(s.opFuncName))
     return detail::compilePointwise(s, opts);
+  if (detail::isReductionOp(s.opFuncName))
+    return detail::compileReduction(s, opts);
   throw Unsupported("SuperDSC op '" + s.opFuncName + "' in " + s.name);
 }
 

@@ -1,0 +1,338 @@
+// Reductions on the SFP: sum, mean, max, min over any set of dims, in stick form (the stick dim
+// is reduced: scale_ -2, one value per output stick, lane-masked last tile) and in nonstick form
+// (elementwise accumulation across sticks). Accumulation is in fp32 registers; the result is
+// rounded once when stored (DL16) — mean scales the fp32 accumulator by 1/count first.
+#include "backend_common.h"
+#include <cmath>
+#include <functional>
+
+namespace spyre::isa::detail {
+
+bool isReductionOp(const std::string &op) {
+  for (const char *base : {"sum", "mean", "max", "min"})
+    if (op == base || op == std::string(base) + "nonstick")
+      return true;
+  return false;
+}
+
+Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
+  std::string base = s.opFuncName;
+  bool nonstickName = base.size() > 8 && base.compare(base.size() - 8, 8, "nonstick") == 0;
+  if (nonstickName)
+    base.resize(base.size() - 8);
+  if (s.exUnit != "sfp")
+    throw Error(where(s) + ": computeOp_ exUnit must be 'sfp' for a reduction, got '" + s.exUnit + "'");
+  if (s.outputs.size() != 1 || s.inputs.empty())
+    throw Error(where(s) + ": expected an input and one output");
+  // torch-spyre lists the output among the inputs of a reduction (it accumulates into it).
+  int inIdx = -1;
+  for (int i : s.inputs)
+    if (i >= 0 && i != s.outputs[0])
+      inIdx = inIdx < 0 ? i : throw Error(where(s) + ": a reduction takes exactly one input tensor");
+  if (inIdx < 0)
+    throw Error(where(s) + ": no input tensor");
+  const SdscTensor &inT = s.tensor(inIdx), &outT = s.tensor(s.outputs[0]);
+  const SdscLayout &layout = s.primaryDsInfo.at(inT.dsType);
+  if (layout.layoutDimOrder.size() != s.dims.size())
+    throw Error(where(s) + ": the input layout must list every iteration dim");
+  const std::string &stickDim = layout.stickDimOrder[0];
+  const int sd = s.dimIndex(stickDim);
+  TensorGeom in = tensorGeom(s, inT, stickDim), out = tensorGeom(s, outT, stickDim);
+  if (in.fmt != out.fmt)
+    throw Unsupported("reductions that change the data format in " + s.name);
+  if (in.fmt == Format::I32)
+    throw Unsupported("int32 reductions in " + s.name);
+  for (int sc : inT.scale)
+    if (sc != 1)
+      throw Error(where(s) + ": the input of a reduction must have scale_ 1 on every dim");
+  if (inT.inLx || outT.inLx)
+    throw Unsupported("LX-resident tensors (memOrg_ lx) in " + s.name);
+  std::vector<bool> reduced(s.dims.size(), false);
+  bool stickReduced = false;
+  int64_t count = 1;
+  for (size_t d = 0; d < s.dims.size(); ++d) {
+    int sc = outT.scale[d];
+    if (sc == -2 && static_cast<int>(d) != sd)
+      throw Error(where(s) + ": scale_ -2 on " + s.dims[d] + ", which is not the stick dim");
+    if (sc == -1 && static_cast<int>(d) == sd)
+      throw Error(where(s) + ": the stick dim reduced must have scale_ -2, not -1");
+    reduced[d] = sc != 1;
+    if (reduced[d]) {
+      count *= s.N[d];
+      if (s.numWkSlicesPerDim[d] != 1)
+        throw Unsupported("splitting reduced dim " + s.dims[d] + " over cores in " + s.name);
+    }
+    stickReduced |= sc == -2;
+  }
+  if (nonstickName == stickReduced)
+    throw Error(where(s) + ": opFuncName '" + s.opFuncName + "' " +
+                (stickReduced ? "reduces the stick dim (expected '" + base + "')"
+                              : "does not reduce the stick dim (expected '" + base + "nonstick')"));
+  if (count == 1 && !stickReduced && base != "mean") {
+    // Nothing reduced: a copy; handled by the general code below all the same.
+  }
+  const Format fmt = in.fmt;
+  const int64_t eps = elemsPerStick(inT.dataFormat);
+
+  const size_t J = in.dims.size();
+  std::vector<std::vector<Slice>> slices(s.numCoresUsed, std::vector<Slice>(J));
+  for (int c = 0; c < s.numCoresUsed; ++c)
+    for (size_t j = 0; j < J; ++j)
+      slices[c][j] = reduced[in.dims[j].iterDim] ? Slice{0, in.dims[j].extent}
+                                                 : coreSlice(s, c, in.dims[j].iterDim, in.dims[j].extent);
+  auto offsets = [&](const TensorGeom &g) {
+    std::vector<int64_t> off(s.numCoresUsed, 0);
+    for (int c = 0; c < s.numCoresUsed; ++c)
+      for (size_t j = 0; j < J; ++j) {
+        int k = g.dimOf(in.dims[j].iterDim);
+        if (k >= 0 && g.dims[k].extent > 1)
+          off[c] += slices[c][j].lo * g.dims[k].strideBytes;
+      }
+    return off;
+  };
+  checkStartAddresses(s, in, offsets(in));
+  checkStartAddresses(s, out, offsets(out));
+  if (in.segment == out.segment)
+    throw Unsupported("input and output in one segment in " + s.name);
+  std::vector<int64_t> len(J);
+  for (size_t j = 0; j < J; ++j)
+    len[j] = slices[0][j].len;
+  auto isRed = [&](size_t j) { return reduced[in.dims[j].iterDim]; };
+
+  // Blocking over kept dims only: [0, c0) one index at a time, c0 in chunks, the rest whole.
+  // Reduced dims must lie inside the block (no accumulation across blocks).
+  size_t firstRed = J;
+  for (size_t j = 0; j < J; ++j)
+    if (isRed(j)) {
+      firstRed = j;
+      break;
+    }
+  auto outSpans = [&](size_t j) { return out.spans(in.dims[j].iterDim); };
+  auto blockBytes = [&](size_t c0, int64_t chunk) {
+    int64_t bi = kStickBytes, bo = kStickBytes;
+    for (size_t j = c0; j < J; ++j) {
+      int64_t l = j == c0 ? chunk : len[j];
+      bi *= l;
+      if (outSpans(j))
+        bo *= l;
+    }
+    return bi + bo;
+  };
+  size_t c0 = 0;
+  int64_t chunk = len[0];
+  for (;; ++c0) {
+    if (c0 > firstRed || c0 == J || (c0 == firstRed && c0 < J && isRed(c0) && blockBytes(c0, len[c0]) > opts.lxBytes))
+      throw Unsupported("a reduction row of " + s.name + " that does not fit in LX (" +
+                        std::to_string(blockBytes(std::min(firstRed, J - 1), len[std::min(firstRed, J - 1)])) +
+                        " bytes)");
+    chunk = len[c0];
+    if (isRed(c0)) {
+      if (blockBytes(c0, chunk) <= opts.lxBytes)
+        break;
+      continue;
+    }
+    while (chunk > 1 && blockBytes(c0, chunk) > opts.lxBytes) {
+      int64_t c = chunk - 1;
+      while (c > 1 && len[c0] % c != 0)
+        --c;
+      chunk = c;
+    }
+    if (blockBytes(c0, chunk) <= opts.lxBytes)
+      break;
+  }
+  auto blockLen = [&](size_t j) -> int64_t { return j < c0 ? 1 : j == c0 ? chunk : len[j]; };
+
+  Kernel k;
+  k.name = s.name;
+  for (char &ch : k.name)
+    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_')
+      ch = '_';
+  k.numCores = s.numCoresUsed;
+  k.args.assign(std::max(in.segment, out.segment) + 1, "");
+  for (size_t i = 0; i < k.args.size(); ++i)
+    k.args[i] = "seg" + std::to_string(i);
+  k.args[in.segment] = inT.dsName;
+  k.args[out.segment] = outT.dsName;
+
+  // Registers: r1/r2 DDR offsets of input/output, r10/r11 LX offsets, r20/r21 DMA scratch.
+  // Vectors: v0 loaded stick, v1 accumulator, v12 lane mask, v13 mask value, v14 scale.
+  ProgramBuilder pb;
+  int64_t inBlock = kStickBytes, outBlock = kStickBytes;
+  for (size_t j = c0; j < J; ++j) {
+    inBlock *= blockLen(j);
+    if (outSpans(j))
+      outBlock *= blockLen(j);
+  }
+  const int64_t lxIn = 0, lxOut = inBlock;
+  Instr t1 = mk(Opcode::Tbl);
+  t1.r = {1, -1};
+  t1.table = offsets(in);
+  pb.emit(t1);
+  Instr t2 = mk(Opcode::Tbl);
+  t2.r = {2, -1};
+  t2.table = offsets(out);
+  pb.emit(t2);
+  const Opcode combine = base == "max" ? Opcode::Max : base == "min" ? Opcode::Min : Opcode::Add;
+  const float identity = base == "max" ? -INFINITY : base == "min" ? INFINITY : 0.0f;
+  const int64_t validLanes = s.N[sd] % eps;
+  const bool mask = stickReduced && validLanes != 0;
+  if (mask) {
+    Instr io = mk(Opcode::Iota, Format::F32);
+    io.v = {12, -1, -1, -1};
+    pb.emit(io);
+    Instr bc = mk(Opcode::Bcast, Format::F32);
+    bc.v = {13, -1, -1, -1};
+    bc.fimm = static_cast<float>(validLanes);
+    pb.emit(bc);
+    Instr lt = mk(Opcode::Lt, Format::F32);
+    lt.v = {12, 12, 13, -1};
+    pb.emit(lt);
+    Instr mv = mk(Opcode::Bcast, Format::F32);
+    mv.v = {13, -1, -1, -1};
+    mv.fimm = identity;
+    pb.emit(mv);
+  }
+  if (base == "mean") {
+    Instr sc = mk(Opcode::Bcast, Format::F32);
+    sc.v = {14, -1, -1, -1};
+    sc.fimm = 1.0f / static_cast<float>(count);
+    pb.emit(sc);
+  }
+  auto ddrAdv = [&](size_t j, int64_t units) {
+    int ko = out.dimOf(in.dims[j].iterDim);
+    int64_t os = ko >= 0 && out.dims[ko].extent > 1 ? out.dims[ko].strideBytes : 0;
+    return std::vector<std::pair<int, int64_t>>{{1, units * in.dims[j].strideBytes}, {2, units * os}};
+  };
+  // Dense LX strides of the input block (input order) and output block.
+  std::vector<int64_t> inLx(J, 0), outLx(J, 0);
+  {
+    int64_t st = kStickBytes, so = kStickBytes;
+    for (size_t j = J; j-- > c0;) {
+      inLx[j] = blockLen(j) > 1 ? st : 0;
+      st *= blockLen(j);
+      outLx[j] = outSpans(j) && blockLen(j) > 1 ? so : 0;
+      if (outSpans(j))
+        so *= blockLen(j);
+    }
+  }
+  std::function<void(size_t)> outer = [&](size_t j) {
+    if (j < c0) {
+      pb.loop(len[j], ddrAdv(j, 1), [&] { outer(j + 1); });
+      return;
+    }
+    pb.loop(len[c0] / chunk, ddrAdv(c0, chunk), [&] {
+      std::vector<std::pair<int64_t, int64_t>> inBox, outBox;
+      for (size_t jj = 0; jj < J; ++jj)
+        inBox.push_back({blockLen(jj), in.dims[jj].strideBytes});
+      for (const auto &td : out.dims) {
+        size_t jj = 0;
+        while (jj < J && in.dims[jj].iterDim != td.iterDim)
+          ++jj;
+        outBox.push_back({td.extent > 1 && jj < J ? blockLen(jj) : 1, td.strideBytes});
+      }
+      pb.dmaBox(true, in.segment, 1, 0, -1, lxIn, inBox, 0, 20, 21);
+      Instr l0 = mk(Opcode::Li);
+      l0.r = {10, -1};
+      l0.imm = lxIn;
+      pb.emit(l0);
+      Instr l1 = mk(Opcode::Li);
+      l1.r = {11, -1};
+      l1.imm = lxOut;
+      pb.emit(l1);
+      // Loop nest: kept dims of the block, then reduced dims with the stick tile innermost.
+      std::vector<size_t> kept, red;
+      for (size_t jj = c0; jj < J; ++jj)
+        (isRed(jj) ? red : kept).push_back(jj);
+      int stickJ = -1;
+      for (size_t i = 0; i < red.size(); ++i)
+        if (in.dims[red[i]].iterDim == sd)
+          stickJ = static_cast<int>(i);
+      if (stickJ >= 0) {
+        size_t sj = red[stickJ];
+        red.erase(red.begin() + stickJ);
+        red.push_back(sj);
+      }
+      std::function<void(size_t)> keptNest = [&](size_t i) {
+        if (i < kept.size()) {
+          size_t jj = kept[i];
+          pb.loop(blockLen(jj), {{10, inLx[jj]}, {11, outLx[jj]}}, [&] { keptNest(i + 1); });
+          return;
+        }
+        // One output stick: acc = identity; accumulate every input stick of the reduced box.
+        Instr init = mk(Opcode::Bcast, Format::F32);
+        init.v = {1, -1, -1, -1};
+        init.fimm = identity;
+        pb.emit(init);
+        // r12 walks the reduced box from this output stick's first input stick.
+        pb.emit(addi(12, 10, 0));
+        auto accumulate = [&](bool masked) {
+          Instr ld = mk(Opcode::Ld, fmt);
+          ld.v = {0, -1, -1, -1};
+          ld.lx = {12, 0};
+          pb.emit(ld);
+          if (masked) {
+            Instr sel = mk(Opcode::Sel, Format::F32);
+            sel.v = {0, 12, 0, 13};
+            pb.emit(sel);
+          }
+          Instr c = mk(combine, Format::F32);
+          c.v = {1, 1, 0, -1};
+          pb.emit(c);
+        };
+        std::function<void(size_t)> redNest = [&](size_t r) {
+          if (r == red.size()) {
+            accumulate(false);
+            return;
+          }
+          size_t jj = red[r];
+          bool isStick = in.dims[jj].iterDim == sd;
+          if (isStick && mask) {
+            // All tiles but the last unmasked, then the last with padded lanes masked.
+            pb.loop(blockLen(jj) - 1, {{12, inLx[jj]}}, [&] { redNest(r + 1); });
+            if (blockLen(jj) > 1)
+              pb.emit(addi(12, 12, (blockLen(jj) - 1) * inLx[jj]));
+            accumulate(true);
+            if (blockLen(jj) > 1)
+              pb.emit(addi(12, 12, -(blockLen(jj) - 1) * inLx[jj]));
+            return;
+          }
+          pb.loop(blockLen(jj), {{12, inLx[jj]}}, [&] { redNest(r + 1); });
+        };
+        redNest(0);
+        if (base == "mean") {
+          Instr m = mk(Opcode::Mul, Format::F32);
+          m.v = {1, 1, 14, -1};
+          pb.emit(m);
+        }
+        int result = 1;
+        if (stickReduced) {
+          Instr r = mk(base == "max" ? Opcode::Rmax : base == "min" ? Opcode::Rmin : Opcode::Rsum, fmt);
+          r.v = {2, 1, -1, -1};
+          pb.emit(r);
+          result = 2;
+        }
+        Instr st = mk(Opcode::St, fmt);
+        st.v = {result, -1, -1, -1};
+        st.lx = {11, 0};
+        pb.emit(st);
+      };
+      keptNest(0);
+      pb.dmaBox(false, out.segment, 2, 0, -1, lxOut, outBox, 1, 20, 21);
+    });
+  };
+  outer(0);
+
+  CoreProgram p;
+  p.firstCore = 0;
+  p.lastCore = k.numCores - 1;
+  p.body = std::move(pb.top);
+  while (!p.body.empty() && p.body.back().op == Opcode::Addi)
+    p.body.pop_back();
+  k.programs.push_back(std::move(p));
+  k.comment = "op=" + s.opFuncName + " fmt=" + std::string(formatName(fmt)) + " cores=" + std::to_string(k.numCores) +
+              " reduce " + std::to_string(count) + " elements per output lane";
+  (void)eps;
+  return k;
+}
+
+} // namespace spyre::isa::detail

@@ -1,0 +1,194 @@
+// Reductions through frontend, backend and both engines, against references computed here.
+#include "spyre/frontend/compiler.h"
+#include "spyre/isa/dl16.h"
+#include "spyre/isa/listing.h"
+#include "spyre/jit/jit_engine.h"
+#include "spyre/sim/device_memory.h"
+#include "spyre/sim/executable.h"
+#include "spyre/sim/host_transfer.h"
+#include <cmath>
+#include <gtest/gtest.h>
+#include <random>
+
+using namespace spyre;
+using namespace spyre::frontend;
+using V = std::vector<int64_t>;
+
+namespace {
+
+int64_t numel(const V &s) {
+  int64_t n = 1;
+  for (auto d : s)
+    n *= d;
+  return n;
+}
+
+std::vector<float> runOne(const Graph &g, sim::Engine &engine, int cores, const std::vector<float> &x, HostType t) {
+  isa::JobPlan plan = compileGraph(g, {cores, ""});
+  sim::Executable exe(plan, engine);
+  sim::DeviceMemory mem(1ull << 32);
+  sim::Runtime rt(2, 32);
+  std::vector<uint64_t> addr;
+  for (const auto &b : plan.buffers)
+    addr.push_back(mem.allocate(b.layout.deviceBytes()));
+  auto xfer = [&](int buf, void *host, HostType ht, bool toDev) {
+    const auto &b = plan.buffers[buf];
+    V st = contiguousStrides(b.hostShape);
+    auto map = sim::mapLayout(b.layout, b.hostShape, st);
+    sim::HostTensor h{host, ht, b.hostShape, st};
+    if (toDev)
+      sim::copyHostToDevice(h, b.layout, map, mem.at(addr[buf], b.layout.deviceBytes()));
+    else
+      sim::copyDeviceToHost(mem.at(addr[buf], b.layout.deviceBytes()), b.layout, map, h);
+  };
+  std::vector<uint16_t> h16;
+  std::vector<float> h32 = x;
+  if (t == HostType::F16) {
+    for (float v : x)
+      h16.push_back(dl16::floatToHalf(v));
+    xfer(plan.inputs[0], h16.data(), t, true);
+  } else {
+    xfer(plan.inputs[0], h32.data(), t, true);
+  }
+  exe.run(rt, mem.base(), mem.capacity(), addr);
+  const auto &ob = plan.buffers[plan.outputs[0]];
+  std::vector<float> out(numel(ob.hostShape));
+  if (t == HostType::F16) {
+    std::vector<uint16_t> o(out.size());
+    xfer(plan.outputs[0], o.data(), t, false);
+    for (size_t i = 0; i < o.size(); ++i)
+      out[i] = dl16::halfToFloat(o[i]);
+  } else {
+    xfer(plan.outputs[0], out.data(), t, false);
+  }
+  return out;
+}
+
+struct Case {
+  const char *op;
+  V shape;
+  std::vector<double> dims;
+  bool keepdim;
+};
+
+} // namespace
+
+TEST(Reductions, AllOpsShapesAndDims) {
+  std::vector<Case> cases;
+  for (const char *op : {"sum", "mean", "amax", "amin"}) {
+    cases.push_back({op, {67, 256}, {1}, true});
+    cases.push_back({op, {67, 255}, {-1}, true});
+    cases.push_back({op, {67, 129}, {1}, false});
+    cases.push_back({op, {64, 71}, {0}, true});
+    cases.push_back({op, {64, 71}, {0}, false});
+    cases.push_back({op, {3, 5, 130}, {2}, true});
+    cases.push_back({op, {3, 5, 130}, {0, 1}, true});
+    cases.push_back({op, {3, 5, 130}, {1, 2}, false});
+    cases.push_back({op, {2, 3, 4, 67}, {1, 3}, true});
+    cases.push_back({op, {100}, {}, false});
+  }
+  auto interp = sim::makeInterpreter();
+  jit::JitEngine jit;
+  std::mt19937 gen(5);
+  for (HostType t : {HostType::F16, HostType::F32}) {
+    for (const auto &c : cases) {
+      size_t r = c.shape.size();
+      std::vector<bool> red(r, c.dims.empty());
+      for (double d : c.dims)
+        red[d < 0 ? d + r : d] = true;
+      V outShape;
+      for (size_t d = 0; d < r; ++d)
+        if (!red[d] || c.keepdim)
+          outShape.push_back(red[d] ? 1 : c.shape[d]);
+      Graph g;
+      int x = g.addInput("x", c.shape, t);
+      std::map<std::string, Attr> attrs{{"keepdim", Attr(c.keepdim ? 1.0 : 0.0)}};
+      if (!c.dims.empty())
+        attrs["dims"] = Attr(c.dims);
+      g.outputs = {g.addNode(c.op, {x}, "y", outShape, t, attrs)};
+      std::vector<float> xv(numel(c.shape));
+      std::normal_distribution<float> nd(0, 1);
+      for (auto &v : xv) {
+        v = nd(gen);
+        v = t == HostType::F16 ? dl16::round(dl16::halfToFloat(dl16::floatToHalf(v))) : v;
+      }
+      for (int cores : {1, 7, 32}) {
+        auto ri = runOne(g, *interp, cores, xv, t), rj = runOne(g, jit, cores, xv, t);
+        ASSERT_EQ(ri, rj) << c.op;
+        // Reference in double over the reduced index set of each output element.
+        V strides = contiguousStrides(c.shape);
+        std::vector<double> acc(numel(outShape), std::string(c.op) == "amax" ? -INFINITY
+                                                 : std::string(c.op) == "amin" ? INFINITY : 0.0);
+        for (int64_t i = 0; i < numel(c.shape); ++i) {
+          int64_t rem = i, o = 0, ostride = 1;
+          std::vector<int64_t> coord(r);
+          for (size_t d = r; d-- > 0;) {
+            coord[d] = rem % c.shape[d];
+            rem /= c.shape[d];
+          }
+          for (size_t d = r; d-- > 0;) {
+            if (red[d])
+              continue;
+            o += coord[d] * ostride;
+            ostride *= c.shape[d];
+          }
+          double v = xv[i];
+          if (std::string(c.op) == "amax")
+            acc[o] = std::max(acc[o], v);
+          else if (std::string(c.op) == "amin")
+            acc[o] = std::min(acc[o], v);
+          else
+            acc[o] += v;
+        }
+        int64_t count = 1;
+        for (size_t d = 0; d < r; ++d)
+          if (red[d])
+            count *= c.shape[d];
+        for (size_t o = 0; o < acc.size(); ++o) {
+          double expect = std::string(c.op) == "mean" ? acc[o] / count : acc[o];
+          double tol = std::string(c.op).rfind("am", 0) == 0 ? 0.0 : (t == HostType::F16 ? 0.01 : 1e-4) * (1 + std::fabs(expect)) + 1e-5 * count;
+          ASSERT_NEAR(ri[o], expect, tol) << c.op << " shape " << c.shape.size() << "-d dims " << c.dims.size()
+                                          << " keepdim " << c.keepdim << " cores " << cores << " out " << o;
+        }
+      }
+    }
+  }
+}
+
+TEST(Reductions, SoftmaxFromPrimitives) {
+  // softmax(x, -1) = exp(x - amax) / sum(exp(x - amax)), keepdim reductions feeding
+  // broadcasting pointwise ops (stick splat).
+  V shape{67, 129};
+  Graph g;
+  int x = g.addInput("x", shape, HostType::F16);
+  std::map<std::string, Attr> red{{"dims", Attr(std::vector<double>{-1})}, {"keepdim", Attr(1.0)}};
+  int m = g.addNode("amax", {x}, "m", {67, 1}, HostType::F16, red);
+  int d = g.addNode("sub", {x, m}, "d", shape, HostType::F16);
+  int e = g.addNode("exp", {d}, "e", shape, HostType::F16);
+  int s = g.addNode("sum", {e}, "s", {67, 1}, HostType::F16, red);
+  g.outputs = {g.addNode("div", {e, s}, "y", shape, HostType::F16)};
+  std::vector<float> xv(67 * 129);
+  std::mt19937 gen(9);
+  std::normal_distribution<float> nd(0, 3);
+  for (auto &v : xv)
+    v = dl16::round(dl16::halfToFloat(dl16::floatToHalf(nd(gen))));
+  jit::JitEngine jit;
+  auto y = runOne(g, jit, 32, xv, HostType::F16);
+  for (int i = 0; i < 67; ++i) {
+    double mx = -INFINITY, sum = 0;
+    for (int j = 0; j < 129; ++j)
+      mx = std::max(mx, static_cast<double>(xv[i * 129 + j]));
+    for (int j = 0; j < 129; ++j)
+      sum += std::exp(xv[i * 129 + j] - mx);
+    for (int j = 0; j < 129; ++j)
+      ASSERT_NEAR(y[i * 129 + j], std::exp(xv[i * 129 + j] - mx) / sum, 0.01) << i << "," << j;
+  }
+}
+
+TEST(Reductions, NonKeepdimOutputFeedingAnOpIsUnsupported) {
+  Graph g;
+  int x = g.addInput("x", {8, 64}, HostType::F16);
+  int s = g.addNode("sum", {x}, "s", {8}, HostType::F16, {{"dims", Attr(std::vector<double>{1})}});
+  g.outputs = {g.addNode("exp", {s}, "y", {8}, HostType::F16)};
+  EXPECT_THROW(compileGraph(g), Unsupported);
+}
