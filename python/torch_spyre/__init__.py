@@ -40,6 +40,13 @@ def _autoload() -> None:
         # Set before importing _compile: it may import torch_spyre itself.
         _loaded = True
     try:
+        from . import _eager
+
+        _eager.register()
+    except Exception as e:  # noqa: BLE001 - the device must stay usable without eager compute
+        warnings.warn(f"torch_spyre: the spyre eager kernels failed to register: {e!r}", RuntimeWarning,
+                      stacklevel=2)
+    try:
         from . import _compile
 
         register = getattr(_compile, "register", None)
@@ -84,6 +91,9 @@ except ImportError as _e:
     def __getattr__(name: str):  # noqa: ANN202 - module-level attribute hook
         raise ImportError(f"torch_spyre is unusable: its _C extension failed to load ({_IMPORT_ERROR})")
 
+
+if _IMPORT_ERROR is None:
+    from ._lowering import FallbackWarning, Unsupported  # noqa: E402,F401 - torch-spyre's names
 
 _ready = True
 _autoload()

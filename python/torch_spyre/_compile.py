@@ -8,6 +8,7 @@ text, and hands it to the C++ frontend/backend/JIT (``torch_spyre._C.CompiledGra
 from __future__ import annotations
 
 import itertools
+import operator
 import os
 import threading
 from dataclasses import dataclass, field
@@ -15,37 +16,23 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-__all__ = ["Unsupported", "spyre_backend", "register", "compile_stats", "graph_to_text"]
+from . import _fallback
+from ._lowering import (
+    Env,
+    FallbackWarning,
+    Unsupported,
+    check_text,
+    is_lowerable,
+    lower,
+    node_lines,
+    single_node_text,
+    type_text,
+)
 
-
-class Unsupported(NotImplementedError):
-    """Raised for graphs, ops or shapes the simulated Spyre stack does not support (yet)."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__(f"Unsupported: {what}")
-
-
-_DTYPES = {
-    torch.float16: "f16",
-    torch.bfloat16: "bf16",
-    torch.float32: "f32",
-    torch.int32: "i32",
-    torch.int64: "i64",
-    torch.bool: "bool",
-}
+__all__ = ["Unsupported", "FallbackWarning", "spyre_backend", "register", "compile_stats", "graph_to_text",
+           "partition_graph"]
 
 aten = torch.ops.aten
-
-# ATen overload -> (graph IR op, number of tensor operands)
-_OPS: dict[Any, tuple[str, int]] = {
-    aten.add.Tensor: ("add", 2),
-    aten.sub.Tensor: ("sub", 2),
-    aten.mul.Tensor: ("mul", 2),
-    aten.relu.default: ("relu", 1),
-    aten.neg.default: ("neg", 1),
-    aten.abs.default: ("abs", 1),
-    aten.clone.default: ("clone", 1),
-}
 
 
 @dataclass
@@ -59,6 +46,8 @@ class CompileStats:
     simulated_us: float = 0.0
     last: Any = None
     history: list = field(default_factory=list)
+    partitions: int = 0      # spyre partitions of the last partitioned graph
+    fallback_nodes: int = 0  # nodes of the last partitioned graph that run on the CPU
 
 
 compile_stats = CompileStats()
@@ -66,19 +55,43 @@ _graph_ids = itertools.count()
 _lock = threading.Lock()
 
 
-def _type_text(val: Any, where: str) -> str:
+class _FxEnv(Env):
+    """Operands of an ATen FX graph: tensors are nodes with a FakeTensor ``val``; constants are
+    Python numbers (0-d tensor constants stay tensors: they become graph inputs)."""
+
+    def tensor(self, x: Any) -> tuple[tuple[int, ...], torch.dtype] | None:
+        if isinstance(x, torch.fx.Node):
+            v = x.meta.get("val")
+            if isinstance(v, torch.Tensor):
+                return tuple(v.shape), v.dtype
+        return None
+
+    def constant(self, x: Any) -> float | None:
+        if isinstance(x, bool):
+            return float(x)
+        if isinstance(x, (int, float)):
+            return float(x)
+        return None
+
+
+_ENV = _FxEnv()
+
+
+def _val_type(node: torch.fx.Node, where: str) -> str:
+    val = node.meta.get("val")
     if not isinstance(val, torch.Tensor):
         raise Unsupported(f"non-tensor value {type(val).__name__} at {where}")
-    for s in val.shape:
-        if not isinstance(s, int):
-            raise Unsupported(f"dynamic shape {tuple(val.shape)} at {where}; compile with dynamic=False")
-    if val.dtype not in _DTYPES:
-        raise Unsupported(f"dtype {val.dtype} at {where}")
-    return f"{_DTYPES[val.dtype]}[{', '.join(str(int(s)) for s in val.shape)}]"
+    return type_text(val.shape, val.dtype, where)
+
+
+def _lower_node(node: torch.fx.Node) -> Any:
+    if not is_lowerable(node.target):
+        raise Unsupported(f"op {node.target} ({node.name})")
+    return lower(node.target, tuple(node.args), dict(node.kwargs), _ENV)
 
 
 def graph_to_text(gm: torch.fx.GraphModule) -> str:
-    """The Spyre graph IR text of an ATen-level FX graph."""
+    """The Spyre graph IR text of an ATen-level FX graph (every node must have a lowering)."""
     names: dict[torch.fx.Node, str] = {}
     params: list[str] = []
     body: list[str] = []
@@ -87,26 +100,15 @@ def graph_to_text(gm: torch.fx.GraphModule) -> str:
         where = f"node {node.name} ({node.format_node()})"
         if node.op == "placeholder":
             names[node] = node.name
-            params.append(f"%{node.name}: {_type_text(node.meta.get('val'), where)}")
+            params.append(f"%{node.name}: {_val_type(node, where)}")
         elif node.op == "call_function":
-            if node.target not in _OPS:
-                raise Unsupported(f"op {node.target} ({node.name})")
-            op, arity = _OPS[node.target]
-            operands = []
-            for a in node.args:
-                if not isinstance(a, torch.fx.Node):
-                    raise Unsupported(f"scalar operand {a!r} of {node.target} ({node.name})")
-                operands.append(f"%{names[a]}")
-            if len(operands) != arity:
-                raise Unsupported(f"{node.target} with {len(operands)} tensor operands ({node.name})")
-            for k, v in node.kwargs.items():
-                if k == "alpha" and v == 1:
-                    continue
-                if k == "memory_format" and v in (None, torch.preserve_format, torch.contiguous_format):
-                    continue
-                raise Unsupported(f"keyword {k}={v!r} of {node.target} ({node.name})")
+            lowered = _lower_node(node)
+            for o in lowered.operands():
+                if o not in names:
+                    raise Unsupported(f"operand {o} of {node.name} is not a graph value")
             names[node] = node.name
-            body.append(f"  %{node.name} = {op}({', '.join(operands)}) : {_type_text(node.meta.get('val'), where)}")
+            body += node_lines(lowered, lambda o: names[o], node.name, _val_type(node, where),
+                               lambda o: _val_type(o, where))
         elif node.op == "output":
             outs = node.args[0]
             for o in outs if isinstance(outs, (list, tuple)) else [outs]:
@@ -119,6 +121,61 @@ def graph_to_text(gm: torch.fx.GraphModule) -> str:
         "  return (" + ", ".join(outputs) + ")\n}\n"
 
 
+def node_support(node: torch.fx.Node) -> str:
+    """'' if this ATen node compiles for spyre on its own, else why not. Asks the C++ side
+    (``_C.check_graph`` on a one-node graph, cached by the graph text)."""
+    if node.op != "call_function":
+        return f"FX node kind {node.op}"
+    try:
+        lowered = _lower_node(node)
+        where = f"node {node.name}"
+        types = {id(o): _val_type(o, where) for o in lowered.operands()}
+        text = single_node_text(lowered, types, _val_type(node, where))
+    except Unsupported as e:
+        return str(e)
+    return check_text(text)
+
+
+class _SpyreSupport:
+    """OperatorSupport for CapabilityBasedPartitioner: supported = the C++ side compiles it."""
+
+    def __init__(self) -> None:
+        self.reasons: dict[torch.fx.Node, str] = {}
+
+    def is_node_supported(self, submodules: Any, node: torch.fx.Node) -> bool:
+        if node not in self.reasons:
+            self.reasons[node] = node_support(node)
+        return self.reasons[node] == ""
+
+
+# Ops that run as they are on spyre tensors outside the compiled partitions: views are
+# metadata on the device (the next partition restages them), and these data-movement and
+# creation ops have device kernels (copies, empty + fill).
+_NATIVE = {
+    aten._to_copy.default,
+    aten.copy.default,
+    aten.empty.memory_format,
+    aten.empty_strided.default,
+    aten.full.default,
+    aten.zeros.default,
+    aten.ones.default,
+    aten.scalar_tensor.default,
+    aten.lift_fresh_copy.default,
+    aten.empty_like.default,
+    aten.zeros_like.default,
+    aten.ones_like.default,
+    aten.full_like.default,
+}
+
+
+def _runs_natively(target: Any) -> bool:
+    if target is operator.getitem:
+        return True
+    if isinstance(target, torch._ops.OpOverload):
+        return target.is_view or target in _NATIVE
+    return False
+
+
 def _dump_dir() -> str:
     root = os.environ.get("SPYRE_DUMP_DIR", "")
     if not root:
@@ -128,14 +185,13 @@ def _dump_dir() -> str:
     return d
 
 
-def _compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+def compile_text(text: str, dump: str = "", fx_graph: str = "") -> Any:
+    """``_C.CompiledGraph`` for an IR text, recorded in ``compile_stats``."""
     from . import _C
 
-    text = graph_to_text(gm)
-    dump = _dump_dir()
-    if dump:
+    if dump and fx_graph:
         with open(os.path.join(dump, "fx_graph.txt"), "w") as f:
-            f.write(str(gm.graph))
+            f.write(fx_graph)
     engine = os.environ.get("SPYRE_ENGINE", "jit")
     compiled = _C.CompiledGraph(text, engine=engine, dump_dir=dump)
     with _lock:
@@ -155,12 +211,128 @@ def _compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any])
             print("\n".join(compiled.superdscs()))
         if level >= 3:
             print("\n".join(compiled.listings()))
+    return compiled
 
-    def run(*args: torch.Tensor) -> tuple:
-        return tuple(compiled.run(list(args)))
+
+def _on_spyre(x: Any) -> Any:
+    # Partition inputs that are not spyre tensors: tensor constants of the graph (CPU).
+    if isinstance(x, torch.Tensor) and x.device.type != "spyre":
+        return x.to("spyre")
+    return x
+
+
+def _compiled_runner(compiled: Any, single: bool) -> Callable:
+    def run(*args: Any) -> Any:
+        outs = compiled.run([_on_spyre(a) for a in args])
+        return outs[0] if single else tuple(outs)
 
     run._spyre_compiled = compiled  # type: ignore[attr-defined]
     return run
+
+
+def _cpu_partition_runner(sub: torch.fx.GraphModule, name: str, reason: str) -> Callable:
+    """A partition whose graph failed to compile as a whole runs on the CPU."""
+
+    def run(*args: Any) -> Any:
+        _fallback.note_fallback(f"partition {name}", reason)
+        cpu = [a.cpu() if isinstance(a, torch.Tensor) else a for a in args]
+        out = sub(*cpu)
+        if isinstance(out, (tuple, list)):
+            return type(out)(o.to("spyre") if isinstance(o, torch.Tensor) else o for o in out)
+        return out.to("spyre") if isinstance(out, torch.Tensor) else out
+
+    return run
+
+
+def _all_tensor_outputs(gm: torch.fx.GraphModule) -> bool:
+    out = gm.graph.output_node().args[0]
+    return all(isinstance(o, torch.fx.Node) for o in (out if isinstance(out, (list, tuple)) else [out]))
+
+
+def _check_static(gm: torch.fx.GraphModule) -> None:
+    for node in gm.graph.find_nodes(op="placeholder"):
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            type_text(val.shape, val.dtype, f"node {node.name}")
+        elif val is not None and not isinstance(val, (int, float, bool)):
+            raise Unsupported(f"non-tensor value {type(val).__name__} at node {node.name} "
+                              f"({node.format_node()}); compile with dynamic=False")
+
+
+def partition_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """Splits an ATen graph into spyre partitions (``_C.CompiledGraph``s) and CPU fallback
+    nodes; returns the graph module that runs them in order."""
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+
+    support = _SpyreSupport()
+    for node in [n for n in gm.graph.nodes if n.op == "call_function"]:
+        support.is_node_supported(None, node)
+    unsupported = [n for n in [n for n in gm.graph.nodes if n.op == "call_function"]
+                   if support.reasons[n] and not _runs_natively(n.target)]
+    if unsupported and _fallback.strict():
+        n = unsupported[0]
+        more = f" (and {len(unsupported) - 1} more nodes)" if len(unsupported) > 1 else ""
+        raise Unsupported(f"{n.target} ({n.name}) cannot run on spyre: {support.reasons[n]}{more}; "
+                          "SPYRE_STRICT=1 disables the CPU fallback")
+    partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
+    fused = partitioner.partition_and_fuse("spyre_partition_")
+    partitions = 0
+    for node in list(fused.graph.nodes):
+        if node.op == "call_module" and str(node.target).startswith("spyre_partition_"):
+            sub = fused.get_submodule(node.target)
+            single = not isinstance(sub.graph.output_node().args[0], (tuple, list))
+            dump = _dump_dir()
+            try:
+                text = graph_to_text(sub)
+                runner = _compiled_runner(compile_text(text, dump, str(sub.graph)), single)
+            except (NotImplementedError, RuntimeError) as e:
+                if _fallback.strict():
+                    raise
+                runner = _cpu_partition_runner(sub, node.target, str(e))
+            with fused.graph.inserting_before(node):
+                call = fused.graph.call_function(runner, tuple(node.args), dict(node.kwargs))
+            call.meta = dict(node.meta)
+            node.replace_all_uses_with(call)
+            fused.graph.erase_node(node)
+            partitions += 1
+        elif node.op == "call_function" and not _runs_natively(node.target):
+            reason = support.reasons.get(node) or node_support(node)
+            node.target = _fallback.cpu_fallback_fn(node.target, reason)
+    fused.delete_all_unused_submodules()
+    fused.graph.lint()
+    fused.recompile()
+    with _lock:
+        compile_stats.partitions = partitions
+        compile_stats.fallback_nodes = len(unsupported)
+    return fused
+
+
+def _compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    from . import _C
+
+    _C.sencores()  # an invalid SENCORES is a setup error: raise instead of falling back
+    _check_static(gm)
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    whole = _all_tensor_outputs(gm) and not gm.graph.find_nodes(op="get_attr") and \
+        all(node_support(n) == "" for n in calls)
+    if whole:
+        # Everything compiles: one graph, no Python between kernels.
+        try:
+            compiled = compile_text(graph_to_text(gm), _dump_dir(), str(gm.graph))
+        except (NotImplementedError, RuntimeError):
+            if _fallback.strict():
+                raise
+        else:
+            with _lock:
+                compile_stats.partitions = 1
+                compile_stats.fallback_nodes = 0
+
+            def run(*args: torch.Tensor) -> tuple:
+                return tuple(compiled.run([_on_spyre(a) for a in args]))
+
+            run._spyre_compiled = compiled  # type: ignore[attr-defined]
+            return run
+    return partition_graph(gm)
 
 
 def _no_backward(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
@@ -171,7 +343,10 @@ def spyre_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Ca
     """The dynamo backend "spyre"."""
     from torch._dynamo.backends.common import aot_autograd
 
-    return aot_autograd(fw_compiler=_compile_aten_graph, bw_compiler=_no_backward)(gm, example_inputs)
+    from ._decompositions import spyre_decompositions
+
+    return aot_autograd(fw_compiler=_compile_aten_graph, bw_compiler=_no_backward,
+                        decompositions=spyre_decompositions())(gm, example_inputs)
 
 
 def _has_spyre_tensor(xs: Sequence[Any]) -> bool:

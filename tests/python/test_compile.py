@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 
+import warnings
+
 import pytest
 import torch
 
 import torch_spyre  # noqa: F401
+from torch_spyre import FallbackWarning, _fallback
 from torch_spyre._compile import Unsupported, compile_stats, graph_to_text
+from torch_spyre._fallback import count_fallbacks
 
 
 def _skeleton(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -102,19 +106,145 @@ def test_no_recompile_when_values_change():
     assert compile_stats.graphs == before + 1
 
 
-def test_unsupported_op_is_named():
+def test_unsupported_op_falls_back_to_cpu(monkeypatch):
+    monkeypatch.delenv("SPYRE_STRICT", raising=False)
+    torch._dynamo.reset()
+    x = torch.randn(8, 64, dtype=torch.float16)
+    with count_fallbacks() as fb:
+        out = torch.compile(lambda a: torch.relu(torch.cumsum(a, 0)) * a, backend="spyre")(x.to("spyre"))
+    assert out.device.type == "spyre"
+    torch.testing.assert_close(out.cpu(), torch.relu(torch.cumsum(x, 0)) * x, atol=0.1, rtol=0.1)
+    assert dict(fb) == {"aten.cumsum.default": 1}
+    # cumsum on the CPU between two spyre partitions? No: relu and mul form one partition after it.
+    assert compile_stats.fallback_nodes == 1 and compile_stats.partitions == 1
+
+
+def test_fallback_warning_names_the_op_once(monkeypatch):
+    monkeypatch.delenv("SPYRE_STRICT", raising=False)
+    monkeypatch.setattr(_fallback, "_warned", set())
     torch._dynamo.reset()
     x = torch.randn(8, 64, dtype=torch.float16).to("spyre")
-    with pytest.raises(Exception, match=r"Unsupported: op aten\.cumsum"):
+    f = torch.compile(lambda a: torch.cumsum(a, 1) + 1, backend="spyre")
+    with pytest.warns(FallbackWarning, match=r"aten\.cumsum\.default ran on the CPU"):
+        f(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FallbackWarning)
+        f(x)  # once per op
+
+
+def test_strict_mode_raises_unsupported(monkeypatch):
+    monkeypatch.setenv("SPYRE_STRICT", "1")
+    torch._dynamo.reset()
+    x = torch.randn(8, 64, dtype=torch.float16).to("spyre")
+    with pytest.raises(Exception, match=r"Unsupported: aten\.cumsum\.default \(cumsum\) cannot run on spyre: .*"
+                                         r"SPYRE_STRICT=1"):
         torch.compile(lambda a: torch.cumsum(a, 0), backend="spyre")(x)
 
 
-def test_broadcast_is_unsupported_with_a_message():
+def test_partitions_around_a_fallback_node(monkeypatch):
+    monkeypatch.delenv("SPYRE_STRICT", raising=False)
     torch._dynamo.reset()
-    x = torch.randn(8, 64, dtype=torch.float16).to("spyre")
-    y = torch.randn(64, dtype=torch.float16).to("spyre")
-    with pytest.raises(Exception, match="Unsupported: broadcasting"):
-        torch.compile(lambda a, b: a + b, backend="spyre")(x, y)
+    x = torch.randn(16, 64, dtype=torch.float16)
+    y = torch.randn(16, 64, dtype=torch.float16)
+
+    def fn(a, b):
+        c = torch.relu(a + b)
+        d = torch.cumsum(c, 1)
+        return torch.abs(d - b) * a
+
+    with count_fallbacks() as fb:
+        out = torch.compile(fn, backend="spyre")(x.to("spyre"), y.to("spyre"))
+    torch.testing.assert_close(out.cpu(), fn(x, y), atol=0.1, rtol=0.1)
+    assert dict(fb) == {"aten.cumsum.default": 1}
+    assert compile_stats.partitions == 2 and compile_stats.fallback_nodes == 1
+
+
+def test_no_recompile_with_fallback_nodes(monkeypatch):
+    monkeypatch.delenv("SPYRE_STRICT", raising=False)
+    torch._dynamo.reset()
+
+    def fn(a):
+        return torch.cumsum(a * a, 0) - a
+
+    f = torch.compile(fn, backend="spyre")
+    before = compile_stats.graphs
+    for seed in range(3):
+        torch.manual_seed(seed)
+        x = torch.randn(16, 64, dtype=torch.float16)
+        torch.testing.assert_close(f(x.to("spyre")).cpu(), fn(x), atol=0.1, rtol=0.1)
+    assert compile_stats.graphs == before + 2  # the two partitions, compiled once
+
+
+def test_default_backend_routes_partitioned_graphs():
+    torch._dynamo.reset()
+    x = torch.randn(8, 64, dtype=torch.float16)
+    with count_fallbacks():
+        out = torch.compile(lambda a: torch.sin(a) + a)(x.to("spyre"))
+    torch.testing.assert_close(out.cpu(), torch.sin(x) + x, atol=0.1, rtol=0.1)
+
+
+def _aten_graph(fn, *shapes, dtype=torch.float16):
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torch_spyre._decompositions import spyre_decompositions
+
+    args = [torch.empty(s, dtype=dtype, device="meta") for s in shapes]
+    gm = make_fx(fn, decomposition_table=spyre_decompositions())(*args)
+    for i, node in enumerate(gm.graph.find_nodes(op="placeholder")):
+        node._rename(f"arg{i}_1")
+    return gm
+
+
+def _ir_lines(fn, *shapes, **kw):
+    return [l.strip() for l in graph_to_text(_aten_graph(fn, *shapes, **kw)).splitlines()[1:-2]]
+
+
+@pytest.mark.parametrize("fn,shapes,expected", [
+    (lambda a, b: torch.add(a, b, alpha=2), [(4, 8), (4, 8)],
+     ["%add_t0 = mul(%arg1_1, scalar=2) : f16[4, 8]", "%add = add(%arg0_1, %add_t0) : f16[4, 8]"]),
+    (lambda a: a - 1.5, [(4, 8)], ["%sub = sub(%arg0_1, scalar=1.5) : f16[4, 8]"]),
+    (lambda a: 2 - a, [(4, 8)], ["%rsub_t0 = neg(%arg0_1) : f16[4, 8]", "%rsub = add(%rsub_t0, scalar=2) : f16[4, 8]"]),
+    (lambda a: torch.rsub(a, 2, alpha=3), [(4, 8)],
+     ["%rsub_t0 = mul(%arg0_1, scalar=-3) : f16[4, 8]", "%rsub = add(%rsub_t0, scalar=2) : f16[4, 8]"]),
+    (lambda a: a / 4, [(4, 8)], ["%div = div(%arg0_1, scalar=4) : f16[4, 8]"]),
+    (lambda a, b: a / b, [(4, 8), (8,)], ["%div = div(%arg0_1, %arg1_1) : f16[4, 8]"]),
+    (lambda a, b: torch.where(a > b, a, b), [(4, 8), (4, 8)],
+     ["%gt = gt(%arg0_1, %arg1_1) : bool[4, 8]", "%where = where(%gt, %arg0_1, %arg1_1) : f16[4, 8]"]),
+    (lambda a: a <= 0.5, [(4, 8)], ["%le = le(%arg0_1, scalar=0.5) : bool[4, 8]"]),
+    (lambda a: torch.nn.functional.gelu(a, approximate="tanh"), [(4, 8)],
+     ["%gelu = gelu(%arg0_1, approximate=1) : f16[4, 8]"]),
+    (torch.nn.functional.gelu, [(4, 8)], ["%gelu = gelu(%arg0_1, approximate=0) : f16[4, 8]"]),
+    (lambda a: torch.nn.functional.softplus(a, beta=2, threshold=10), [(4, 8)],
+     ["%softplus = softplus(%arg0_1, beta=2, threshold=10) : f16[4, 8]"]),
+    (lambda a: a.clamp(-1, 0.5), [(4, 8)], ["%clamp = clamp(%arg0_1, max=0.5, min=-1) : f16[4, 8]"]),
+    (lambda a: a.clamp(min=0.25), [(4, 8)], ["%clamp = clamp(%arg0_1, min=0.25) : f16[4, 8]"]),
+    (lambda a: a.sum(-1, keepdim=True), [(4, 8)], ["%sum_1 = sum(%arg0_1, dims=[1], keepdim=1) : f16[4, 1]"]),
+    (lambda a: a.mean(), [(4, 8)], ["%mean = mean(%arg0_1, dims=[0, 1], keepdim=0) : f16[]"]),
+    (lambda a: a.amax([0, -1]), [(2, 4, 8)], ["%amax = amax(%arg0_1, dims=[0, 2], keepdim=0) : f16[4]"]),
+    (lambda a: a.amin(1), [(2, 4, 8)], ["%amin = amin(%arg0_1, dims=[1], keepdim=0) : f16[2, 8]"]),
+    (torch.mm, [(4, 8), (8, 3)], ["%mm = matmul(%arg0_1, %arg1_1) : f16[4, 3]"]),
+    (torch.bmm, [(2, 4, 8), (2, 8, 3)], ["%bmm = matmul(%arg0_1, %arg1_1) : f16[2, 4, 3]"]),
+    (lambda a: a ** 2, [(4, 8)], ["%pow_1 = mul(%arg0_1, %arg0_1) : f16[4, 8]"]),
+    (torch.rsqrt, [(4, 8)], ["%rsqrt = rsqrt(%arg0_1) : f16[4, 8]"]),
+    (lambda a: torch.softmax(a, -1), [(4, 8)],
+     ["%amax = amax(%arg0_1, dims=[1], keepdim=1) : f16[4, 1]", "%sub = sub(%arg0_1, %amax) : f16[4, 8]",
+      "%exp = exp(%sub) : f16[4, 8]", "%sum_1 = sum(%exp, dims=[1], keepdim=1) : f16[4, 1]",
+      "%div = div(%exp, %sum_1) : f16[4, 8]"]),
+])
+def test_graph_ir_translation(fn, shapes, expected):
+    assert _ir_lines(fn, *shapes) == expected
+
+
+def test_layer_norm_decomposes_to_contract_ops_in_fp16():
+    text = graph_to_text(_aten_graph(lambda a, w, b: torch.nn.functional.layer_norm(a, (8,), w, b), (4, 8), (8,), (8,)))
+    ops = [l.split("=")[1].split("(")[0].strip() for l in text.splitlines()[1:-2]]
+    assert ops == ["mean", "sub", "mul", "mean", "add", "rsqrt", "mul", "mul", "add"]
+    assert "f32" not in text
+
+
+def test_div_rounding_mode_is_not_lowered():
+    with pytest.raises(Unsupported, match="rounding_mode='floor'"):
+        graph_to_text(_aten_graph(lambda a, b: torch.div(a, b, rounding_mode="floor"), (4, 8), (4, 8)))
 
 
 def test_dump_dir_writes_every_stage(tmp_path, monkeypatch):

@@ -1,0 +1,271 @@
+"""Eager mode: ATen ops on spyre tensors run on the simulated card as single-op compiled graphs.
+
+* Every overload with a graph IR lowering (``_lowering``) gets a PrivateUse1 kernel that builds
+  the one-node IR text directly (no dynamo), asks ``_C.check_graph`` and runs a cached
+  ``_C.CompiledGraph``. The cache key is the IR text, which spells out op, shapes, dtypes and
+  scalar arguments; inputs in other layouts or views are restaged by ``CompiledGraph.run``, so
+  layouts need not be part of the key.
+* Ops we decompose (softmax, log_softmax, layer_norm, addmm, baddbmm) trace their decomposition
+  once per signature and run it through the compiled path's partitioner.
+* Everything else reaches one boxed PrivateUse1 fallback: in-place and ``out=`` variants of the
+  ops above run their functional form on spyre and copy into the destination; the rest runs on
+  the CPU (``_fallback.run_on_cpu``) with a ``FallbackWarning`` once per op, or raises
+  ``Unsupported`` under ``SPYRE_STRICT=1``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import torch
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
+
+from . import _fallback
+from ._decompositions import DECOMPOSITIONS
+from ._lowering import Env, Unsupported, check_text, is_lowerable, lower, lowerable_ops, single_node_text, type_text
+
+aten = torch.ops.aten
+
+__all__ = ["register", "eager_stats"]
+
+
+class _EagerStats:
+    def __init__(self) -> None:
+        self.compiled = 0  # single-op graphs compiled (cache misses)
+        self.spyre_calls = 0  # op calls that ran on the card
+        self.texts: dict[str, Any] = {}
+
+
+eager_stats = _EagerStats()
+_lock = threading.Lock()
+
+
+def _is_spyre(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and x.device.type == "spyre"
+
+
+class _EagerEnv(Env):
+    """Spyre tensors are operands; numbers and 0-d CPU tensors (wrapped Python scalars) are
+    constants."""
+
+    def tensor(self, x: Any) -> tuple[tuple[int, ...], torch.dtype] | None:
+        if _is_spyre(x) or (isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.dim() == 0):
+            return tuple(x.shape), x.dtype
+        return None
+
+    def constant(self, x: Any) -> float | None:
+        if isinstance(x, (bool, int, float)):
+            return float(x)
+        if isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.dim() == 0 and \
+                (x.is_floating_point() or x.dtype in (torch.bool, torch.int32, torch.int64)):
+            return float(x.item())
+        return None
+
+
+_ENV = _EagerEnv()
+
+
+def _meta(x: Any) -> Any:
+    if _is_spyre(x):
+        return torch.empty_strided(tuple(x.shape), tuple(x.stride()), dtype=x.dtype, device="meta")
+    return x
+
+
+def _compiled_for(text: str) -> Any:
+    """CompiledGraph for a one-node text, or the reason it does not compile (cached)."""
+    from . import _C
+
+    key = f"{_C.sencores()}\n{text}"
+    with _lock:
+        hit = eager_stats.texts.get(key)
+    if hit is not None:
+        return hit
+    reason = check_text(text)
+    if reason:
+        result: Any = reason
+    else:
+        import os
+
+        result = _C.CompiledGraph(text, engine=os.environ.get("SPYRE_ENGINE", "jit"))
+        with _lock:
+            eager_stats.compiled += 1
+    with _lock:
+        eager_stats.texts[key] = result
+    return result
+
+
+def _run_lowered(op: Any, args: tuple, kwargs: dict) -> Any:
+    """Runs a lowerable op on the card; returns NotImplemented (and the reason) if it cannot."""
+    try:
+        lowered = lower(op, args, kwargs, _ENV)
+        operands = lowered.operands()
+        for o in operands:
+            if not _is_spyre(o):
+                raise Unsupported(f"operand on {o.device}")
+        out = op(*tree_map(_meta, args), **tree_map(_meta, kwargs))
+        if not isinstance(out, torch.Tensor):
+            raise Unsupported(f"{op} returns {type(out).__name__}")
+        types = {id(o): type_text(o.shape, o.dtype) for o in operands}
+        text = single_node_text(lowered, types, type_text(out.shape, out.dtype))
+    except Unsupported as e:
+        return NotImplemented, str(e)
+    compiled = _compiled_for(text)
+    if isinstance(compiled, str):
+        return NotImplemented, compiled
+    with _lock:
+        eager_stats.spyre_calls += 1
+    return compiled.run(list(operands))[0], ""
+
+
+def _lowered_kernel(op: Any) -> Callable:
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        out, reason = _run_lowered(op, args, kwargs)
+        if out is NotImplemented:
+            _fallback.note_fallback(str(op), reason)
+            return _fallback.run_on_cpu(op, args, kwargs)
+        return out
+
+    return kernel
+
+
+_decomp_cache: dict[Any, Callable] = {}
+
+
+def _decomposed_kernel(op: Any, decomp: Callable) -> Callable:
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        from ._compile import _compile_aten_graph
+
+        flat, spec = tree_flatten((args, kwargs))
+        pos = [i for i, a in enumerate(flat) if isinstance(a, torch.Tensor)]
+        key = (op, spec, tuple((tuple(a.shape), a.dtype, a.device.type) if isinstance(a, torch.Tensor)
+                               else (type(a).__name__, repr(a)) for a in flat))
+        with _lock:
+            entry = _decomp_cache.get(key)
+        if entry is None:
+            def traced(*ts: torch.Tensor) -> Any:
+                f = list(flat)
+                for i, t in zip(pos, ts):
+                    f[i] = t
+                a, k = tree_unflatten(f, spec)
+                return decomp(*a, **k)
+
+            metas = [_meta(flat[i]) for i in pos]
+            gm = make_fx(traced)(*metas)
+            single = not isinstance(gm.graph.output_node().args[0], (tuple, list))
+            entry = (_compile_aten_graph(gm, metas), single)
+            with _lock:
+                _decomp_cache[key] = entry
+        fn, single = entry
+        out = fn(*[flat[i] for i in pos])
+        if single and isinstance(out, (tuple, list)):
+            return out[0]
+        return tuple(out) if isinstance(out, list) else out
+
+    return kernel
+
+
+# ---- the boxed fallback --------------------------------------------------------------------
+
+_functional_cache: dict[Any, Any] = {}
+
+
+def _has_spyre_kernel(op: Any) -> bool:
+    return is_lowerable(op) or op in _DECOMPOSED
+
+
+def _functional_of(op: Any) -> Any:
+    """The functional overload of an in-place or out= overload we have a spyre kernel for."""
+    if op in _functional_cache:
+        return _functional_cache[op]
+    result = None
+    schema = op._schema
+    base = schema.name.split("::")[-1]
+    writes = [a for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    if writes:
+        inplace = base.endswith("_") and not base.endswith("__")
+        fbase = base[:-1] if inplace else base
+        packet = getattr(aten, fbase, None)
+        # in-place: the same arguments (self is written); out=: the arguments minus the outs
+        want = [(a.name, str(a.type)) for a in schema.arguments
+                if inplace or not (a.alias_info and a.alias_info.is_write)]
+        for name in packet.overloads() if packet is not None else []:
+            cand = getattr(packet, name)
+            if not _has_spyre_kernel(cand):
+                continue
+            have = [(a.name, str(a.type)) for a in cand._schema.arguments]
+            if inplace:
+                if [n for n, _ in have] == [n for n, _ in want]:
+                    result = cand
+                    break
+            elif have == want:
+                result = cand
+                break
+    _functional_cache[op] = result
+    return result
+
+
+def _bind_by_name(op: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    pos = 0
+    for a in op._schema.arguments:
+        if not a.kwarg_only and pos < len(args):
+            out[a.name] = args[pos]
+            pos += 1
+        elif a.name in kwargs:
+            out[a.name] = kwargs[a.name]
+    return out
+
+
+def _boxed_fallback(op: Any, *args: Any, **kwargs: Any) -> Any:
+    fop = _functional_of(op)
+    if fop is not None:
+        bound = _bind_by_name(op, args, kwargs)
+        writes = [a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+        fnames = {a.name for a in fop._schema.arguments}
+        res = fop(**{k: v for k, v in bound.items() if k in fnames})
+        dst = bound[writes[0]]
+        if len(writes) == 1 and isinstance(res, torch.Tensor) and _is_spyre(dst):
+            if tuple(dst.shape) != tuple(res.shape):
+                if dst.numel() != 0 and op._schema.name.split("::")[-1].endswith("_"):
+                    raise RuntimeError(f"{op}: result shape {tuple(res.shape)} does not match the "
+                                       f"in-place destination {tuple(dst.shape)}")
+                dst.resize_(res.shape)
+            dst.copy_(res)
+            return dst
+    if op.is_view:
+        raise Unsupported(f"view op {op} on spyre tensors (it would lose aliasing on the CPU fallback)")
+    _fallback.note_fallback(str(op), "no spyre kernel")
+    return _fallback.run_on_cpu(op, args, kwargs)
+
+
+_DECOMPOSED = [op for op in DECOMPOSITIONS if op not in (aten.rms_norm.default,) and
+               not str(op).startswith("aten._fused_rms_norm")]
+_libs: list = []
+_registered = False
+
+
+def register() -> None:
+    """Registers the eager PrivateUse1 kernels and the boxed CPU fallback (idempotent)."""
+    global _registered
+    if _registered:
+        return
+    _registered = True
+    lib = torch.library.Library("aten", "IMPL", "PrivateUse1")
+    for op in lowerable_ops():
+        if op in (aten.matmul.default, aten.clone.default):
+            # matmul is CompositeImplicitAutograd (it reaches us as mm/bmm and views); clone is
+            # data movement the device's copy kernel already does for every dtype.
+            continue
+        if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1"):
+            continue
+        lib.impl(op._schema.name.split("::")[-1] + (f".{op._overloadname}" if op._overloadname != "default" else ""),
+                 _lowered_kernel(op))
+    for op in _DECOMPOSED:
+        lib.impl(op._schema.name.split("::")[-1] + (f".{op._overloadname}" if op._overloadname != "default" else ""),
+                 _decomposed_kernel(op, DECOMPOSITIONS[op]))
+    fb = torch.library.Library("_", "IMPL")
+    fb.fallback(_boxed_fallback, "PrivateUse1")
+    _libs.extend([lib, fb])

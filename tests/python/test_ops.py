@@ -1,0 +1,440 @@
+"""Op families against torch on the CPU (torch-spyre's test_inductor_ops PARAMS, notes §6.3),
+compiled and eager, through ``torch_spyre.testing.compare_with_cpu``.
+
+Every test here must hold *today*: ops the C++ compiler does not support yet run through the
+CPU fallback and must still match the CPU. Whether an op really ran on the simulated card is
+asserted separately in ``test_runs_on_spyre``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_spyre  # noqa: F401
+from torch_spyre.testing import cached_randn, compare_with_cpu
+
+pytestmark = pytest.mark.filterwarnings("ignore::torch_spyre.FallbackWarning")
+
+
+def _key(shapes) -> str:
+    return "_".join("x".join(map(str, s)) or "scalar" for s in shapes)
+
+
+def randn(shape, key="", scale=1.0, dtype=torch.float16):
+    return cached_randn(shape, dtype=dtype, scale=scale, key=key)
+
+
+def dl16(x: torch.Tensor) -> torch.Tensor:
+    """x rounded as the card stores it, so comparisons and floor see the same values."""
+    return x.to("spyre").cpu()
+
+
+# ---- pointwise unary -----------------------------------------------------------------------
+
+def _pos(x):
+    return x.abs() + 0.01
+
+
+def _nonzero(x):
+    return torch.where(x.abs() < 2 ** -10, torch.full_like(x, 2 ** -10), x)
+
+
+UNARY = {
+    "abs": (torch.abs, None),
+    "exp": (torch.exp, None),
+    "floor": (torch.floor, dl16),
+    "neg": (torch.neg, None),
+    "reciprocal": (torch.reciprocal, _nonzero),
+    "relu": (torch.relu, None),
+    "silu": (F.silu, None),
+    "tanh": (torch.tanh, None),
+    "sigmoid": (torch.sigmoid, None),
+    "sqrt": (torch.sqrt, _pos),
+    "rsqrt": (torch.rsqrt, _pos),
+    "log": (torch.log, _pos),
+    "gelu": (F.gelu, None),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), None),
+    "softplus": (lambda x: F.softplus(x, beta=2.0, threshold=5.0), None),
+    "sin": (torch.sin, None),  # long tail: CPU fallback in torch-spyre too
+    "cos": (torch.cos, None),
+    "square": (torch.square, None),
+}
+UNARY_SHAPES = [(256,), (67, 256), (67, 71, 256)]
+
+
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=lambda s: _key([s]))
+@pytest.mark.parametrize("op", list(UNARY))
+def test_unary(op, shape):
+    fn, prep = UNARY[op]
+    x = randn(shape, op)
+    if prep:
+        x = prep(x)
+    compare_with_cpu(fn, x)
+
+
+# ---- pointwise binary ------------------------------------------------------------------------
+
+BINARY = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": lambda a, b: a / b,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+}
+BINARY_SHAPES = [(256,), (67, 256), (67, 71, 256), (7, 12, 32, 64)]
+
+
+@pytest.mark.parametrize("shape", BINARY_SHAPES, ids=lambda s: _key([s]))
+@pytest.mark.parametrize("op", list(BINARY))
+def test_binary(op, shape):
+    a, b = randn(shape, "a"), randn(shape, "b")
+    if op == "div":
+        b = _nonzero(b)
+    compare_with_cpu(BINARY[op], a, b)
+
+
+BROADCAST = [((256,), (67, 256)), ((71, 256), (67, 71, 256)), ((1,), (67, 256)), ((12, 32, 64), (7, 12, 32, 64)),
+             ((67, 1), (67, 256))]
+
+
+@pytest.mark.parametrize("shapes", BROADCAST, ids=_key)
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "maximum"])
+def test_broadcast(op, shapes):
+    a, b = randn(shapes[0], "a"), randn(shapes[1], "b")
+    compare_with_cpu(BINARY[op], a, b)
+    compare_with_cpu(BINARY[op], b, a)
+
+
+@pytest.mark.parametrize("shape", [(256,), (67, 256), (6, 7, 12, 256)], ids=lambda s: _key([s]))
+@pytest.mark.parametrize("other,alpha", [(5, 1), (-3.5, 2), (0, 1), (5, 0.5), (-3.5, -1)])
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_scalar_alpha(op, other, alpha, shape):
+    x = randn(shape, "x")
+    fn = getattr(torch, op)
+    compare_with_cpu(lambda a: fn(a, other, alpha=alpha), x)
+
+
+@pytest.mark.parametrize("alpha", [1, 2, -0.5])
+def test_tensor_alpha(alpha):
+    a, b = randn((67, 256), "a"), randn((67, 256), "b")
+    compare_with_cpu(lambda x, y: torch.add(x, y, alpha=alpha), a, b)
+    compare_with_cpu(lambda x, y: torch.sub(x, y, alpha=alpha), a, b)
+
+
+SCALAR_FNS = {
+    "mul": lambda x: x * 2.5,
+    "div": lambda x: x / 4.0,
+    "rsub": lambda x: 2.0 - x,
+    "radd": lambda x: 1.5 + x,
+    "alias_add": lambda x: x + x,
+    "alias_mul": lambda x: x * x,
+    "alias_mul3": lambda x: x * x * x,
+    "alias_add3": lambda x: x + x + x,
+    "pow2": lambda x: torch.pow(x, 2),
+    "pow3": lambda x: x ** 3,
+    "pow_half": lambda x: x.abs() ** 0.5,
+}
+
+
+@pytest.mark.parametrize("shape", [(256,), (67, 256), (67, 71, 256)], ids=lambda s: _key([s]))
+@pytest.mark.parametrize("name", list(SCALAR_FNS))
+def test_scalar_ops(name, shape):
+    compare_with_cpu(SCALAR_FNS[name], randn(shape, name))
+
+
+# ---- comparisons, where, clamp ------------------------------------------------------------------
+
+CMP = ["eq", "ne", "ge", "le", "gt", "lt"]
+
+
+@pytest.mark.parametrize("shape", [(256,), (64, 128), (2, 32, 128)], ids=lambda s: _key([s]))
+@pytest.mark.parametrize("op", CMP)
+def test_compare(op, shape):
+    a = dl16(randn(shape, "a"))
+    b = dl16(randn(shape, "b"))
+    b = torch.where(randn(shape, "tie") > 0, a, b)  # ties, so eq/ne/ge/le are not trivial
+    fn = getattr(torch, op)
+    compare_with_cpu(fn, a, b)
+    compare_with_cpu(lambda x: fn(x, 0.25), a)
+
+
+@pytest.mark.parametrize("shape", [(256,), (67, 256)], ids=lambda s: _key([s]))
+def test_where(shape):
+    a, b = dl16(randn(shape, "a")), dl16(randn(shape, "b"))
+    compare_with_cpu(lambda x, y: torch.where(x > y, x, y), a, b)
+    compare_with_cpu(lambda x, y: torch.where(x > y, x, 0.0), a, b)
+    compare_with_cpu(lambda x, y: torch.where(x < 0, -1.0, y), a, b)
+
+
+CLAMP = {
+    "both": lambda x: torch.clamp(x, -0.5, 0.75),
+    "min": lambda x: torch.clamp(x, min=-0.25),
+    "max": lambda x: torch.clamp(x, max=0.5),
+    "clamp_min": lambda x: x.clamp_min(0.1),
+    "clamp_max": lambda x: x.clamp_max(-0.1),
+    "hardtanh": F.hardtanh,
+    "relu6": F.relu6,
+}
+
+
+@pytest.mark.parametrize("name", list(CLAMP))
+@pytest.mark.parametrize("shape", [(256,), (128, 256)], ids=lambda s: _key([s]))
+def test_clamp(name, shape):
+    compare_with_cpu(CLAMP[name], randn(shape, name, scale=2.0))
+
+
+# ---- reductions ---------------------------------------------------------------------------------
+
+REDUCTION_CASES = [((67, 256), 0), ((67, 256), 1), ((67, 256), -1), ((3, 5, 256), 1), ((67, 71, 256), 2),
+                   ((6, 7, 12, 256), [1, 2]), ((63, 129), [0, 1]), ((3, 7, 9), 0)]
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("case", REDUCTION_CASES, ids=lambda c: f"{_key([c[0]])}-dim{c[1]}")
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
+def test_reduction(op, case, keepdim):
+    shape, dim = case
+    x = randn(shape, op)
+    fn = getattr(torch, op)
+    compare_with_cpu(lambda t: fn(t, dim, keepdim=keepdim), x)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_full_reduction(op):
+    x = randn((67, 256), op, scale=0.1)
+    compare_with_cpu(lambda t: getattr(t, op)(), x)
+
+
+# ---- matmul ---------------------------------------------------------------------------------
+
+def xavier(shape, key):
+    fan = shape[-2] + shape[-1] if len(shape) >= 2 else shape[0]
+    return randn(shape, key, scale=math.sqrt(2.0 / fan))
+
+
+MM = [((67, 256), (256, 128)), ((55, 2), (2, 99)), ((67, 67), (67, 67)), ((67, 255), (255, 128)),
+      ((99, 1), (1, 55))]
+BMM = [((3, 17, 256), (3, 256, 128)), ((2, 99, 65), (2, 65, 55)), ((2, 256, 1), (2, 1, 128)), ((3, 1, 256), (3, 256, 128))]
+MATMUL = [((64, 128), (128, 64)), ((2, 64, 128), (128, 64)), ((3, 4, 64, 128), (3, 4, 128, 64)),
+          ((2, 55, 2), (2, 2, 99))]
+
+
+@pytest.mark.parametrize("shapes", MM, ids=_key)
+def test_mm(shapes):
+    compare_with_cpu(torch.mm, xavier(shapes[0], "a"), xavier(shapes[1], "b"))
+
+
+@pytest.mark.parametrize("shapes", BMM, ids=_key)
+def test_bmm(shapes):
+    compare_with_cpu(torch.bmm, xavier(shapes[0], "a"), xavier(shapes[1], "b"))
+
+
+@pytest.mark.parametrize("shapes", MATMUL, ids=_key)
+def test_matmul(shapes):
+    compare_with_cpu(torch.matmul, xavier(shapes[0], "a"), xavier(shapes[1], "b"))
+
+
+def test_matmul_transposed_operand():
+    a, b = xavier((2, 64, 128), "a"), xavier((2, 64, 128), "b")
+    compare_with_cpu(lambda x, y: x @ y.transpose(-1, -2), a, b)
+
+
+def test_addmm():
+    bias, a, b = randn((128,), "c"), xavier((67, 256), "a"), xavier((256, 128), "b")
+    compare_with_cpu(torch.addmm, bias, a, b)
+    compare_with_cpu(lambda c, x, y: torch.addmm(c, x, y, beta=0.5, alpha=2.0), bias, a, b)
+
+
+# ---- normalisation, activations, linear --------------------------------------------------------
+
+@pytest.mark.parametrize("case", [((67, 256), -1), ((4, 17, 129), -1), ((4, 17, 129), 1), ((6, 17, 32, 64), -1)],
+                         ids=lambda c: f"{_key([c[0]])}-dim{c[1]}")
+def test_softmax(case):
+    shape, dim = case
+    compare_with_cpu(lambda x: torch.softmax(x, dim), randn(shape, "sm", scale=2.0))
+
+
+def test_log_softmax():
+    compare_with_cpu(lambda x: F.log_softmax(x, -1), randn((67, 256), "lsm"))
+
+
+@pytest.mark.parametrize("shape", [(256, 128), (4, 17, 256)], ids=lambda s: _key([s]))
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm(shape, affine):
+    n = shape[-1]
+    x = randn(shape, "ln", scale=2.0) + 0.5
+    if affine:
+        w, b = randn((n,), "w") , randn((n,), "b")
+        compare_with_cpu(lambda t, w_, b_: F.layer_norm(t, (n,), w_, b_), x, w, b)
+    else:
+        compare_with_cpu(lambda t: F.layer_norm(t, (n,)), x)
+
+
+@pytest.mark.parametrize("shape", [(256, 128), (4, 64, 128), (4, 17, 256, 128)], ids=lambda s: _key([s]))
+def test_rms_norm(shape):
+    n = shape[-1]
+    x, w = randn(shape, "rms"), randn((n,), "w")
+    compare_with_cpu(lambda t, w_: F.rms_norm(t, (n,), w_, eps=1e-6), x, w)
+
+
+@pytest.mark.parametrize("shape", [(67, 256), (3, 17, 256)], ids=lambda s: _key([s]))
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear(shape, bias):
+    x, w = randn(shape, "x"), xavier((128, 256), "w")
+    if bias:
+        compare_with_cpu(F.linear, x, w, randn((128,), "b"))
+    else:
+        compare_with_cpu(F.linear, x, w)
+
+
+# ---- modules and building blocks ---------------------------------------------------------------
+
+def _compare_module(module: torch.nn.Module, *inputs: torch.Tensor, atol=0.1, rtol=0.1) -> None:
+    import copy
+
+    module = module.half().eval()
+    with torch.no_grad():
+        expected = module(*inputs)
+        dev = copy.deepcopy(module).to("spyre")
+        dev_inputs = [x.to("spyre") for x in inputs]
+        for mode in ["compile", "eager"]:
+            if mode == "compile":
+                torch._dynamo.reset()
+                out = torch.compile(dev, dynamic=False)(*dev_inputs)
+            else:
+                out = dev(*dev_inputs)
+            assert out.device.type == "spyre"
+            torch.testing.assert_close(out.cpu(), expected, atol=atol, rtol=rtol, msg=lambda m: f"{mode}: {m}")
+
+
+def test_nn_linear():
+    torch.manual_seed(0xAFFE)
+    _compare_module(torch.nn.Linear(256, 128), randn((67, 256), "x"))
+
+
+def test_nn_layernorm():
+    torch.manual_seed(0xAFFE)
+    m = torch.nn.LayerNorm(128)
+    with torch.no_grad():
+        m.weight.normal_()
+        m.bias.normal_()
+    _compare_module(m, randn((4, 67, 128), "x"))
+
+
+def test_nn_gelu_softmax():
+    _compare_module(torch.nn.Sequential(torch.nn.GELU(), torch.nn.Softmax(dim=-1)), randn((67, 256), "x"))
+
+
+class SwiGLU(torch.nn.Module):
+    def __init__(self, emb: int, hidden: int) -> None:
+        super().__init__()
+        self.gate = torch.nn.Linear(emb, hidden, bias=False)
+        self.up = torch.nn.Linear(emb, hidden, bias=False)
+        self.down = torch.nn.Linear(hidden, emb, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+def test_swiglu_mlp():
+    torch.manual_seed(0xAFFE)
+    _compare_module(SwiGLU(256, 512), randn((64, 256), "x"))
+
+
+def _attention(q, k, v):
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    return torch.softmax((q @ k.transpose(-1, -2)) * scale, dim=-1) @ v
+
+
+@pytest.mark.parametrize("shape", [(4, 64, 128), (1, 4, 67, 64)], ids=lambda s: _key([s]))
+def test_attention(shape):
+    q, k, v = randn(shape, "q"), randn(shape, "k"), randn(shape, "v")
+    compare_with_cpu(_attention, q, k, v)
+
+
+# ---- the long tail (CPU fallback in torch-spyre too) -------------------------------------------
+
+LONG_TAIL = {
+    "cumsum": lambda x: torch.cumsum(x, 1),
+    "argmax": lambda x: torch.argmax(x, 1),
+    "argmin": lambda x: torch.argmin(x, 0),
+    "tril": torch.tril,
+    "triu": lambda x: torch.triu(x, 1),
+    "cat": lambda x: torch.cat([x, x * 2], 0),
+    "stack": lambda x: torch.stack([x, -x], 1),
+    "pow": lambda x: torch.pow(x.abs(), 2.5),
+    "index_select": lambda x: torch.index_select(x, 0, torch.tensor([3, 1, 2], device=x.device)),
+    "max_dim": lambda x: torch.max(x, 1).values,
+}
+
+
+@pytest.mark.parametrize("name", list(LONG_TAIL))
+def test_long_tail(name):
+    x = dl16(randn((64, 64), name))
+    compare_with_cpu(LONG_TAIL[name], x)
+
+
+def test_embedding():
+    table = randn((100, 64), "emb")
+    idx = torch.tensor([[1, 5, 99], [0, 42, 7]])
+    compare_with_cpu(F.embedding, idx, table)
+
+
+# ---- what really runs on the simulated card ---------------------------------------------------
+# compare_with_cpu(on_spyre=True) fails if any op fell back to the CPU (compiled or eager).
+# Cases marked PENDING need C++ support that has not landed yet (graph.h's op contract is
+# ahead of frontend/lib/compiler.cpp: matmul); xfail(strict=False), so they pass once it
+# lands.
+
+def PENDING(what: str):
+    return pytest.mark.xfail(strict=False, reason=f"C++ frontend does not compile {what} yet (CPU fallback)")
+
+
+_S = (67, 256)
+ON_SPYRE = [
+    pytest.param("add", lambda a, b: a + b, 2, id="add"),
+    pytest.param("sub", lambda a, b: a - b, 2, id="sub"),
+    pytest.param("mul", lambda a, b: a * b, 2, id="mul"),
+    pytest.param("relu", torch.relu, 1, id="relu"),
+    pytest.param("neg", torch.neg, 1, id="neg"),
+    pytest.param("abs", torch.abs, 1, id="abs"),
+    pytest.param("chain", lambda a, b: torch.relu(a - b) * -a + torch.abs(b), 2, id="chain"),
+    pytest.param("add_alpha", lambda a, b: torch.add(a, b, alpha=2), 2, id="add_alpha"),
+    pytest.param("add_scalar", lambda a: a + 3.0, 1, id="add_scalar"),
+    pytest.param("broadcast", lambda a, b: a + b[0], 2, id="broadcast"),
+    pytest.param("div", lambda a, b: a / _nonzero(b), 2, id="div"),
+    pytest.param("maximum", torch.maximum, 2, id="maximum"),
+    pytest.param("gt", torch.gt, 2, id="gt"),
+    pytest.param("where", lambda a, b: torch.where(a > b, a, b), 2, id="where"),
+    pytest.param("exp", torch.exp, 1, id="exp"),
+    pytest.param("log", lambda a: torch.log(_pos(a)), 1, id="log"),
+    pytest.param("sqrt", lambda a: torch.sqrt(_pos(a)), 1, id="sqrt"),
+    pytest.param("tanh", torch.tanh, 1, id="tanh"),
+    pytest.param("sigmoid", torch.sigmoid, 1, id="sigmoid"),
+    pytest.param("silu", F.silu, 1, id="silu"),
+    pytest.param("gelu", F.gelu, 1, id="gelu"),
+    pytest.param("softplus", F.softplus, 1, id="softplus"),
+    pytest.param("clamp", lambda a: a.clamp(-0.5, 0.5), 1, id="clamp"),
+    pytest.param("sum", lambda a: a.sum(-1), 1, id="sum"),
+    pytest.param("mean", lambda a: a.mean(0, keepdim=True), 1, id="mean"),
+    pytest.param("amax", lambda a: a.amax(-1), 1, id="amax"),
+    pytest.param("amin", lambda a: a.amin([0, 1]), 1, id="amin"),
+    pytest.param("mm", lambda a, b: a @ b.t().contiguous(), 2, id="mm", marks=PENDING("matmul")),
+    pytest.param("linear", lambda a, b: F.linear(a, b[:64]), 2, id="linear", marks=PENDING("matmul")),
+    pytest.param("attention", lambda a, b: _attention(a[None], b[None], a[None]), 2, id="attention",
+                 marks=PENDING("matmul")),
+    pytest.param("softmax", lambda a: torch.softmax(a, -1), 1, id="softmax"),
+    pytest.param("layer_norm", lambda a: F.layer_norm(a, (256,)), 1, id="layer_norm"),
+    pytest.param("rms_norm", lambda a: F.rms_norm(a, (256,), eps=1e-6), 1, id="rms_norm"),
+]
+
+
+@pytest.mark.parametrize("name,fn,arity", ON_SPYRE)
+def test_runs_on_spyre(name, fn, arity):
+    args = [dl16(randn(_S, f"{name}{i}")) for i in range(arity)]
+    compare_with_cpu(fn, *args, on_spyre=True)
