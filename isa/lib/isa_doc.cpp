@@ -64,6 +64,10 @@ std::string timingCost(const OpInfo &op, const HardwareConfig &hw) {
     return "SFP transcendental, " + num(hw.transcendentalCyclesPerStick / (hw.sfpSticksPerCycle * c)) +
            " cycles per stick (" + num(hw.transcendentalCyclesPerStick) + " cycles/stick ÷ " + num(c) +
            " corelets)";
+  case TimingClass::Pt:
+    return "PT, M·N·K ÷ " + num(hw.ptMacsPerCycle) + " MAC/cycle per core";
+  case TimingClass::PtOut:
+    return "SFP, one stick-op per output stick (M·N/64), " + num(1.0 / (hw.sfpSticksPerCycle * c)) + " cycle each";
   case TimingClass::Sync:
     return "sync unit, " + num(hw.waitCycles) + " cycle to issue; the wait itself is what overlapped mode models";
   case TimingClass::Barrier:

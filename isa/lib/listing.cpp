@@ -67,7 +67,7 @@ std::string printInstr(const Instr &in, const Kernel &k, int indent) {
     mn += "." + std::string(formatName(in.fmt));
   s += mn;
   std::string_view ops = info.operands;
-  int vi = 0, ri = 0, fi = 0;
+  int vi = 0, ri = 0, fi = 0, ii = 0, li = 0;
   bool first = true;
   size_t pos = 0;
   while (pos < ops.size()) {
@@ -77,9 +77,9 @@ std::string printInstr(const Instr &in, const Kernel &k, int indent) {
     switch (kind) {
     case 'V': t = "v" + std::to_string(in.v[vi++]); break;
     case 'R': t = "r" + std::to_string(in.r[ri++]); break;
-    case 'I': t = std::to_string(in.imm); break;
+    case 'I': t = std::to_string(ii == 0 ? in.imm : in.imms[ii - 1]); ++ii; break;
     case 'F': t = floatText(fi++ == 0 ? in.fimm : in.fimm2); break;
-    case 'L': t = lxText(in.lx); break;
+    case 'L': t = lxText(li == 0 ? in.lx : li == 1 ? in.lx2 : in.lx3); ++li; break;
     case 'D': t = ddrText(in.ddr, k); break;
     case 'S': t = shapeText(in.dma); break;
     case 'X': {
@@ -469,7 +469,7 @@ private:
       }
     }
     std::string_view ops = info->operands;
-    int vi = 0, ri = 0, fi = 0;
+    int vi = 0, ri = 0, fi = 0, ii = 0, li = 0;
     bool first = true;
     for (size_t pos = 0; pos < ops.size(); pos += 2) {
       char kind = ops[pos];
@@ -493,9 +493,9 @@ private:
       switch (kind) {
       case 'V': in.v[vi++] = reg('v', kNumVRegs, "a vector register"); break;
       case 'R': in.r[ri++] = reg('r', kNumSRegs, "a scalar register"); break;
-      case 'I': in.imm = integer(); break;
+      case 'I': (ii == 0 ? in.imm : in.imms[ii - 1]) = integer(); ++ii; break;
       case 'F': (fi++ == 0 ? in.fimm : in.fimm2) = floating(); break;
-      case 'L': in.lx = lxAddr(); break;
+      case 'L': (li == 0 ? in.lx : li == 1 ? in.lx2 : in.lx3) = lxAddr(); ++li; break;
       case 'D': in.ddr = ddrAddr(k); break;
       case 'S': in.dma = shape(); break;
       case 'X': {

@@ -50,6 +50,13 @@ public:
     case TimingClass::Lsu: cur.lsuSticks += w; break;
     case TimingClass::Sfp: cur.sfpOps += w; break;
     case TimingClass::SfpTrans: cur.sfpTransOps += w; break;
+    case TimingClass::Pt:
+      cur.ptMacs += w * static_cast<uint64_t>(in.imm) * static_cast<uint64_t>(in.imms[0]) *
+                    static_cast<uint64_t>(in.imms[1]);
+      break;
+    case TimingClass::PtOut: // fp32 -> DL16 conversion on the SFP, one stick-op per output stick
+      cur.sfpOps += w * static_cast<uint64_t>(in.imm) * static_cast<uint64_t>(in.imms[0] / 64);
+      break;
     case TimingClass::Sync: cur.waits += w; break;
     case TimingClass::Barrier:
       // Phases split at top-level barriers only (the verifier rejects others). A trailing bar

@@ -70,7 +70,7 @@ private:
         fail(in, "", "needs a format suffix, one of" + formatSuffixes(info.formats));
     }
     std::string_view ops = info.operands;
-    int vi = 0, ri = 0;
+    int vi = 0, ri = 0, li = 0;
     for (size_t pos = 0; pos < ops.size(); pos += 2) {
       switch (ops[pos]) {
       case 'V': {
@@ -80,7 +80,7 @@ private:
         break;
       }
       case 'R': sreg(in, in.r[ri++], false); break;
-      case 'L': sreg(in, in.lx.base, true); break;
+      case 'L': sreg(in, (li == 0 ? in.lx : li == 1 ? in.lx2 : in.lx3).base, true); ++li; break;
       case 'D':
         sreg(in, in.ddr.base, true);
         if (in.ddr.arg < 0 || in.ddr.arg >= static_cast<int>(k_.args.size()))
@@ -155,6 +155,35 @@ public:
                          std::to_string(lxBytes_) + ")");
       if (a % 128 != 0)
         fail(in, op, "LX address " + num(a) + " is not 128-byte aligned");
+      return;
+    }
+    case Opcode::PtMm:
+    case Opcode::PtOut: {
+      int64_t M = in.imm, N = in.imms[0];
+      int64_t K = in.op == Opcode::PtMm ? in.imms[1] : 64;
+      if (M < 1 || N < 64 || N % 64 != 0 || K < 64 || K % 64 != 0)
+        fail(in, "", "tile M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                         (in.op == Opcode::PtMm ? " K=" + std::to_string(K) : "") +
+                         ": M must be >= 1 and N, K positive multiples of 64");
+      if (in.op == Opcode::PtMm && in.imms[2] != 0 && in.imms[2] != 1)
+        fail(in, std::to_string(in.imms[2]), "acc must be 0 or 1");
+      auto range = [&](const LxAddr &a, int64_t bytes, const char *what) {
+        __int128 lo = static_cast<__int128>(reg(in, s, a.base)) + a.offset;
+        std::string op = lxText(a);
+        if (lo < 0 || lo + bytes > lxBytes_)
+          fail(in, op, std::string(what) + " tile [" + num(lo) + ", " + num(lo + bytes) +
+                           ") is outside the usable LX [0, " + std::to_string(lxBytes_) + ")");
+        if (lo % 128 != 0)
+          fail(in, op, "LX address " + num(lo) + " is not 128-byte aligned");
+      };
+      if (in.op == Opcode::PtMm) {
+        range(in.lx, N / 32 * M * 128, "C");
+        range(in.lx2, K / 64 * M * 128, "A");
+        range(in.lx3, N / 64 * K * 128, "B");
+      } else {
+        range(in.lx, N / 64 * M * 128, "D");
+        range(in.lx2, N / 32 * M * 128, "C");
+      }
       return;
     }
     case Opcode::DmaIn:

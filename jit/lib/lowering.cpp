@@ -37,29 +37,27 @@ public:
   }
 
   void lower(size_t begin, size_t end) {
-    BasicBlock *entry = BasicBlock::Create(ctx_, "entry", f_);
-    b_.SetInsertPoint(entry);
+    // `entry` holds the allocas and the loads of the registers the phase touches (added on
+    // first use, see sregSlot/vregSlot); the code starts in `body`.
+    entry_ = BasicBlock::Create(ctx_, "entry", f_);
+    BasicBlock *body = BasicBlock::Create(ctx_, "body", f_);
+    b_.SetInsertPoint(entry_);
     core_ = f_->getArg(0);
     ddr_ = f_->getArg(1);
     argBase_ = f_->getArg(2);
     lx_ = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(i8_, core_, offsetof(sim::CoreState, lx)), "lx");
-    // Registers live in allocas for the whole phase (SROA/mem2reg promote them) and are
-    // written back to CoreState at the end, so machine state matches the interpreter.
-    for (int i = 0; i < isa::kNumSRegs; ++i) {
-      sreg_[i] = b_.CreateAlloca(i64_, nullptr, "r" + std::to_string(i));
-      b_.CreateStore(b_.CreateLoad(i64_, sregPtr(i)), sreg_[i]);
-    }
-    for (int i = 0; i < isa::kNumVRegs; ++i) {
-      vreg_[i] = b_.CreateAlloca(vf_, nullptr, "v" + std::to_string(i));
-      b_.CreateStore(b_.CreateAlignedLoad(vf_, vregPtr(i), Align(64)), vreg_[i]);
-    }
+    b_.SetInsertPoint(body);
     for (size_t i = begin; i < end; ++i)
       lowerInstr(prog_.body[i]);
+    // Write back what the phase wrote, so machine state matches the interpreter.
     for (int i = 1; i < isa::kNumSRegs; ++i)
-      b_.CreateStore(b_.CreateLoad(i64_, sreg_[i]), sregPtr(i));
+      if (sWritten_[i])
+        b_.CreateStore(readS(i), sregPtr(b_, i));
     for (int i = 0; i < isa::kNumVRegs; ++i)
-      b_.CreateAlignedStore(b_.CreateLoad(vf_, vreg_[i]), vregPtr(i), Align(64));
+      if (vWritten_[i])
+        b_.CreateAlignedStore(readV(i), vregPtr(b_, i), Align(64));
     b_.CreateRetVoid();
+    IRBuilder<>(entry_).CreateBr(body);
   }
 
 private:
@@ -72,21 +70,71 @@ private:
   Type *i8_, *i16_, *i32_, *i64_, *f32_, *ptr_;
   FixedVectorType *vf_, *vi32_, *vi16_;
   Value *core_ = nullptr, *ddr_ = nullptr, *argBase_ = nullptr, *lx_ = nullptr;
-  Value *sreg_[isa::kNumSRegs] = {};
-  Value *vreg_[isa::kNumVRegs] = {};
+  BasicBlock *entry_ = nullptr;
+  // Registers live in allocas for the whole phase (SROA/mem2reg promote them), created and
+  // loaded from CoreState on first use. Within one basic block the lowering also remembers the
+  // last value of each register, so straight-line code reads SSA values directly.
+  AllocaInst *sreg_[isa::kNumSRegs] = {};
+  AllocaInst *vreg_[isa::kNumVRegs] = {};
+  bool sWritten_[isa::kNumSRegs] = {};
+  bool vWritten_[isa::kNumVRegs] = {};
+  struct Cached {
+    Value *v = nullptr;
+    BasicBlock *bb = nullptr;
+  };
+  Cached sCur_[isa::kNumSRegs], vCur_[isa::kNumVRegs];
+  // DL16 codes of decoded values (decode(c) -> c): encode(decode(c)) == c for every code, so
+  // storing or rounding a value that came from DL16 needs no re-encoding.
+  DenseMap<Value *, Value *> codeOf_;
   int tblCount_ = 0;
 
-  Value *sregPtr(int i) { return b_.CreateConstInBoundsGEP1_64(i8_, core_, offsetof(sim::CoreState, r) + 8 * i); }
-  Value *vregPtr(int i) {
-    return b_.CreateConstInBoundsGEP1_64(i8_, core_, offsetof(sim::CoreState, v) + 4 * kLanes * i);
+  Value *sregPtr(IRBuilder<> &b, int i) {
+    return b.CreateConstInBoundsGEP1_64(i8_, core_, offsetof(sim::CoreState, r) + 8 * i);
   }
-  Value *readS(int r) { return r < 0 ? static_cast<Value *>(b_.getInt64(0)) : b_.CreateLoad(i64_, sreg_[r]); }
+  Value *vregPtr(IRBuilder<> &b, int i) {
+    return b.CreateConstInBoundsGEP1_64(i8_, core_, offsetof(sim::CoreState, v) + 4 * kLanes * i);
+  }
+  AllocaInst *sregSlot(int r) {
+    if (!sreg_[r]) {
+      IRBuilder<> eb(entry_);
+      sreg_[r] = eb.CreateAlloca(i64_, nullptr, "r" + std::to_string(r));
+      eb.CreateStore(eb.CreateLoad(i64_, sregPtr(eb, r)), sreg_[r]);
+    }
+    return sreg_[r];
+  }
+  AllocaInst *vregSlot(int v) {
+    if (!vreg_[v]) {
+      IRBuilder<> eb(entry_);
+      vreg_[v] = eb.CreateAlloca(vf_, nullptr, "v" + std::to_string(v));
+      vreg_[v]->setAlignment(Align(64));
+      eb.CreateStore(eb.CreateAlignedLoad(vf_, vregPtr(eb, v), Align(64)), vreg_[v]);
+    }
+    return vreg_[v];
+  }
+  Value *readS(int r) {
+    if (r < 0)
+      return b_.getInt64(0);
+    if (sCur_[r].bb != b_.GetInsertBlock())
+      sCur_[r] = {b_.CreateLoad(i64_, sregSlot(r)), b_.GetInsertBlock()};
+    return sCur_[r].v;
+  }
   void writeS(int r, Value *v) {
-    if (r > 0) // r0 (core id) is read-only
-      b_.CreateStore(v, sreg_[r]);
+    if (r <= 0) // r0 (core id) is read-only
+      return;
+    b_.CreateStore(v, sregSlot(r));
+    sWritten_[r] = true;
+    sCur_[r] = {v, b_.GetInsertBlock()};
   }
-  Value *readV(int v) { return b_.CreateLoad(vf_, vreg_[v]); }
-  void writeV(int v, Value *x) { b_.CreateStore(x, vreg_[v]); }
+  Value *readV(int v) {
+    if (vCur_[v].bb != b_.GetInsertBlock())
+      vCur_[v] = {b_.CreateLoad(vf_, vregSlot(v)), b_.GetInsertBlock()};
+    return vCur_[v].v;
+  }
+  void writeV(int v, Value *x) {
+    b_.CreateStore(x, vregSlot(v));
+    vWritten_[v] = true;
+    vCur_[v] = {x, b_.GetInsertBlock()};
+  }
 
   Value *lxAddr(const isa::LxAddr &a, Value *extra = nullptr) {
     Value *off = b_.CreateAdd(readS(a.base), b_.getInt64(a.offset));
@@ -106,10 +154,14 @@ private:
     Value *inf = b_.CreateOr(sign, splat(0x7F800000));
     Value *u = b_.CreateSelect(b_.CreateICmpEQ(body, splat(0x7FFF)), inf, normal);
     u = b_.CreateSelect(b_.CreateICmpEQ(body, splat(0)), sign, u);
-    return b_.CreateBitCast(u, vf_);
+    Value *f = b_.CreateBitCast(u, vf_);
+    codeOf_[f] = h16;
+    return f;
   }
   // fp32 -> DL16: the integer algorithm of dl16::fromFloat on 64 lanes.
   Value *encode(Value *x) {
+    if (auto it = codeOf_.find(x); it != codeOf_.end())
+      return it->second;
     Value *u = b_.CreateBitCast(x, vi32_);
     Value *sign = b_.CreateAnd(b_.CreateLShr(u, splat(16)), splat(0x8000));
     Value *mag = b_.CreateAnd(u, splat(0x7FFFFFFF));
@@ -159,10 +211,11 @@ private:
                                                       b_.CreateMul(i1, b_.getInt64(d.ddrStride[1]))));
         Value *lxp = lxAddr(in.lx, lo);
         Value *ddrp = b_.CreateGEP(i8_, ddr_, dd);
+        // LX rows are 128-byte aligned (verified); DDR rows may start anywhere.
         if (toLx)
-          b_.CreateMemCpy(lxp, Align(128), ddrp, Align(128), run);
+          b_.CreateMemCpy(lxp, Align(128), ddrp, Align(1), run);
         else
-          b_.CreateMemCpy(ddrp, Align(128), lxp, Align(128), run);
+          b_.CreateMemCpy(ddrp, Align(1), lxp, Align(128), run);
       });
     });
   }
@@ -323,6 +376,67 @@ private:
     }
   }
 
+  // pt.mm: for each row i and 64-wide column tile, a <64 x float> accumulator runs over k in
+  // order with fma(splat(A[i][k]), B[k][tile], acc) -- the interpreter's per-element order.
+  void lowerPtMm(const Instr &in) {
+    const int64_t M = in.imm, N = in.imms[0], K = in.imms[1];
+    const bool acc = in.imms[2] != 0;
+    Value *C = lxAddr(in.lx), *A = lxAddr(in.lx2), *B = lxAddr(in.lx3);
+    auto *v32 = FixedVectorType::get(f32_, 32);
+    IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+    AllocaInst *accA = eb.CreateAlloca(vf_);
+    SmallVector<int, 64> cat;
+    for (unsigned l = 0; l < kLanes; ++l)
+      cat.push_back(l);
+    SmallVector<int, 32> lo, hi;
+    for (unsigned l = 0; l < 32; ++l) {
+      lo.push_back(l);
+      hi.push_back(32 + l);
+    }
+    countedLoop(M, "pt.i", [&](Value *i) {
+      countedLoop(N / 64, "pt.n", [&](Value *nt) {
+        // C sticks (2nt, i) and (2nt+1, i).
+        Value *c0 = b_.CreateInBoundsGEP(i8_, C, b_.CreateMul(b_.CreateAdd(b_.CreateMul(b_.CreateMul(nt, b_.getInt64(2)), b_.getInt64(M)), i), b_.getInt64(128)));
+        Value *c1 = b_.CreateInBoundsGEP(i8_, c0, b_.getInt64(M * 128));
+        Value *init = Constant::getNullValue(vf_);
+        if (acc)
+          init = b_.CreateShuffleVector(b_.CreateAlignedLoad(v32, c0, Align(4)), b_.CreateAlignedLoad(v32, c1, Align(4)), cat);
+        b_.CreateStore(init, accA);
+        countedLoop(K, "pt.k", [&](Value *k) {
+          Value *kt = b_.CreateUDiv(k, b_.getInt64(64)), *kk = b_.CreateURem(k, b_.getInt64(64));
+          Value *aAddr = b_.CreateInBoundsGEP(i8_, A, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(kt, b_.getInt64(M)), i), b_.getInt64(128)), b_.CreateMul(kk, b_.getInt64(2))));
+          Value *aH = b_.CreateAlignedLoad(i16_, aAddr, Align(2));
+          Value *aV = decode(b_.CreateVectorSplat(kLanes, aH));
+          Value *bAddr = b_.CreateInBoundsGEP(i8_, B, b_.CreateMul(b_.CreateAdd(b_.CreateMul(nt, b_.getInt64(K)), k), b_.getInt64(128)));
+          Value *bV = decode(b_.CreateAlignedLoad(vi16_, bAddr, Align(2)));
+          Function *fma = Intrinsic::getDeclaration(&m_, Intrinsic::fma, {vf_});
+          b_.CreateStore(b_.CreateCall(fma, {aV, bV, b_.CreateLoad(vf_, accA)}), accA);
+        });
+        Value *r = b_.CreateLoad(vf_, accA);
+        b_.CreateAlignedStore(b_.CreateShuffleVector(r, lo), c0, Align(4));
+        b_.CreateAlignedStore(b_.CreateShuffleVector(r, hi), c1, Align(4));
+      });
+    });
+  }
+
+  void lowerPtOut(const Instr &in) {
+    const int64_t M = in.imm, N = in.imms[0];
+    Value *D = lxAddr(in.lx), *C = lxAddr(in.lx2);
+    auto *v32 = FixedVectorType::get(f32_, 32);
+    SmallVector<int, 64> cat;
+    for (unsigned l = 0; l < kLanes; ++l)
+      cat.push_back(l);
+    countedLoop(M, "ptout.i", [&](Value *i) {
+      countedLoop(N / 64, "ptout.n", [&](Value *nt) {
+        Value *c0 = b_.CreateInBoundsGEP(i8_, C, b_.CreateMul(b_.CreateAdd(b_.CreateMul(b_.CreateMul(nt, b_.getInt64(2)), b_.getInt64(M)), i), b_.getInt64(128)));
+        Value *c1 = b_.CreateInBoundsGEP(i8_, c0, b_.getInt64(M * 128));
+        Value *v = b_.CreateShuffleVector(b_.CreateAlignedLoad(v32, c0, Align(4)), b_.CreateAlignedLoad(v32, c1, Align(4)), cat);
+        Value *d = b_.CreateInBoundsGEP(i8_, D, b_.CreateMul(b_.CreateAdd(b_.CreateMul(nt, b_.getInt64(M)), i), b_.getInt64(128)));
+        b_.CreateAlignedStore(encode(v), d, Align(2));
+      });
+    });
+  }
+
   void lowerInstr(const Instr &in) {
     switch (in.op) {
     case Opcode::Li: writeS(in.r[0], b_.getInt64(in.imm)); return;
@@ -345,6 +459,8 @@ private:
           lowerInstr(b);
       });
       return;
+    case Opcode::PtMm: lowerPtMm(in); return;
+    case Opcode::PtOut: lowerPtOut(in); return;
     case Opcode::DmaIn: lowerDma(in, true); return;
     case Opcode::DmaOut: lowerDma(in, false); return;
     case Opcode::Wait:
@@ -389,24 +505,33 @@ private:
 
 } // namespace
 
-std::unique_ptr<Module> lowerKernel(const isa::Kernel &k, LLVMContext &ctx) {
-  auto m = std::make_unique<Module>("spyre_" + k.name, ctx);
+void lowerKernelInto(const isa::Kernel &k, Module &m) {
+  LLVMContext &ctx = m.getContext();
   Type *ptr = PointerType::getUnqual(ctx);
   auto *fty = FunctionType::get(Type::getVoidTy(ctx), {ptr, ptr, ptr}, false);
   for (size_t pi = 0; pi < k.programs.size(); ++pi) {
     auto ranges = isa::phaseRanges(k.programs[pi]);
     for (size_t ph = 0; ph < ranges.size(); ++ph) {
-      Function *f = Function::Create(fty, Function::ExternalLinkage, phaseSymbol(k, pi, ph), m.get());
+      Function *f = Function::Create(fty, Function::ExternalLinkage, phaseSymbol(k, pi, ph), &m);
       f->addFnAttr(Attribute::NoUnwind);
       for (unsigned a = 0; a < 3; ++a)
         f->addParamAttr(a, Attribute::NoAlias);
-      FunctionLowering(*m, k, k.programs[pi], f).lower(ranges[ph].first, ranges[ph].second);
+      FunctionLowering(m, k, k.programs[pi], f).lower(ranges[ph].first, ranges[ph].second);
     }
   }
+}
+
+void verifyLowered(const Module &m) {
   std::string err;
   raw_string_ostream os(err);
-  if (verifyModule(*m, &os))
-    throw spyre::Error("internal error: invalid LLVM IR for kernel " + k.name + ": " + os.str());
+  if (verifyModule(m, &os))
+    throw spyre::Error("internal error: invalid LLVM IR for " + m.getModuleIdentifier() + ": " + os.str());
+}
+
+std::unique_ptr<Module> lowerKernel(const isa::Kernel &k, LLVMContext &ctx) {
+  auto m = std::make_unique<Module>("spyre_" + k.name, ctx);
+  lowerKernelInto(k, *m);
+  verifyLowered(*m);
   return m;
 }
 

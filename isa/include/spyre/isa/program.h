@@ -16,7 +16,7 @@ enum class Opcode : uint8_t {
 };
 
 enum class Unit : uint8_t { Scalar, Dma, Lsu, Sfp, Pt, Ring, Sync };
-enum class TimingClass : uint8_t { Scalar, Dma, Lsu, Sfp, SfpTrans, Sync, Barrier };
+enum class TimingClass : uint8_t { Scalar, Dma, Lsu, Sfp, SfpTrans, Pt, PtOut, Sync, Barrier };
 enum class Format : uint8_t { None, DL16, F32, I32 };
 
 enum : uint8_t { FMT_NONE = 0, FMT_DL16 = 1, FMT_F32 = 2, FMT_I32 = 4 };
@@ -69,10 +69,12 @@ struct Instr {
   Format fmt = Format::None;
   std::array<int, 4> v{-1, -1, -1, -1}; ///< vector registers in operand order
   std::array<int, 2> r{-1, -1};      ///< scalar registers in operand order
-  int64_t imm = 0;                   ///< I operand / loop count
+  int64_t imm = 0;                   ///< first I operand / loop count
+  std::array<int64_t, 3> imms{0, 0, 0}; ///< further I operands (2nd..4th)
   float fimm = 0;                    ///< first F operand
   float fimm2 = 0;                   ///< second F operand
-  LxAddr lx;
+  LxAddr lx;                         ///< first L operand
+  LxAddr lx2, lx3;                   ///< second and third L operands
   DdrAddr ddr;
   DmaShape dma;
   int outToken = -1;                 ///< O operand
