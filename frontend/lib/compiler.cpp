@@ -498,6 +498,133 @@ KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int max
   return kd;
 }
 
+KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
+  const Value &out = g.values[n.output];
+  std::string where = "node %" + out.name + " = " + n.op;
+  checkAttrs(n, where, {});
+  if (n.inputs.size() != 2)
+    throw Error(where + ": matmul takes two tensor operands");
+  const Value &a = g.values[n.inputs[0]], &b = g.values[n.inputs[1]];
+  for (const Value *v : {&a, &b, &out})
+    if (v->dtype != HostType::F16 && v->dtype != HostType::BF16)
+      throw Unsupported(std::string(dtypeShortName(v->dtype)) + " matmul (" + where + "); fp16/bf16 only");
+  if (a.shape.size() < 2 || b.shape.size() < 2)
+    throw Unsupported("matmul of rank < 2 operands (" + where + ")");
+  size_t ra = a.shape.size(), rb = b.shape.size(), ro = out.shape.size();
+  int64_t M = a.shape[ra - 2], K = a.shape[ra - 1], N = b.shape[rb - 1];
+  if (b.shape[rb - 2] != K)
+    throw Error(where + ": inner dims differ (" + std::to_string(K) + " vs " + std::to_string(b.shape[rb - 2]) + ")");
+  if (ro != ra || out.shape[ro - 2] != M || out.shape[ro - 1] != N)
+    throw Error(where + ": output shape does not match [.., M, N]");
+  if (ra > 4)
+    throw Unsupported("matmul with more than 2 batch dims (" + where + ")");
+  std::vector<int64_t> batchShape(a.shape.begin(), a.shape.end() - 2);
+  if (rb != 2) {
+    if (rb != ra || !std::equal(batchShape.begin(), batchShape.end(), b.shape.begin()))
+      throw Unsupported("matmul batch broadcasting other than a 2-d weight (" + where + ")");
+  }
+  // Dims: batch..., M, N, K labelled as torch-spyre: the last of [ki kj y x mb out in].
+  static const char *all[] = {"ki", "kj", "y", "x", "mb", "out", "in"};
+  size_t r = batchShape.size() + 3;
+  std::vector<std::string> labels(all + 7 - r, all + 7);
+  std::vector<int64_t> N_ = batchShape;
+  N_.push_back(M);
+  N_.push_back(N);
+  N_.push_back(K);
+  int64_t eps = 64;
+  std::vector<int64_t> adjusted = N_;
+  adjusted[r - 2] = (N + eps - 1) / eps;
+  std::vector<bool> splittable(r, true);
+  splittable[r - 1] = false; // no K split without the ring
+  auto splits = divideWork(adjusted, splittable, maxCores);
+  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
+
+  KernelDraft kd;
+  SuperDsc &s = kd.s;
+  s.opFuncName = "batchmatmul";
+  s.name = std::to_string(index) + "_batchmatmul";
+  s.exUnit = "pt";
+  s.dims = labels;
+  s.N = N_;
+  s.numWkSlicesPerDim = splits;
+  s.numCoresUsed = cores;
+  for (int c = 0; c < cores; ++c) {
+    std::vector<int64_t> slice(r);
+    int64_t div = 1;
+    for (size_t d = 0; d < r; ++d) {
+      slice[d] = (c / div) % splits[d];
+      div *= splits[d];
+    }
+    s.coreIdToWkSlice.push_back(slice);
+  }
+  // Each tensor's generic layout over its own dims (labels), e.g. x [.., M, K] -> (.., mb, in).
+  auto layoutOver = [&](const std::vector<std::string> &l) {
+    SdscLayout lay;
+    size_t k = l.size();
+    lay.layoutDimOrder.push_back(l[0]);
+    if (k > 1) {
+      lay.layoutDimOrder.push_back(l[k - 1]);
+      for (size_t d = k - 1; d-- > 1;)
+        lay.layoutDimOrder.push_back(l[d]);
+    }
+    lay.stickDimOrder = {l[k - 1]};
+    lay.stickSize = {eps};
+    return lay;
+  };
+  std::vector<std::string> batchLabels(labels.begin(), labels.end() - 3);
+  auto withBatch = [&](bool hasBatch, std::vector<std::string> tail) {
+    std::vector<std::string> l = hasBatch ? batchLabels : std::vector<std::string>{};
+    l.insert(l.end(), tail.begin(), tail.end());
+    return l;
+  };
+  std::vector<std::string> xl = withBatch(true, {"mb", "in"}), yl = withBatch(rb != 2, {"in", "out"}),
+                           ol = withBatch(true, {"mb", "out"});
+  s.primaryDsInfo["INPUT"] = layoutOver(xl);
+  s.primaryDsInfo["KERNEL"] = layoutOver(yl);
+  s.primaryDsInfo["OUTPUT"] = layoutOver(ol);
+  auto place = [&](int ldsIdx, const char *type, const std::vector<std::string> &tl) {
+    SdscTensor t;
+    t.ldsIdx = ldsIdx;
+    t.dsName = "Tensor" + std::to_string(ldsIdx);
+    t.dsType = type;
+    t.dataFormat = DataFormat::SEN169_FP16;
+    t.scale.assign(r, -1);
+    for (const auto &l : tl)
+      t.scale[std::find(labels.begin(), labels.end(), l) - labels.begin()] = 1;
+    const SdscLayout &lay = s.primaryDsInfo[type];
+    std::vector<std::pair<int, int64_t>> ddims;
+    const std::string &stick = lay.stickDimOrder[0];
+    for (auto li = lay.layoutDimOrder.rbegin(); li != lay.layoutDimOrder.rend(); ++li) {
+      int d = static_cast<int>(std::find(labels.begin(), labels.end(), *li) - labels.begin());
+      ddims.push_back({d, *li == stick ? (N_[d] + eps - 1) / eps : N_[d]});
+    }
+    std::vector<int64_t> strideBytes(ddims.size());
+    int64_t st = kStickBytes;
+    for (size_t j = ddims.size(); j-- > 0;) {
+      strideBytes[j] = st;
+      st *= ddims[j].second;
+    }
+    for (int c = 0; c < cores; ++c) {
+      int64_t off = 0;
+      for (size_t j = 0; j < ddims.size(); ++j) {
+        int d = ddims[j].first;
+        if (ddims[j].second > 1 && static_cast<size_t>(d) != r - 1)
+          off += s.coreIdToWkSlice[c][d] * (ddims[j].second / splits[d]) * strideBytes[j];
+      }
+      t.startAddress.push_back(ldsIdx * isa::kSegmentBytes + off);
+    }
+    s.labeledDs.push_back(t);
+  };
+  place(0, "INPUT", xl);
+  place(1, "KERNEL", yl);
+  place(2, "OUTPUT", ol);
+  s.inputs = {0, 1};
+  s.inputConsts = {"", ""};
+  s.outputs = {2};
+  kd.tensorValues = {n.inputs[0], n.inputs[1], n.output};
+  return kd;
+}
+
 } // namespace
 
 JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
@@ -569,6 +696,8 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
       kd = pointwiseKernel(g, n, ni, opts.maxCores);
     else if (n.op == "sum" || n.op == "mean" || n.op == "amax" || n.op == "amin")
       kd = reductionKernel(g, n, ni, opts.maxCores);
+    else if (n.op == "matmul")
+      kd = matmulKernel(g, n, ni, opts.maxCores);
     else
       throw Unsupported("op '" + n.op + "' (" + where + ")");
     isa::KernelLaunch launch;

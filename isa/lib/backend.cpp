@@ -8,6 +8,8 @@ bool isPointwiseOp(const std::string &opFunc);
 Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts);
 bool isReductionOp(const std::string &opFunc);
 Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts);
+bool isMatmulOp(const std::string &opFunc);
+Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts);
 } // namespace detail
 
 int64_t sdscTensorBytes(const SuperDsc &s, const SdscTensor &t) {
@@ -19,6 +21,8 @@ Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
     return detail::compilePointwise(s, opts);
   if (detail::isReductionOp(s.opFuncName))
     return detail::compileReduction(s, opts);
+  if (detail::isMatmulOp(s.opFuncName))
+    return detail::compileMatmul(s, opts);
   throw Unsupported("SuperDSC op '" + s.opFuncName + "' in " + s.name);
 }
 

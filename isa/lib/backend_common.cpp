@@ -91,20 +91,27 @@ Instr addi(int rd, int rs, int64_t imm) {
 
 void ProgramBuilder::dmaBox(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
                             std::vector<std::pair<int64_t, int64_t>> box, int token, int scratchDdr, int scratchLx) {
-  // Dense LX strides of the box, then merge dims that are contiguous on both sides.
+  // Dense LX strides of the box.
+  std::vector<std::array<int64_t, 3>> full(box.size());
+  int64_t lxStride = kStickBytes;
+  for (size_t j = box.size(); j-- > 0;) {
+    full[j] = {box[j].first, box[j].second, lxStride};
+    lxStride *= box[j].first;
+  }
+  dmaBoxStrided(toLx, arg, rDdr, ddrOff, rLx, lxOff, full, token, scratchDdr, scratchLx);
+}
+
+void ProgramBuilder::dmaBoxStrided(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
+                                   const std::vector<std::array<int64_t, 3>> &box, int token, int scratchDdr,
+                                   int scratchLx) {
+  // Merge dims that are contiguous on both sides.
   struct Run {
     int64_t n, ddr, lx;
   };
   std::vector<Run> runs;
-  int64_t lxStride = kStickBytes;
-  std::vector<int64_t> lxStrides(box.size());
-  for (size_t j = box.size(); j-- > 0;) {
-    lxStrides[j] = lxStride;
-    lxStride *= box[j].first;
-  }
-  for (size_t j = 0; j < box.size(); ++j)
-    if (box[j].first > 1)
-      runs.push_back({box[j].first, box[j].second, lxStrides[j]});
+  for (const auto &b : box)
+    if (b[0] > 1)
+      runs.push_back({b[0], b[1], b[2]});
   for (size_t j = runs.size(); j-- > 1;) {
     if (runs[j].n * runs[j].ddr == runs[j - 1].ddr && runs[j].n * runs[j].lx == runs[j - 1].lx) {
       runs[j - 1] = {runs[j - 1].n * runs[j].n, runs[j].ddr, runs[j].lx};

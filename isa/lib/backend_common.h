@@ -90,6 +90,9 @@ public:
   /// Uses scratch registers for boxes that need more than a 3-d DMA.
   void dmaBox(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
               std::vector<std::pair<int64_t, int64_t>> box, int token, int scratchDdr, int scratchLx);
+  /// As dmaBox with explicit LX strides: box = (count, ddr stride, lx stride), outer -> inner.
+  void dmaBoxStrided(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
+                     const std::vector<std::array<int64_t, 3>> &box, int token, int scratchDdr, int scratchLx);
 };
 
 } // namespace spyre::isa::detail

@@ -1,0 +1,208 @@
+// batchmatmul on the PT: per core a block of output rows (M) x column tiles (N) for each of its
+// batch indices; B tiles are staged with K padded to a stick multiple (zero rows), the padded
+// lanes of A's last K tile are zeroed, pt.mm accumulates in fp32 and pt.out rounds to DL16.
+#include "backend_common.h"
+#include <cmath>
+#include <functional>
+
+namespace spyre::isa::detail {
+
+bool isMatmulOp(const std::string &op) { return op == "batchmatmul" || op == "matmul"; }
+
+Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
+  if (s.exUnit != "pt")
+    throw Error(where(s) + ": computeOp_ exUnit must be 'pt' for " + s.opFuncName + ", got '" + s.exUnit + "'");
+  if (s.inputs.size() != 2 || s.outputs.size() != 1 || s.inputs[0] < 0 || s.inputs[1] < 0)
+    throw Error(where(s) + ": expected two input tensors and one output");
+  const int dM = s.dimIndex("mb"), dN = s.dimIndex("out"), dK = s.dimIndex("in");
+  if (dM < 0 || dN < 0 || dK < 0)
+    throw Error(where(s) + ": a matmul needs dims mb (M), out (N) and in (K) in N_");
+  if (s.numWkSlicesPerDim[dK] != 1)
+    throw Unsupported("K-split matmul (numWkSlicesPerDim_.in = " + std::to_string(s.numWkSlicesPerDim[dK]) +
+                      ", partial sums over the ring) in " + s.name);
+  const SdscTensor &xT = s.tensor(s.inputs[0]), &yT = s.tensor(s.inputs[1]), &oT = s.tensor(s.outputs[0]);
+  auto stickOf = [&](const SdscTensor &t) { return s.primaryDsInfo.at(t.dsType).stickDimOrder[0]; };
+  if (stickOf(xT) != "in" || stickOf(yT) != "out" || stickOf(oT) != "out")
+    throw Unsupported("matmul operands sticked other than x on K, y and output on N in " + s.name +
+                      "; restickify first");
+  TensorGeom x = tensorGeom(s, xT, "in"), y = tensorGeom(s, yT, "out"), o = tensorGeom(s, oT, "out");
+  for (const TensorGeom *g : {&x, &y, &o})
+    if (g->fmt != Format::DL16)
+      throw Unsupported(std::string(formatName(g->fmt)) + " matmul (DL16 operands only) in " + s.name);
+  if (xT.inLx || yT.inLx || oT.inLx)
+    throw Unsupported("LX-resident tensors (memOrg_ lx) in " + s.name);
+  const int64_t M = s.N[dM], N = s.N[dN], K = s.N[dK];
+  const int64_t KT = (K + 63) / 64, Kpad = KT * 64, NT = (N + 63) / 64;
+  std::vector<int> batch;
+  for (size_t d = 0; d < s.dims.size(); ++d)
+    if (static_cast<int>(d) != dM && static_cast<int>(d) != dN && static_cast<int>(d) != dK)
+      batch.push_back(static_cast<int>(d));
+
+  auto strideOf = [](const TensorGeom &g, int d) {
+    int k = g.dimOf(d);
+    return k >= 0 && g.dims[k].extent > 1 ? g.dims[k].strideBytes : 0;
+  };
+  // Per-core slices (device units: rows, N tiles, batch indices).
+  auto sliceOf = [&](int c, int d) {
+    int64_t extent = d == dN ? NT : s.N[d];
+    return coreSlice(s, c, d, extent);
+  };
+  auto offsets = [&](const TensorGeom &g) {
+    std::vector<int64_t> off(s.numCoresUsed, 0);
+    for (int c = 0; c < s.numCoresUsed; ++c)
+      for (size_t d = 0; d < s.dims.size(); ++d)
+        if (static_cast<int>(d) != dK)
+          off[c] += sliceOf(c, static_cast<int>(d)).lo * strideOf(g, static_cast<int>(d));
+    return off;
+  };
+  checkStartAddresses(s, x, offsets(x));
+  checkStartAddresses(s, y, offsets(y));
+  checkStartAddresses(s, o, offsets(o));
+  if (x.segment == y.segment || x.segment == o.segment || y.segment == o.segment)
+    throw Unsupported("matmul operands sharing a segment in " + s.name);
+  const int64_t mCore = sliceOf(0, dM).len, nCore = sliceOf(0, dN).len;
+
+  // Block sizes: nc tiles of B (Kpad rows each) resident, mc rows of A, C (fp32) and D.
+  auto bytes = [&](int64_t nc, int64_t mc) {
+    return nc * Kpad * 128 + KT * mc * 128 + 2 * nc * mc * 128 + nc * mc * 128;
+  };
+  auto largestDivisor = [](int64_t n, auto fits) {
+    for (int64_t c = n; c >= 1; --c)
+      if (n % c == 0 && fits(c))
+        return c;
+    return int64_t{0};
+  };
+  int64_t nc = largestDivisor(nCore, [&](int64_t c) { return bytes(c, 1) <= opts.lxBytes; });
+  if (nc == 0)
+    throw Unsupported("K = " + std::to_string(K) + " too large for one B tile in LX (K-split needed) in " + s.name);
+  int64_t mc = largestDivisor(mCore, [&](int64_t c) { return bytes(nc, c) <= opts.lxBytes; });
+  const int64_t lxB = 0, lxA = nc * Kpad * 128, lxC = lxA + KT * mc * 128, lxD = lxC + 2 * nc * mc * 128;
+
+  Kernel k;
+  k.name = s.name;
+  for (char &ch : k.name)
+    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_')
+      ch = '_';
+  k.numCores = s.numCoresUsed;
+  k.args.assign(std::max({x.segment, y.segment, o.segment}) + 1, "");
+  for (size_t i = 0; i < k.args.size(); ++i)
+    k.args[i] = "seg" + std::to_string(i);
+  k.args[x.segment] = xT.dsName;
+  k.args[y.segment] = yT.dsName;
+  k.args[o.segment] = oT.dsName;
+
+  // Registers: r1 x, r2 y, r3 out DDR offsets; r20/r21 DMA scratch; r5 row walker.
+  ProgramBuilder pb;
+  Instr t1 = mk(Opcode::Tbl);
+  t1.r = {1, -1};
+  t1.table = offsets(x);
+  pb.emit(t1);
+  Instr t2 = mk(Opcode::Tbl);
+  t2.r = {2, -1};
+  t2.table = offsets(y);
+  pb.emit(t2);
+  Instr t3 = mk(Opcode::Tbl);
+  t3.r = {3, -1};
+  t3.table = offsets(o);
+  pb.emit(t3);
+  Instr z = mk(Opcode::Bcast, Format::DL16);
+  z.v = {15, -1, -1, -1};
+  z.fimm = 0;
+  pb.emit(z);
+  // Zero the K padding rows of every B tile once: DMA never writes them.
+  if (Kpad > K) {
+    Instr li = mk(Opcode::Li);
+    li.r = {5, -1};
+    li.imm = lxB + K * 128;
+    pb.emit(li);
+    pb.loop(nc, {{5, Kpad * 128}}, [&] {
+      pb.loop(Kpad - K, {{5, 128}}, [&] {
+        Instr st = mk(Opcode::St, Format::DL16);
+        st.v = {15, -1, -1, -1};
+        st.lx = {5, 0};
+        pb.emit(st);
+      });
+    });
+  }
+  const int64_t validK = K % 64;
+  if (validK) {
+    Instr io = mk(Opcode::Iota, Format::F32);
+    io.v = {12, -1, -1, -1};
+    pb.emit(io);
+    Instr bc = mk(Opcode::Bcast, Format::F32);
+    bc.v = {13, -1, -1, -1};
+    bc.fimm = static_cast<float>(validK);
+    pb.emit(bc);
+    Instr lt = mk(Opcode::Lt, Format::F32);
+    lt.v = {12, 12, 13, -1};
+    pb.emit(lt);
+  }
+  std::function<void(size_t)> batchLoops = [&](size_t bi) {
+    if (bi < batch.size()) {
+      int d = batch[bi];
+      pb.loop(sliceOf(0, d).len, {{1, strideOf(x, d)}, {2, strideOf(y, d)}, {3, strideOf(o, d)}},
+              [&] { batchLoops(bi + 1); });
+      return;
+    }
+    pb.loop(nCore / nc, {{2, nc * strideOf(y, dN)}, {3, nc * strideOf(o, dN)}}, [&] {
+      // B block: nc tiles x K rows into tiles of Kpad rows.
+      pb.dmaBoxStrided(true, y.segment, 2, 0, -1, lxB,
+                       {{nc, strideOf(y, dN), Kpad * 128}, {K, strideOf(y, dK) ? strideOf(y, dK) : 128, 128}}, 0, 20, 21);
+      pb.loop(mCore / mc, {{1, mc * strideOf(x, dM)}, {3, mc * strideOf(o, dM)}}, [&] {
+        // A block: KT tiles x mc rows, (kt, i) order.
+        pb.dmaBoxStrided(true, x.segment, 1, 0, -1, lxA,
+                         {{KT, strideOf(x, dK), mc * 128}, {mc, strideOf(x, dM) ? strideOf(x, dM) : 128, 128}}, 1, 20,
+                         21);
+        if (validK) {
+          Instr li = mk(Opcode::Li);
+          li.r = {5, -1};
+          li.imm = lxA + (KT - 1) * mc * 128;
+          pb.emit(li);
+          pb.loop(mc, {{5, 128}}, [&] {
+            Instr ld = mk(Opcode::Ld, Format::DL16);
+            ld.v = {0, -1, -1, -1};
+            ld.lx = {5, 0};
+            pb.emit(ld);
+            Instr sel = mk(Opcode::Sel, Format::DL16);
+            sel.v = {0, 12, 0, 15};
+            pb.emit(sel);
+            Instr st = mk(Opcode::St, Format::DL16);
+            st.v = {0, -1, -1, -1};
+            st.lx = {5, 0};
+            pb.emit(st);
+          });
+        }
+        Instr mm = mk(Opcode::PtMm);
+        mm.lx = {-1, lxC};
+        mm.lx2 = {-1, lxA};
+        mm.lx3 = {-1, lxB};
+        mm.imm = mc;
+        mm.imms = {nc * 64, Kpad, 0};
+        pb.emit(mm);
+        Instr out = mk(Opcode::PtOut);
+        out.lx = {-1, lxD};
+        out.lx2 = {-1, lxC};
+        out.imm = mc;
+        out.imms = {nc * 64, 0, 0};
+        pb.emit(out);
+        pb.dmaBoxStrided(false, o.segment, 3, 0, -1, lxD,
+                         {{nc, strideOf(o, dN), mc * 128}, {mc, strideOf(o, dM) ? strideOf(o, dM) : 128, 128}}, 2, 20, 21);
+      });
+    });
+  };
+  batchLoops(0);
+
+  CoreProgram p;
+  p.firstCore = 0;
+  p.lastCore = k.numCores - 1;
+  p.body = std::move(pb.top);
+  while (!p.body.empty() && p.body.back().op == Opcode::Addi)
+    p.body.pop_back();
+  k.programs.push_back(std::move(p));
+  k.comment = "op=" + s.opFuncName + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" +
+              std::to_string(K) + " cores=" + std::to_string(k.numCores) + " block " + std::to_string(mc) + "x" +
+              std::to_string(nc * 64);
+  return k;
+}
+
+} // namespace spyre::isa::detail

@@ -1,0 +1,114 @@
+// matmul through frontend, backend (PT) and both engines against a double reference.
+#include "spyre/frontend/compiler.h"
+#include "spyre/isa/dl16.h"
+#include "spyre/jit/jit_engine.h"
+#include "spyre/sim/device_memory.h"
+#include "spyre/sim/executable.h"
+#include "spyre/sim/host_transfer.h"
+#include <cmath>
+#include <gtest/gtest.h>
+#include <random>
+
+using namespace spyre;
+using namespace spyre::frontend;
+using V = std::vector<int64_t>;
+
+namespace {
+int64_t numel(const V &s) {
+  int64_t n = 1;
+  for (auto d : s)
+    n *= d;
+  return n;
+}
+
+std::vector<float> runMatmul(sim::Engine &engine, int cores, const V &as, const V &bs, const V &os,
+                             const std::vector<float> &a, const std::vector<float> &b) {
+  Graph g;
+  int x = g.addInput("a", as, HostType::F16), y = g.addInput("b", bs, HostType::F16);
+  g.outputs = {g.addNode("matmul", {x, y}, "c", os, HostType::F16)};
+  isa::JobPlan plan = compileGraph(g, {cores, ""});
+  sim::Executable exe(plan, engine);
+  sim::DeviceMemory mem(1ull << 32);
+  sim::Runtime rt(2, 32);
+  std::vector<uint64_t> addr;
+  for (const auto &bf : plan.buffers)
+    addr.push_back(mem.allocate(bf.layout.deviceBytes()));
+  auto xfer = [&](int buf, uint16_t *host, bool toDev) {
+    const auto &bf = plan.buffers[buf];
+    V st = contiguousStrides(bf.hostShape);
+    auto map = sim::mapLayout(bf.layout, bf.hostShape, st);
+    sim::HostTensor h{host, HostType::F16, bf.hostShape, st};
+    if (toDev)
+      sim::copyHostToDevice(h, bf.layout, map, mem.at(addr[buf], bf.layout.deviceBytes()));
+    else
+      sim::copyDeviceToHost(mem.at(addr[buf], bf.layout.deviceBytes()), bf.layout, map, h);
+  };
+  std::vector<uint16_t> ha, hb, ho(numel(os));
+  for (float v : a)
+    ha.push_back(dl16::floatToHalf(v));
+  for (float v : b)
+    hb.push_back(dl16::floatToHalf(v));
+  xfer(plan.inputs[0], ha.data(), true);
+  xfer(plan.inputs[1], hb.data(), true);
+  // Poison the output so unwritten elements show.
+  std::memset(mem.at(addr[plan.outputs[0]], plan.buffers[plan.outputs[0]].layout.deviceBytes()), 0x7f,
+              plan.buffers[plan.outputs[0]].layout.deviceBytes());
+  exe.run(rt, mem.base(), mem.capacity(), addr);
+  xfer(plan.outputs[0], ho.data(), false);
+  std::vector<float> out;
+  for (auto h : ho)
+    out.push_back(dl16::halfToFloat(h));
+  return out;
+}
+} // namespace
+
+TEST(Matmul, ShapesBatchesAndCoreCounts) {
+  struct Case {
+    V a, b;
+  };
+  std::vector<Case> cases = {{{67, 255}, {255, 129}}, {{64, 64}, {64, 64}},       {{5, 1}, {1, 70}},
+                             {{2, 33, 70}, {2, 70, 100}}, {{3, 17, 99}, {99, 65}}, {{2, 2, 9, 64}, {2, 2, 64, 130}},
+                             {{128, 512}, {512, 256}}};
+  auto interp = sim::makeInterpreter();
+  jit::JitEngine jit;
+  std::mt19937 gen(3);
+  std::normal_distribution<float> nd(0, 1);
+  for (const auto &c : cases) {
+    size_t ra = c.a.size(), rb = c.b.size();
+    int64_t M = c.a[ra - 2], K = c.a[ra - 1], N = c.b[rb - 1];
+    V os(c.a.begin(), c.a.end() - 2);
+    os.push_back(M);
+    os.push_back(N);
+    int64_t B = numel(V(c.a.begin(), c.a.end() - 2));
+    std::vector<float> a(numel(c.a)), b(numel(c.b));
+    for (auto &v : a)
+      v = dl16::round(dl16::halfToFloat(dl16::floatToHalf(nd(gen))));
+    for (auto &v : b)
+      v = dl16::round(dl16::halfToFloat(dl16::floatToHalf(nd(gen))));
+    for (int cores : {1, 7, 32}) {
+      auto ri = runMatmul(*interp, cores, c.a, c.b, os, a, b);
+      auto rj = runMatmul(jit, cores, c.a, c.b, os, a, b);
+      ASSERT_EQ(ri, rj) << "M " << M << " K " << K << " N " << N << " cores " << cores;
+      for (int64_t bi = 0; bi < B; ++bi)
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t n = 0; n < N; ++n) {
+            double acc = 0;
+            for (int64_t k = 0; k < K; ++k)
+              acc += static_cast<double>(a[bi * M * K + i * K + k]) * b[(rb == 2 ? 0 : bi * K * N) + k * N + n];
+            ASSERT_NEAR(ri[bi * M * N + i * N + n], acc, 0.01 * (1 + std::fabs(acc)) + 0.002 * std::sqrt(K))
+                << "M " << M << " K " << K << " N " << N << " at " << bi << "," << i << "," << n;
+          }
+    }
+  }
+}
+
+TEST(Matmul, BadShapesAreReported) {
+  Graph g;
+  int x = g.addInput("a", {4, 8}, HostType::F16), y = g.addInput("b", {9, 4}, HostType::F16);
+  g.outputs = {g.addNode("matmul", {x, y}, "c", {4, 4}, HostType::F16)};
+  EXPECT_THROW(compileGraph(g), Error);
+  Graph h;
+  int p = h.addInput("a", {4, 8}, HostType::F32), q = h.addInput("b", {8, 4}, HostType::F32);
+  h.outputs = {h.addNode("matmul", {p, q}, "c", {4, 4}, HostType::F32)};
+  EXPECT_THROW(compileGraph(h), Unsupported);
+}
