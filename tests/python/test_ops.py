@@ -387,9 +387,7 @@ def test_embedding():
 
 # ---- what really runs on the simulated card ---------------------------------------------------
 # compare_with_cpu(on_spyre=True) fails if any op fell back to the CPU (compiled or eager).
-# Cases marked PENDING need C++ support that has not landed yet (graph.h's op contract is
-# ahead of frontend/lib/compiler.cpp: matmul); xfail(strict=False), so they pass once it
-# lands.
+# Use PENDING(what) to mark cases whose C++ support has not landed yet (xfail, not strict).
 
 def PENDING(what: str):
     return pytest.mark.xfail(strict=False, reason=f"C++ frontend does not compile {what} yet (CPU fallback)")
@@ -424,10 +422,9 @@ ON_SPYRE = [
     pytest.param("mean", lambda a: a.mean(0, keepdim=True), 1, id="mean"),
     pytest.param("amax", lambda a: a.amax(-1), 1, id="amax"),
     pytest.param("amin", lambda a: a.amin([0, 1]), 1, id="amin"),
-    pytest.param("mm", lambda a, b: a @ b.t().contiguous(), 2, id="mm", marks=PENDING("matmul")),
-    pytest.param("linear", lambda a, b: F.linear(a, b[:64]), 2, id="linear", marks=PENDING("matmul")),
-    pytest.param("attention", lambda a, b: _attention(a[None], b[None], a[None]), 2, id="attention",
-                 marks=PENDING("matmul")),
+    pytest.param("mm", lambda a, b: a @ b.t().contiguous(), 2, id="mm"),
+    pytest.param("linear", lambda a, b: F.linear(a, b[:64]), 2, id="linear"),
+    pytest.param("attention", lambda a, b: _attention(a[None], b[None], a[None]), 2, id="attention"),
     pytest.param("softmax", lambda a: torch.softmax(a, -1), 1, id="softmax"),
     pytest.param("layer_norm", lambda a: F.layer_norm(a, (256,)), 1, id="layer_norm"),
     pytest.param("rms_norm", lambda a: F.rms_norm(a, (256,), eps=1e-6), 1, id="rms_norm"),
