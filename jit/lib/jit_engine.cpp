@@ -1,24 +1,37 @@
 #include "spyre/jit/jit_engine.h"
+#include "code_cache.h"
 #include "lowering.h"
+#include "spyre/isa/listing.h"
 #include "spyre/isa/semantics.h"
+#include "spyre_jit_source_hash.h"
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <sstream>
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/Timer.h>
+#include <llvm/IR/PassTimingInfo.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/Debugging/DebuggerSupport.h>
+#include <llvm/ExecutionEngine/Orc/Debugging/PerfSupportPlugin.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/PassManager.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
 
 namespace spyre::jit {
 
 using namespace llvm;
+using Clock = std::chrono::steady_clock;
 
 OptTier tierFromEnv() {
   const char *e = std::getenv("SPYRE_JIT_OPT");
@@ -32,6 +45,8 @@ OptTier tierFromEnv() {
   throw spyre::Error("SPYRE_JIT_OPT must be O0 or O2, got '" + s + "'");
 }
 
+void clearMemoryCache() { memoryCacheClear(); }
+
 namespace {
 
 std::string toError(llvm::Error err) { return toString(std::move(err)); }
@@ -42,6 +57,8 @@ template <typename T> T check(Expected<T> e, const char *what) {
   return std::move(*e);
 }
 
+double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
 void writeModule(const Module &m, const std::string &path) {
   std::error_code ec;
   raw_fd_ostream os(path, ec);
@@ -49,16 +66,88 @@ void writeModule(const Module &m, const std::string &path) {
     m.print(os, nullptr);
 }
 
+void writeBytes(std::string_view bytes, const std::string &path) {
+  std::ofstream os(path, std::ios::binary);
+  os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+/// The host, detected once per process.
+struct Host {
+  std::string triple, cpu, features;
+  static const Host &get() {
+    static const Host h = [] {
+      Host r;
+      r.triple = sys::getProcessTriple();
+      r.cpu = sys::getHostCPUName().str();
+      SubtargetFeatures f;
+      for (auto &kv : sys::getHostCPUFeatures())
+        f.AddFeature(kv.first(), kv.second);
+      r.features = f.getString();
+      return r;
+    }();
+    return h;
+  }
+};
+
+/// Pass pipelines. The IR is already vectorised stick by stick (<64 x float> ops) and every
+/// loop has a static trip count: what matters is promoting the register allocas (SROA), local
+/// simplification and hoisting; the loop/SLP vectorisers, unrolling, inlining and the
+/// interprocedural passes of the stock O2 pipeline only cost compile time.
+const char *pipelineFor(OptTier t) {
+  if (const char *e = std::getenv("SPYRE_JIT_PASSES"); e && *e) // developer override
+    return e;
+  return t == OptTier::O0 ? "function(sroa)" // registers -> SSA: fast register allocation sees values
+                          : "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),gvn,"
+                            "instcombine<no-verify-fixpoint>,dse,simplifycfg)";
+}
+
+void optimise(Module &m, TargetMachine *tm, OptTier tier) {
+  LoopAnalysisManager lam;
+  FunctionAnalysisManager fam;
+  CGSCCAnalysisManager cgam;
+  ModuleAnalysisManager mam;
+  PassBuilder pb(tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  ModulePassManager mpm;
+  if (auto err = pb.parsePassPipeline(mpm, pipelineFor(tier)))
+    throw spyre::Error("JIT: bad pass pipeline '" + std::string(pipelineFor(tier)) + "': " + toError(std::move(err)));
+  mpm.run(m, mam);
+}
+
+/// The kernel as cached: name, comment and argument names do not change the generated code.
+isa::Kernel normalised(const isa::Kernel &k, const std::string &name) {
+  isa::Kernel n = k;
+  n.name = name;
+  n.comment.clear();
+  for (size_t i = 0; i < n.args.size(); ++i)
+    n.args[i] = "a" + std::to_string(i);
+  return n;
+}
+
 using PhaseFn = void (*)(sim::CoreState *, uint8_t *, const uint64_t *);
+
+/// One linked object in its own JITDylib (so identical objects can be loaded any number of
+/// times), removed when the last PreparedKernel using it goes away.
+class LoadedCode {
+public:
+  LoadedCode(std::shared_ptr<orc::LLJIT> jit, orc::JITDylib *jd) : jit_(std::move(jit)), jd_(jd) {}
+  ~LoadedCode() { consumeError(jit_->getExecutionSession().removeJITDylib(*jd_)); }
+  LoadedCode(const LoadedCode &) = delete;
+  LoadedCode &operator=(const LoadedCode &) = delete;
+
+private:
+  std::shared_ptr<orc::LLJIT> jit_; // keeps the session alive while code is in use
+  orc::JITDylib *jd_;
+};
 
 class JitKernel final : public sim::PreparedKernel {
 public:
-  JitKernel(isa::Kernel k, orc::ResourceTrackerSP rt, std::vector<std::vector<PhaseFn>> fns)
-      : k_(std::move(k)), rt_(std::move(rt)), fns_(std::move(fns)) {}
-  ~JitKernel() override {
-    if (rt_)
-      consumeError(rt_->remove());
-  }
+  JitKernel(isa::Kernel k, std::shared_ptr<LoadedCode> code, std::vector<std::vector<PhaseFn>> fns)
+      : k_(std::move(k)), code_(std::move(code)), fns_(std::move(fns)) {}
   const isa::Kernel &kernel() const override { return k_; }
   void runPhase(int phase, int core, sim::CoreState &cs, const sim::LaunchArgs &args) const override {
     for (size_t pi = 0; pi < k_.programs.size(); ++pi) {
@@ -73,55 +162,85 @@ public:
 
 private:
   isa::Kernel k_;
-  orc::ResourceTrackerSP rt_;
+  std::shared_ptr<LoadedCode> code_;
   std::vector<std::vector<PhaseFn>> fns_;
 };
+
+orc::JITTargetMachineBuilder hostMachineBuilder(OptTier tier) {
+  static std::once_flag init;
+  std::call_once(init, [] {
+    InitializeNativeTarget();
+    InitializeNativeTargetAsmPrinter();
+    // Developer knob: LLVM command-line options, e.g. SPYRE_JIT_LLVM_ARGS="-time-passes".
+    if (const char *e = std::getenv("SPYRE_JIT_LLVM_ARGS"); e && *e) {
+      static std::vector<std::string> words;
+      std::istringstream is(e);
+      for (std::string w; is >> w;)
+        words.push_back(w);
+      static std::vector<const char *> argv{"spyre-jit"};
+      for (auto &w : words)
+        argv.push_back(w.c_str());
+      cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "", nullptr, nullptr);
+    }
+  });
+  const Host &host = Host::get();
+  orc::JITTargetMachineBuilder jtmb{Triple(host.triple)};
+  jtmb.setCPU(host.cpu);
+  jtmb.addFeatures(std::vector<std::string>{host.features});
+  jtmb.setCodeGenOptLevel(tier == OptTier::O0 ? CodeGenOptLevel::None : CodeGenOptLevel::Default);
+  return jtmb;
+}
+
+bool envFlag(const char *name) {
+  const char *e = std::getenv(name);
+  return e && *e && std::string(e) != "0";
+}
 
 } // namespace
 
 struct JitEngine::Impl {
   JitOptions opts;
-  std::unique_ptr<orc::LLJIT> jit;
+  std::shared_ptr<orc::LLJIT> jit;
   std::unique_ptr<TargetMachine> tm;
+  std::unique_ptr<DiskCache> disk;
   std::mutex mu;
-  double lastMs = 0;
+  CompileTimes last;
+  CacheCounters counters;
   uint64_t counter = 0;
+  std::string keyPrefix;
 
-  void optimise(Module &m) {
-    if (opts.tier == OptTier::O0)
-      return;
-    LoopAnalysisManager lam;
-    FunctionAnalysisManager fam;
-    CGSCCAnalysisManager cgam;
-    ModuleAnalysisManager mam;
-    PipelineTuningOptions pto;
-    PassBuilder pb(tm.get(), pto);
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cgam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cgam, mam);
-    ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(OptimizationLevel::O2);
-    mpm.run(m, mam);
+  ObjectBytes compile(const std::vector<isa::Kernel> &nks, const std::string &dumpName, CompileTimes &t) {
+    auto t0 = Clock::now();
+    LLVMContext ctx;
+    auto m = std::make_unique<Module>(dumpName, ctx);
+    for (const auto &nk : nks)
+      lowerKernelInto(nk, *m, opts.tier == OptTier::O0);
+    verifyLowered(*m);
+    m->setDataLayout(tm->createDataLayout());
+    m->setTargetTriple(tm->getTargetTriple().str());
+    if (!opts.dumpDir.empty())
+      writeModule(*m, opts.dumpDir + "/" + dumpName + ".ll");
+    t.lowerMs = msSince(t0);
+    t0 = Clock::now();
+    optimise(*m, tm.get(), opts.tier);
+    if (!opts.dumpDir.empty())
+      writeModule(*m, opts.dumpDir + "/" + dumpName + ".opt.ll");
+    t.optMs = msSince(t0);
+    t0 = Clock::now();
+    orc::SimpleCompiler compiler(*tm);
+    auto buf = check(compiler(*m), "generating code");
+    auto obj = std::make_shared<const std::string>(buf->getBuffer().str());
+    t.codegenMs = msSince(t0);
+    return obj;
   }
 };
 
 JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
-  static std::once_flag init;
-  std::call_once(init, [] {
-    InitializeNativeTarget();
-    InitializeNativeTargetAsmPrinter();
-  });
   impl_->opts = std::move(opts);
-  auto jtmb = check(orc::JITTargetMachineBuilder::detectHost(), "detecting the host");
-  jtmb.setCPU(sys::getHostCPUName().str());
-  SubtargetFeatures features;
-  for (auto &f : sys::getHostCPUFeatures())
-    features.AddFeature(f.first(), f.second);
-  jtmb.addFeatures(features.getFeatures());
-  jtmb.setCodeGenOptLevel(impl_->opts.tier == OptTier::O0 ? CodeGenOptLevel::None
-                                                           : CodeGenOptLevel::Default);
+  const Host &host = Host::get();
+  orc::JITTargetMachineBuilder jtmb = hostMachineBuilder(impl_->opts.tier);
   impl_->tm = check(jtmb.createTargetMachine(), "creating the target machine");
+  bool debug = envFlag("SPYRE_JIT_DEBUG");
   impl_->jit = check(orc::LLJITBuilder()
                          .setJITTargetMachineBuilder(jtmb)
                          .setObjectLinkingLayerCreator([](orc::ExecutionSession &es, const Triple &) {
@@ -129,31 +248,63 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
                          })
                          .create(),
                      "creating LLJIT");
+  if (debug) {
+    // GDB JIT interface (symbols of JIT code in backtraces) and perf jitdump (perf record -k 1,
+    // perf inject --jit). Both need only what libLLVM itself provides.
+    if (auto err = orc::enableDebuggerSupport(*impl_->jit))
+      warnOnce("debugger", "SPYRE_JIT_DEBUG: GDB registration unavailable: " + toError(std::move(err)));
+    auto &es = impl_->jit->getExecutionSession();
+    if (auto ps = impl_->jit->getProcessSymbolsJITDylib()) {
+      auto plugin = orc::PerfSupportPlugin::Create(es.getExecutorProcessControl(), *ps, true, true);
+      if (plugin)
+        static_cast<orc::ObjectLinkingLayer &>(impl_->jit->getObjLinkingLayer()).addPlugin(std::move(*plugin));
+      else
+        warnOnce("perf", "SPYRE_JIT_DEBUG: perf jitdump unavailable: " + toError(plugin.takeError()));
+    }
+  }
   // The shared SFP reference implementation, callable from JIT code (the Python extension is
-  // loaded RTLD_LOCAL, so process-wide symbol lookup would not find it).
+  // loaded RTLD_LOCAL, so process-wide symbol lookup would not find it). Every kernel's
+  // JITDylib links against the main one.
   {
     auto &jd = impl_->jit->getMainJITDylib();
     orc::SymbolMap syms;
-    syms[impl_->jit->mangleAndIntern("spyre_sfp_apply")] = {orc::ExecutorAddr::fromPtr(&spyre_sfp_apply),
-                                                            JITSymbolFlags::Exported | JITSymbolFlags::Callable};
+    auto flags = JITSymbolFlags::Exported | JITSymbolFlags::Callable;
+    syms[impl_->jit->mangleAndIntern("spyre_sfp_apply")] = {orc::ExecutorAddr::fromPtr(&spyre_sfp_apply), flags};
+    syms[impl_->jit->mangleAndIntern("spyre_jit_ld")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_ld), flags};
+    syms[impl_->jit->mangleAndIntern("spyre_jit_st")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_st), flags};
     if (auto err = jd.define(orc::absoluteSymbols(std::move(syms))))
       throw spyre::Error("JIT: defining runtime symbols: " + toError(std::move(err)));
   }
-  Impl *impl = impl_.get();
-  impl_->jit->getIRTransformLayer().setTransform(
-      [impl](orc::ThreadSafeModule tsm, const orc::MaterializationResponsibility &) -> Expected<orc::ThreadSafeModule> {
-        tsm.withModuleDo([&](Module &m) {
-          impl->optimise(m);
-          if (!impl->opts.dumpDir.empty())
-            writeModule(m, impl->opts.dumpDir + "/" + m.getModuleIdentifier() + ".opt.ll");
-        });
-        return tsm;
-      });
+  std::string dir = impl_->opts.cacheDir.empty() ? defaultCacheDir() : impl_->opts.cacheDir;
+  if (!dir.empty() && dir != "off")
+    impl_->disk = std::make_unique<DiskCache>(dir);
+  // Everything besides the kernel the object depends on.
+  impl_->keyPrefix = std::string("spyre-jit object\nabi ") + std::to_string(sim::kAbiVersion) + "\nllvm " +
+                     LLVM_VERSION_STRING + "\nsource " + SPYRE_JIT_SOURCE_HASH + "\ntriple " + host.triple +
+                     "\ncpu " + host.cpu + "\nfeatures " + host.features + "\ntier " +
+                     (impl_->opts.tier == OptTier::O0 ? "O0" : "O2") + "\npasses " +
+                     pipelineFor(impl_->opts.tier) + "\n";
 }
 
-JitEngine::~JitEngine() = default;
+JitEngine::~JitEngine() {
+  if (TimePassesIsEnabled) // SPYRE_JIT_LLVM_ARGS=-time-passes
+    reportAndResetTimings();
+}
 
-double JitEngine::lastCompileMs() const { return impl_->lastMs; }
+double JitEngine::lastCompileMs() const { return impl_->last.totalMs; }
+CompileTimes JitEngine::lastCompileTimes() const { return impl_->last; }
+std::string JitEngine::cacheDir() const { return impl_->disk ? impl_->disk->dir() : std::string(); }
+
+CacheStats JitEngine::cacheStats() const {
+  const auto &c = impl_->counters;
+  CacheStats s;
+  s.memoryHits = c.memoryHits;
+  s.diskHits = c.diskHits;
+  s.misses = c.misses;
+  s.diskWrites = c.diskWrites;
+  s.corruptEntries = c.corrupt;
+  return s;
+}
 
 std::string kernelToIR(const isa::Kernel &k) {
   LLVMContext ctx;
@@ -164,34 +315,93 @@ std::string kernelToIR(const isa::Kernel &k) {
   return os.str();
 }
 
-std::shared_ptr<const sim::PreparedKernel> JitEngine::prepare(const isa::Kernel &kIn) {
-  std::lock_guard<std::mutex> g(impl_->mu);
-  auto t0 = std::chrono::steady_clock::now();
-  // Unique symbol names per prepared kernel: the same kernel may be prepared twice.
-  isa::Kernel k = kIn;
-  std::string origName = k.name;
-  k.name = kIn.name + "_" + std::to_string(impl_->counter++);
-  auto ctx = std::make_unique<LLVMContext>();
-  auto m = lowerKernel(k, *ctx);
-  m->setDataLayout(impl_->tm->createDataLayout());
-  m->setTargetTriple(impl_->tm->getTargetTriple().str());
-  if (!impl_->opts.dumpDir.empty())
-    writeModule(*m, impl_->opts.dumpDir + "/" + m->getModuleIdentifier() + ".ll");
-  auto &jd = impl_->jit->getMainJITDylib();
-  auto rt = jd.createResourceTracker();
-  if (auto err = impl_->jit->addIRModule(rt, orc::ThreadSafeModule(std::move(m), std::move(ctx))))
-    throw spyre::Error("JIT: adding module: " + toError(std::move(err)));
-  std::vector<std::vector<PhaseFn>> fns(k.programs.size());
-  for (size_t pi = 0; pi < k.programs.size(); ++pi) {
-    size_t phases = isa::phaseRanges(k.programs[pi]).size();
-    for (size_t ph = 0; ph < phases; ++ph) {
-      auto addr = check(impl_->jit->lookup(phaseSymbol(k, pi, ph)), "looking up a phase function");
-      fns[pi].push_back(addr.toPtr<PhaseFn>());
+std::string kernelToOptimisedIR(const isa::Kernel &k, OptTier tier) {
+  auto tm = check(hostMachineBuilder(tier).createTargetMachine(), "creating the target machine");
+  LLVMContext ctx;
+  auto m = lowerKernel(k, ctx);
+  m->setDataLayout(tm->createDataLayout());
+  optimise(*m, tm.get(), tier);
+  std::string s;
+  raw_string_ostream os(s);
+  m->print(os, nullptr);
+  return os.str();
+}
+
+std::shared_ptr<const sim::PreparedKernel> JitEngine::prepare(const isa::Kernel &k) { return prepareAll({k})[0]; }
+
+std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(const std::vector<isa::Kernel> &ks) {
+  if (ks.empty())
+    return {};
+  Impl &im = *impl_;
+  std::lock_guard<std::mutex> g(im.mu);
+  auto tAll = Clock::now();
+  CompileTimes t;
+  uint64_t id = im.counter++;
+  std::string dumpName = ks.size() == 1 ? "spyre_" + ks[0].name + "_" + std::to_string(id)
+                                        : "spyre_batch" + std::to_string(ks.size()) + "_" + std::to_string(id);
+  std::vector<isa::Kernel> nks;
+  std::string material = im.keyPrefix;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    nks.push_back(normalised(ks[i], ks.size() == 1 ? "k" : "k" + std::to_string(i)));
+    material += isa::printKernel(nks.back());
+  }
+  CacheKey key = hashKey(material);
+  bool dumping = !im.opts.dumpDir.empty();
+  ObjectBytes obj;
+  if (!dumping && im.opts.memoryCache && (obj = memoryCacheLookup(key)))
+    ++im.counters.memoryHits;
+  if (!obj && !dumping && im.disk) {
+    bool corrupt = false;
+    if ((obj = im.disk->load(key, corrupt))) {
+      ++im.counters.diskHits;
+      if (im.opts.memoryCache)
+        memoryCacheStore(key, obj);
+    } else if (corrupt) {
+      ++im.counters.corrupt;
     }
   }
-  k.name = origName;
-  impl_->lastMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return std::make_shared<JitKernel>(std::move(k), std::move(rt), std::move(fns));
+  t.keyMs = msSince(tAll);
+  t.hit = obj != nullptr;
+  if (!obj) {
+    ++im.counters.misses;
+    obj = im.compile(nks, dumpName, t);
+    if (im.opts.memoryCache)
+      memoryCacheStore(key, obj);
+    if (im.disk && im.disk->store(key, *obj))
+      ++im.counters.diskWrites;
+  }
+  if (dumping)
+    writeBytes(*obj, im.opts.dumpDir + "/" + dumpName + ".o");
+
+  // Link: a fresh JITDylib per object (its symbols repeat across loads of one cached object).
+  auto t0 = Clock::now();
+  auto jdOr = im.jit->createJITDylib("spyre_o" + std::to_string(id));
+  if (!jdOr)
+    throw spyre::Error("JIT: creating a JITDylib: " + toError(jdOr.takeError()));
+  orc::JITDylib &jd = *jdOr;
+  jd.addToLinkOrder(im.jit->getMainJITDylib());
+  auto code = std::make_shared<LoadedCode>(im.jit, &jd);
+  if (auto err = im.jit->addObjectFile(jd, MemoryBuffer::getMemBufferCopy(*obj, dumpName)))
+    throw spyre::Error("JIT: adding object: " + toError(std::move(err)));
+  std::vector<std::shared_ptr<const sim::PreparedKernel>> out;
+  for (size_t ki = 0; ki < nks.size(); ++ki) {
+    const isa::Kernel &nk = nks[ki];
+    std::vector<std::vector<PhaseFn>> fns(nk.programs.size());
+    for (size_t pi = 0; pi < nk.programs.size(); ++pi) {
+      size_t phases = isa::phaseRanges(nk.programs[pi]).size();
+      for (size_t ph = 0; ph < phases; ++ph) {
+        auto addr = im.jit->lookup(jd, phaseSymbol(nk, pi, ph));
+        if (!addr)
+          throw spyre::Error("JIT: looking up a phase function: " + toError(addr.takeError()));
+        fns[pi].push_back(addr->toPtr<PhaseFn>());
+      }
+    }
+    out.push_back(std::make_shared<JitKernel>(ks[ki], code, std::move(fns)));
+  }
+  t.linkMs = msSince(t0);
+  t.totalMs = msSince(tAll);
+  im.last = t;
+  return out;
 }
 
 } // namespace spyre::jit

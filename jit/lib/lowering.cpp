@@ -23,8 +23,8 @@ constexpr unsigned kLanes = isa::kLanes;
 
 class FunctionLowering {
 public:
-  FunctionLowering(Module &m, const isa::Kernel &k, const isa::CoreProgram &prog, Function *f)
-      : m_(m), k_(k), prog_(prog), f_(f), ctx_(m.getContext()), b_(ctx_) {
+  FunctionLowering(Module &m, const isa::Kernel &k, const isa::CoreProgram &prog, Function *f, bool outOfLine)
+      : m_(m), k_(k), prog_(prog), f_(f), ctx_(m.getContext()), b_(ctx_), outOfLine_(outOfLine) {
     i8_ = b_.getInt8Ty();
     i16_ = b_.getInt16Ty();
     i32_ = b_.getInt32Ty();
@@ -87,6 +87,37 @@ private:
   // storing or rounding a value that came from DL16 needs no re-encoding.
   DenseMap<Value *, Value *> codeOf_;
   int tblCount_ = 0;
+  // The O0 tier: vector registers stay in CoreState and ld/st/SFP instructions call the shared
+  // implementations (what the interpreter runs), so the IR is small and compiles fast.
+  bool outOfLine_ = false;
+
+  Value *vregArg(int v) {
+    return v < 0 ? static_cast<Value *>(ConstantPointerNull::get(PointerType::getUnqual(ctx_))) : vregPtr(b_, v);
+  }
+  /// Out-of-line ld/st/SFP: the calls the interpreter makes, on the registers in CoreState.
+  void lowerOutOfLine(const Instr &in) {
+    if (in.op == Opcode::Ld || in.op == Opcode::St) {
+      FunctionCallee fn = m_.getOrInsertFunction(in.op == Opcode::Ld ? "spyre_jit_ld" : "spyre_jit_st",
+                                                 FunctionType::get(b_.getVoidTy(), {i32_, ptr_, ptr_}, false));
+      b_.CreateCall(fn, {b_.getInt32(static_cast<uint32_t>(in.fmt)), vregArg(in.v[0]), lxAddr(in.lx)});
+      return;
+    }
+    FunctionCallee fn = m_.getOrInsertFunction(
+        "spyre_sfp_apply", FunctionType::get(b_.getVoidTy(), {i32_, i32_, ptr_, ptr_, ptr_, ptr_, ptr_, f32_, f32_}, false));
+    Value *nul = vregArg(-1);
+    std::vector<Value *> args{b_.getInt32(static_cast<uint32_t>(in.op)), b_.getInt32(static_cast<uint32_t>(in.fmt))};
+    if (in.op == Opcode::Widen) {
+      args.insert(args.end(), {vregArg(in.v[0]), vregArg(in.v[1]), vregArg(in.v[2]), nul, nul});
+      args.insert(args.end(), {ConstantFP::get(f32_, 0.0f), ConstantFP::get(f32_, 0.0f)});
+    } else {
+      // An integer operand (a lane number) travels in the first float immediate.
+      bool intImm = isa::opInfo(in.op).operands.find('I') != std::string_view::npos;
+      float i0 = intImm ? static_cast<float>(in.imm) : in.fimm;
+      args.insert(args.end(), {vregArg(in.v[0]), nul, vregArg(in.v[1]), vregArg(in.v[2]), vregArg(in.v[3])});
+      args.insert(args.end(), {ConstantFP::get(f32_, i0), ConstantFP::get(f32_, in.fimm2)});
+    }
+    b_.CreateCall(fn, args);
+  }
 
   Value *sregPtr(IRBuilder<> &b, int i) {
     return b.CreateConstInBoundsGEP1_64(i8_, core_, offsetof(sim::CoreState, r) + 8 * i);
@@ -126,11 +157,17 @@ private:
     sCur_[r] = {v, b_.GetInsertBlock()};
   }
   Value *readV(int v) {
+    if (outOfLine_) // registers stay in CoreState
+      return b_.CreateAlignedLoad(vf_, vregPtr(b_, v), Align(64));
     if (vCur_[v].bb != b_.GetInsertBlock())
       vCur_[v] = {b_.CreateLoad(vf_, vregSlot(v)), b_.GetInsertBlock()};
     return vCur_[v].v;
   }
   void writeV(int v, Value *x) {
+    if (outOfLine_) {
+      b_.CreateAlignedStore(x, vregPtr(b_, v), Align(64));
+      return;
+    }
     b_.CreateStore(x, vregSlot(v));
     vWritten_[v] = true;
     vCur_[v] = {x, b_.GetInsertBlock()};
@@ -438,6 +475,10 @@ private:
   }
 
   void lowerInstr(const Instr &in) {
+    if (outOfLine_ && (in.op == Opcode::Ld || in.op == Opcode::St || isa::isSfp(in.op))) {
+      lowerOutOfLine(in);
+      return;
+    }
     switch (in.op) {
     case Opcode::Li: writeS(in.r[0], b_.getInt64(in.imm)); return;
     case Opcode::Addi: writeS(in.r[0], b_.CreateAdd(readS(in.r[1]), b_.getInt64(in.imm))); return;
@@ -505,7 +546,7 @@ private:
 
 } // namespace
 
-void lowerKernelInto(const isa::Kernel &k, Module &m) {
+void lowerKernelInto(const isa::Kernel &k, Module &m, bool outOfLine) {
   LLVMContext &ctx = m.getContext();
   Type *ptr = PointerType::getUnqual(ctx);
   auto *fty = FunctionType::get(Type::getVoidTy(ctx), {ptr, ptr, ptr}, false);
@@ -516,7 +557,7 @@ void lowerKernelInto(const isa::Kernel &k, Module &m) {
       f->addFnAttr(Attribute::NoUnwind);
       for (unsigned a = 0; a < 3; ++a)
         f->addParamAttr(a, Attribute::NoAlias);
-      FunctionLowering(m, k, k.programs[pi], f).lower(ranges[ph].first, ranges[ph].second);
+      FunctionLowering(m, k, k.programs[pi], f, outOfLine).lower(ranges[ph].first, ranges[ph].second);
     }
   }
 }
@@ -530,7 +571,7 @@ void verifyLowered(const Module &m) {
 
 std::unique_ptr<Module> lowerKernel(const isa::Kernel &k, LLVMContext &ctx) {
   auto m = std::make_unique<Module>("spyre_" + k.name, ctx);
-  lowerKernelInto(k, *m);
+  lowerKernelInto(k, *m, false);
   verifyLowered(*m);
   return m;
 }

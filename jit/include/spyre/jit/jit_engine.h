@@ -1,9 +1,12 @@
 // The LLVM ORC engine: lowers each (core program, phase) of a kernel to an LLVM function over
-// the CoreState ABI, optimises it and links it in-process with LLJIT/JITLink.
+// the CoreState ABI, optimises it, compiles it to an object file and links that in-process with
+// LLJIT/JITLink. Object files are cached in memory and on disk (see docs/performance.md).
 #pragma once
 #include "spyre/sim/engine.h"
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace spyre::jit {
 
@@ -11,12 +14,34 @@ enum class OptTier { O0, O2 };
 
 struct JitOptions {
   OptTier tier = OptTier::O2;
-  /// If non-empty, writes <kernel>.ll (before) and <kernel>.opt.ll (after optimisation).
+  /// If non-empty, writes <kernel>.ll (before), <kernel>.opt.ll (after optimisation) and
+  /// <kernel>.o (the object file). Dumping bypasses cache lookups (entries are still written).
   std::string dumpDir;
+  /// On-disk object cache: "" = SPYRE_CACHE_DIR if set (SPYRE_CACHE_DIR=off disables it), else
+  /// $XDG_CACHE_HOME/spyre-jit or ~/.cache/spyre-jit; "off" = no disk cache.
+  std::string cacheDir;
+  /// The process-wide in-memory object cache (shared by all engines).
+  bool memoryCache = true;
 };
 
 /// SPYRE_JIT_OPT=O0|O2 (default O2).
 OptTier tierFromEnv();
+
+/// Where the last prepare() spent its time, in milliseconds.
+struct CompileTimes {
+  double keyMs = 0;     ///< cache key (listing + hash) and cache lookup
+  double lowerMs = 0;   ///< ISA -> LLVM IR
+  double optMs = 0;     ///< IR pass pipeline
+  double codegenMs = 0; ///< IR -> object file
+  double linkMs = 0;    ///< JITLink + symbol lookup
+  double totalMs = 0;
+  bool hit = false;     ///< object came from the memory or disk cache
+};
+
+struct CacheStats {
+  uint64_t memoryHits = 0, diskHits = 0, misses = 0, diskWrites = 0, corruptEntries = 0;
+  uint64_t hits() const { return memoryHits + diskHits; }
+};
 
 class JitEngine final : public sim::Engine {
 public:
@@ -24,8 +49,17 @@ public:
   ~JitEngine() override;
   const char *name() const override { return "jit"; }
   std::shared_ptr<const sim::PreparedKernel> prepare(const isa::Kernel &k) override;
-  /// Milliseconds spent in IR generation + optimisation + linking by the last prepare().
+  /// Prepares several kernels as one LLVM module and one object file (one cache entry): much
+  /// cheaper than a prepare() per kernel when there are many small kernels.
+  std::vector<std::shared_ptr<const sim::PreparedKernel>> prepareAll(const std::vector<isa::Kernel> &ks);
+  /// Milliseconds spent in the last prepare() (cache lookup, IR generation, optimisation,
+  /// codegen and linking).
   double lastCompileMs() const;
+  CompileTimes lastCompileTimes() const;
+  /// Cache counters of this engine since construction.
+  CacheStats cacheStats() const;
+  /// The disk cache directory in use ("" when disabled).
+  std::string cacheDir() const;
 
 private:
   struct Impl;
@@ -34,5 +68,10 @@ private:
 
 /// The LLVM IR (unoptimised) the JIT generates for a kernel, for dumps and tests.
 std::string kernelToIR(const isa::Kernel &k);
+/// The IR after the pass pipeline of `tier`.
+std::string kernelToOptimisedIR(const isa::Kernel &k, OptTier tier);
+
+/// Drops the process-wide in-memory object cache (tests, benchmarks).
+void clearMemoryCache();
 
 } // namespace spyre::jit

@@ -1,0 +1,17 @@
+# Writes OUT = #define SPYRE_JIT_SOURCE_HASH "<sha256 of FILES>" (only when it changes), so the
+# JIT code cache key changes whenever the code generator or the ABI headers change.
+string(REPLACE "|" ";" FILES "${FILES}")
+set(all "")
+foreach(f IN LISTS FILES)
+  file(SHA256 "${f}" h)
+  string(APPEND all "${h}")
+endforeach()
+string(SHA256 hash "${all}")
+set(text "#pragma once\n#define SPYRE_JIT_SOURCE_HASH \"${hash}\"\n")
+set(old "")
+if(EXISTS "${OUT}")
+  file(READ "${OUT}" old)
+endif()
+if(NOT old STREQUAL text)
+  file(WRITE "${OUT}" "${text}")
+endif()

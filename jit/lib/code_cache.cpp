@@ -1,0 +1,207 @@
+#include "code_cache.h"
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <functional>
+#include <iostream>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/xxhash.h>
+#include <mutex>
+#include <set>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+#include <unordered_map>
+
+namespace spyre::jit {
+
+namespace {
+
+constexpr char kMagic[8] = {'S', 'P', 'Y', 'R', 'E', 'J', 'O', 'B'};
+constexpr uint32_t kFormatVersion = 1;
+
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t reserved;
+  uint64_t keyHi, keyLo;
+  uint64_t payloadBytes;
+  uint64_t checksum; ///< xxh3-64 of the payload
+};
+static_assert(sizeof(Header) == 48);
+
+uint64_t checksumOf(std::string_view s) { return llvm::xxh3_64bits(llvm::StringRef(s.data(), s.size())); }
+
+bool writeAll(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+struct KeyHash {
+  size_t operator()(const CacheKey &k) const { return static_cast<size_t>(k.hi ^ (k.lo * 0x9E3779B97F4A7C15ull)); }
+};
+
+struct MemoryLevel {
+  std::mutex mu;
+  std::unordered_map<CacheKey, ObjectBytes, KeyHash> map;
+  size_t bytes = 0;
+  static constexpr size_t kMaxBytes = 256u << 20;
+};
+
+MemoryLevel &memoryLevel() {
+  static MemoryLevel *m = new MemoryLevel; // never destroyed: engines may outlive statics
+  return *m;
+}
+
+} // namespace
+
+std::string CacheKey::hex() const {
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(hi),
+                static_cast<unsigned long long>(lo));
+  return buf;
+}
+
+CacheKey hashKey(std::string_view material) {
+  auto h = llvm::xxh3_128bits(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(material.data()), material.size()));
+  return {h.high64, h.low64};
+}
+
+void warnOnce(const char *what, const std::string &msg) {
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  std::lock_guard<std::mutex> g(mu);
+  if (seen.insert(what).second)
+    std::cerr << "spyre-jit: warning: " << msg << "\n";
+}
+
+std::string defaultCacheDir() {
+  if (const char *e = std::getenv("SPYRE_CACHE_DIR"); e && *e)
+    return std::string(e) == "off" ? std::string() : std::string(e);
+  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::string(x) + "/spyre-jit";
+  if (const char *h = std::getenv("HOME"); h && *h)
+    return std::string(h) + "/.cache/spyre-jit";
+  return {};
+}
+
+std::string DiskCache::pathFor(const CacheKey &k) const { return dir_ + "/" + k.hex() + ".sjo"; }
+
+ObjectBytes DiskCache::load(const CacheKey &k, bool &corrupt) const {
+  corrupt = false;
+  std::string path = pathFor(k);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return nullptr;
+  struct stat st;
+  std::string data;
+  bool ok = ::fstat(fd, &st) == 0;
+  if (ok) {
+    data.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < data.size()) {
+      ssize_t r = ::read(fd, data.data() + got, data.size() - got);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r <= 0)
+        break;
+      got += static_cast<size_t>(r);
+    }
+    data.resize(got);
+  }
+  ::close(fd);
+  auto bad = [&](const char *why) -> ObjectBytes {
+    corrupt = true;
+    warnOnce("corrupt-entry", "ignoring corrupted JIT cache entry " + path + " (" + why +
+                                  "); recompiling (further corrupted entries are not reported)");
+    return nullptr;
+  };
+  if (!ok)
+    return bad("unreadable");
+  Header h;
+  if (data.size() < sizeof h)
+    return bad("truncated header");
+  std::memcpy(&h, data.data(), sizeof h);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.version != kFormatVersion)
+    return bad("not a spyre-jit cache entry of this version");
+  if (h.keyHi != k.hi || h.keyLo != k.lo)
+    return bad("key mismatch");
+  if (h.payloadBytes != data.size() - sizeof h)
+    return bad("truncated payload");
+  std::string_view payload(data.data() + sizeof h, data.size() - sizeof h);
+  if (checksumOf(payload) != h.checksum)
+    return bad("checksum mismatch");
+  return std::make_shared<const std::string>(payload);
+}
+
+bool DiskCache::store(const CacheKey &k, std::string_view obj) const {
+  if (auto ec = llvm::sys::fs::create_directories(dir_)) {
+    warnOnce("cache-dir", "cannot create the JIT cache directory " + dir_ + ": " + ec.message() +
+                              " (set SPYRE_CACHE_DIR, or SPYRE_CACHE_DIR=off)");
+    return false;
+  }
+  Header h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.version = kFormatVersion;
+  h.keyHi = k.hi;
+  h.keyLo = k.lo;
+  h.payloadBytes = obj.size();
+  h.checksum = checksumOf(obj);
+  static std::atomic<uint64_t> seq{0};
+  std::string final = pathFor(k);
+  // Unique per process, thread and call: concurrent writers never share a temporary.
+  std::string tmp = final + ".tmp." + std::to_string(::getpid()) + "." +
+                    std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()) & 0xFFFFFF) + "." +
+                    std::to_string(seq++);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    warnOnce("cache-write", "cannot write to the JIT cache directory " + dir_ + ": " + std::strerror(errno));
+    return false;
+  }
+  bool ok = writeAll(fd, reinterpret_cast<const char *>(&h), sizeof h) && writeAll(fd, obj.data(), obj.size());
+  ok = (::close(fd) == 0) && ok;
+  if (ok && ::rename(tmp.c_str(), final.c_str()) == 0)
+    return true;
+  warnOnce("cache-write", "cannot write JIT cache entry " + final + ": " + std::strerror(errno));
+  ::unlink(tmp.c_str());
+  return false;
+}
+
+ObjectBytes memoryCacheLookup(const CacheKey &k) {
+  auto &m = memoryLevel();
+  std::lock_guard<std::mutex> g(m.mu);
+  auto it = m.map.find(k);
+  return it == m.map.end() ? nullptr : it->second;
+}
+
+void memoryCacheStore(const CacheKey &k, ObjectBytes obj) {
+  auto &m = memoryLevel();
+  std::lock_guard<std::mutex> g(m.mu);
+  if (m.bytes + obj->size() > MemoryLevel::kMaxBytes) { // crude bound: start over
+    m.map.clear();
+    m.bytes = 0;
+  }
+  auto [it, inserted] = m.map.emplace(k, obj);
+  if (inserted)
+    m.bytes += obj->size();
+}
+
+void memoryCacheClear() {
+  auto &m = memoryLevel();
+  std::lock_guard<std::mutex> g(m.mu);
+  m.map.clear();
+  m.bytes = 0;
+}
+
+} // namespace spyre::jit

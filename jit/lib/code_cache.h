@@ -1,0 +1,63 @@
+// The JIT code cache, above ORC: relocatable object files keyed by everything the generated
+// code depends on. Two levels: a process-wide in-memory map and an on-disk directory shared by
+// processes (atomic writes, checksummed entries). See docs/performance.md, "Code cache".
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace spyre::jit {
+
+/// 128-bit content key (xxh3-128 of the key material).
+struct CacheKey {
+  uint64_t hi = 0, lo = 0;
+  std::string hex() const;
+  bool operator==(const CacheKey &o) const { return hi == o.hi && lo == o.lo; }
+};
+
+CacheKey hashKey(std::string_view material);
+
+/// An object file image (ELF) as produced by codegen.
+using ObjectBytes = std::shared_ptr<const std::string>;
+
+struct CacheCounters {
+  std::atomic<uint64_t> memoryHits{0}, diskHits{0}, misses{0}, diskWrites{0}, corrupt{0};
+};
+
+/// On-disk entry: fixed header (magic, format version, key, payload size, xxh3-64 of the
+/// payload) followed by the object file. Written to a unique temporary file in the same
+/// directory and renamed over the final name, so readers see either nothing or a whole entry;
+/// concurrent writers of one key both write complete, identical entries and the last rename
+/// wins. A short, corrupted or foreign entry is reported once per process on stderr and treated
+/// as a miss (the caller recompiles and overwrites it).
+class DiskCache {
+public:
+  /// dir must be non-empty; created on first store. Failures to create or write are reported
+  /// once and make the disk cache a no-op.
+  explicit DiskCache(std::string dir) : dir_(std::move(dir)) {}
+  const std::string &dir() const { return dir_; }
+  std::string pathFor(const CacheKey &k) const;
+  /// nullptr on a miss. `corrupt` is set when an entry existed but failed validation.
+  ObjectBytes load(const CacheKey &k, bool &corrupt) const;
+  /// True when the entry was written.
+  bool store(const CacheKey &k, std::string_view obj) const;
+
+private:
+  std::string dir_;
+};
+
+/// Process-wide in-memory level (shared by every JitEngine; bounded by total bytes).
+ObjectBytes memoryCacheLookup(const CacheKey &k);
+void memoryCacheStore(const CacheKey &k, ObjectBytes obj);
+void memoryCacheClear();
+
+/// SPYRE_CACHE_DIR, else $XDG_CACHE_HOME/spyre-jit, else ~/.cache/spyre-jit; "" when the
+/// variable is "off" (or no home directory is known).
+std::string defaultCacheDir();
+
+/// Writes `msg` to stderr the first time it is called in the process with this `what`.
+void warnOnce(const char *what, const std::string &msg);
+
+} // namespace spyre::jit
