@@ -68,6 +68,8 @@ std::string timingCost(const OpInfo &op, const HardwareConfig &hw) {
     return "PT, M·N·K ÷ " + num(hw.ptMacsPerCycle) + " MAC/cycle per core";
   case TimingClass::PtOut:
     return "SFP, one stick-op per output stick (M·N/64), " + num(1.0 / (hw.sfpSticksPerCycle * c)) + " cycle each";
+  case TimingClass::Ring:
+    return "RING, bytes ÷ " + num(hw.ringBytesPerCyclePerHop) + " B/cycle per hop (neighbours: 1 hop)";
   case TimingClass::Sync:
     return "sync unit, " + num(hw.waitCycles) + " cycle to issue; the wait itself is what overlapped mode models";
   case TimingClass::Barrier:

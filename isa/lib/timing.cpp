@@ -57,6 +57,7 @@ public:
     case TimingClass::PtOut: // fp32 -> DL16 conversion on the SFP, one stick-op per output stick
       cur.sfpOps += w * static_cast<uint64_t>(in.imm) * static_cast<uint64_t>(in.imms[0] / 64);
       break;
+    case TimingClass::Ring: cur.ringBytes += w * static_cast<uint64_t>(in.imm) * 128; break;
     case TimingClass::Sync: cur.waits += w; break;
     case TimingClass::Barrier:
       // Phases split at top-level barriers only (the verifier rejects others). A trailing bar

@@ -186,6 +186,23 @@ public:
       }
       return;
     }
+    case Opcode::RingSend:
+    case Opcode::RingRecv:
+    case Opcode::RingPsum: {
+      int64_t n = in.imm, dir = in.imms[0];
+      if (n < 1)
+        fail(in, std::to_string(n), "stick count must be >= 1");
+      if (dir != 0 && dir != 1)
+        fail(in, std::to_string(dir), "ring direction must be 0 (clockwise) or 1 (counter-clockwise)");
+      __int128 lo = static_cast<__int128>(reg(in, s, in.lx.base)) + in.lx.offset;
+      std::string op = lxText(in.lx);
+      if (lo < 0 || lo + n * 128 > lxBytes_)
+        fail(in, op, "LX range [" + num(lo) + ", " + num(lo + n * 128) + ") is outside the usable LX [0, " +
+                         std::to_string(lxBytes_) + ")");
+      if (lo % 128 != 0)
+        fail(in, op, "LX address " + num(lo) + " is not 128-byte aligned");
+      return;
+    }
     case Opcode::DmaIn:
     case Opcode::DmaOut:
       dmaRows(in, s, true);

@@ -272,6 +272,8 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
     syms[impl_->jit->mangleAndIntern("spyre_sfp_apply")] = {orc::ExecutorAddr::fromPtr(&spyre_sfp_apply), flags};
     syms[impl_->jit->mangleAndIntern("spyre_jit_ld")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_ld), flags};
     syms[impl_->jit->mangleAndIntern("spyre_jit_st")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_st), flags};
+    syms[impl_->jit->mangleAndIntern("spyre_ring_send")] = {orc::ExecutorAddr::fromPtr(&spyre_ring_send), flags};
+    syms[impl_->jit->mangleAndIntern("spyre_ring_recv")] = {orc::ExecutorAddr::fromPtr(&spyre_ring_recv), flags};
     if (auto err = jd.define(orc::absoluteSymbols(std::move(syms))))
       throw spyre::Error("JIT: defining runtime symbols: " + toError(std::move(err)));
   }

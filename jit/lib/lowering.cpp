@@ -456,6 +456,23 @@ private:
     });
   }
 
+  // Ring transfers call the simulator's shared implementation (simulator/lib/ring.cpp).
+  void lowerRing(const Instr &in) {
+    Value *port = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(i8_, core_, offsetof(sim::CoreState, ring)));
+    Value *p = lxAddr(in.lx);
+    Value *bytes = b_.getInt64(in.imm * 128);
+    Value *dir = b_.getInt32(static_cast<uint32_t>(in.imms[0]));
+    if (in.op == Opcode::RingSend) {
+      FunctionCallee fn = m_.getOrInsertFunction("spyre_ring_send", FunctionType::get(b_.getVoidTy(), {ptr_, i32_, ptr_, i64_}, false));
+      b_.CreateCall(fn, {port, dir, p, bytes});
+      return;
+    }
+    int mode = in.op == Opcode::RingRecv ? 0 : in.fmt == Format::F32 ? 1 : 2;
+    FunctionCallee fn = m_.getOrInsertFunction("spyre_ring_recv",
+                                               FunctionType::get(b_.getVoidTy(), {ptr_, i32_, ptr_, i64_, i32_}, false));
+    b_.CreateCall(fn, {port, dir, p, bytes, b_.getInt32(mode)});
+  }
+
   void lowerPtOut(const Instr &in) {
     const int64_t M = in.imm, N = in.imms[0];
     Value *D = lxAddr(in.lx), *C = lxAddr(in.lx2);
@@ -501,6 +518,9 @@ private:
       });
       return;
     case Opcode::PtMm: lowerPtMm(in); return;
+    case Opcode::RingSend:
+    case Opcode::RingRecv:
+    case Opcode::RingPsum: lowerRing(in); return;
     case Opcode::PtOut: lowerPtOut(in); return;
     case Opcode::DmaIn: lowerDma(in, true); return;
     case Opcode::DmaOut: lowerDma(in, false); return;

@@ -110,6 +110,14 @@ private:
     case Opcode::Wait:
     case Opcode::Bar:
       return; // DMA completes synchronously in the functional model; timing counts waits.
+    case Opcode::RingSend:
+      sim::ringSend(*c.cs.ring, static_cast<int>(in.imms[0]), lxPtr(in, c, in.lx, in.imm * 128), in.imm * 128);
+      return;
+    case Opcode::RingRecv:
+    case Opcode::RingPsum:
+      sim::ringRecv(*c.cs.ring, static_cast<int>(in.imms[0]), lxPtr(in, c, in.lx, in.imm * 128), in.imm * 128,
+                    in.op == Opcode::RingRecv ? 0 : in.fmt == Format::F32 ? 1 : 2);
+      return;
     case Opcode::PtMm: {
       const int64_t M = in.imm, N = in.imms[0], K = in.imms[1];
       uint8_t *C = lxPtr(in, c, in.lx, N / 32 * M * 128);

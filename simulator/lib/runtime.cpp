@@ -1,4 +1,5 @@
 #include "spyre/sim/runtime.h"
+#include "spyre/isa/error.h"
 #include <cstdlib>
 #include <string>
 
@@ -98,9 +99,19 @@ Runtime::Runtime(int threads, int cores) : cores_(cores), pool_(threads) {}
 void Runtime::launch(const PreparedKernel &pk, const LaunchArgs &args) {
   const isa::Kernel &k = pk.kernel();
   cores_.resetRegisters();
+  ring_.reset(k.numCores);
+  ports_.assign(k.numCores, RingPort{});
+  for (int c = 0; c < k.numCores; ++c) {
+    ports_[c] = {&ring_, c};
+    cores_[c].ring = &ports_[c];
+  }
   int phases = k.numPhases();
-  for (int p = 0; p < phases; ++p)
+  for (int p = 0; p < phases; ++p) {
+    ring_.beginPhase(p);
     pool_.parallelFor(k.numCores, [&](int core) { pk.runPhase(p, core, cores_[core], args); });
+    if (!ring_.error.empty())
+      throw Error("kernel " + k.name + ": ring: " + ring_.error);
+  }
 }
 
 } // namespace spyre::sim

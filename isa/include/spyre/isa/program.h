@@ -16,7 +16,7 @@ enum class Opcode : uint8_t {
 };
 
 enum class Unit : uint8_t { Scalar, Dma, Lsu, Sfp, Pt, Ring, Sync };
-enum class TimingClass : uint8_t { Scalar, Dma, Lsu, Sfp, SfpTrans, Pt, PtOut, Sync, Barrier };
+enum class TimingClass : uint8_t { Scalar, Dma, Lsu, Sfp, SfpTrans, Pt, PtOut, Ring, Sync, Barrier };
 enum class Format : uint8_t { None, DL16, F32, I32 };
 
 enum : uint8_t { FMT_NONE = 0, FMT_DL16 = 1, FMT_F32 = 2, FMT_I32 = 4 };

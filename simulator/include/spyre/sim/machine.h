@@ -5,22 +5,75 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
 namespace spyre::sim {
 
-constexpr uint32_t kAbiVersion = 1;
+constexpr uint32_t kAbiVersion = 2;
 constexpr int64_t kLxBytes = 2 << 20;           ///< physical LX per core
 constexpr int64_t kLxUsableBytes = 1677721;     ///< what the compiler may use (20 % reserved)
+
+struct RingPort;
 
 struct CoreState {
   int64_t r[isa::kNumSRegs];                      ///< r0 = core id
   alignas(64) float v[isa::kNumVRegs][isa::kLanes];
   uint8_t *lx;                                    ///< kLxBytes, 128-B aligned
+  RingPort *ring;                                 ///< this core's ring mailboxes (set per launch)
 };
 static_assert(offsetof(CoreState, r) == 0);
 static_assert(offsetof(CoreState, v) == 256);
 static_assert(offsetof(CoreState, lx) == 256 + isa::kNumVRegs * isa::kLanes * 4);
+
+/// Ring mailboxes of one kernel launch: per phase parity, per receiving core, per direction of
+/// travel, the bytes sent in order. Phase p sends into parity p%2 and receives from (p-1)%2, so
+/// senders and receivers of one phase never touch the same mailbox.
+struct RingState {
+  struct Box {
+    std::vector<uint8_t> bytes;
+    size_t read = 0;
+  };
+  int numCores = 1;
+  int phase = 0;
+  std::vector<Box> boxes; ///< [parity][core][dir]
+  std::mutex errorMu;
+  std::string error;      ///< first failed receive of the launch (engines must not throw)
+  void reset(int cores) {
+    numCores = cores;
+    phase = 0;
+    boxes.assign(2 * cores * 2, Box{});
+    error.clear();
+  }
+  /// Before phase p: forget what was sent two phases ago (its parity is reused).
+  void beginPhase(int p) {
+    phase = p;
+    for (int c = 0; c < numCores; ++c)
+      for (int d = 0; d < 2; ++d)
+        box(p % 2, c, d) = Box{};
+  }
+  Box &box(int parity, int core, int dir) { return boxes[(parity * numCores + core) * 2 + dir]; }
+};
+
+/// What a core's ring instructions need: the launch's mailboxes and who the core is.
+struct RingPort {
+  RingState *state = nullptr;
+  int core = 0;
+};
+
+/// The ring operations, shared by both engines. Throw spyre::Error on a receive of more data
+/// than was sent.
+void ringSend(RingPort &p, int dir, const uint8_t *src, int64_t bytes);
+/// mode: 0 copy, 1 add as f32, 2 add as DL16.
+void ringRecv(RingPort &p, int dir, uint8_t *dst, int64_t bytes, int mode);
+
+} // namespace spyre::sim
+
+extern "C" void spyre_ring_send(spyre::sim::RingPort *p, int32_t dir, const uint8_t *src, int64_t bytes);
+extern "C" void spyre_ring_recv(spyre::sim::RingPort *p, int32_t dir, uint8_t *dst, int64_t bytes, int32_t mode);
+
+namespace spyre::sim {
 
 /// The cores' private state (LX lazily backed: untouched LX costs no host memory).
 class Cores {

@@ -45,6 +45,8 @@ public:
 private:
   Cores cores_;
   ThreadPool pool_;
+  RingState ring_;
+  std::vector<RingPort> ports_;
 };
 
 } // namespace spyre::sim
