@@ -56,6 +56,25 @@ std::pair<sim::CoreState, sim::CoreState> runBoth(const Kernel &k, const sim::Co
   return {a, b};
 }
 
+/// "v3 lane 7: 0x7fc00000 vs 0xffc00000" for the first differing register lane.
+std::string firstDifference(const sim::CoreState &a, const sim::CoreState &b) {
+  for (int i = 0; i < kNumSRegs; ++i)
+    if (a.r[i] != b.r[i])
+      return "r" + std::to_string(i) + ": " + std::to_string(a.r[i]) + " vs " + std::to_string(b.r[i]);
+  for (int v = 0; v < kNumVRegs; ++v)
+    for (int l = 0; l < kLanes; ++l) {
+      uint32_t x, y;
+      std::memcpy(&x, &a.v[v][l], 4);
+      std::memcpy(&y, &b.v[v][l], 4);
+      if (x != y) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "v%d lane %d: 0x%08x (interp) vs 0x%08x (jit)", v, l, x, y);
+        return buf;
+      }
+    }
+  return "no register difference";
+}
+
 Instr sfpInstr(const OpInfo &info, Format f, std::mt19937 &g) {
   Instr in;
   in.op = info.op;
@@ -138,9 +157,11 @@ TEST(SfpDifferential, RandomPrograms) {
     randomState(init, g);
     Kernel k = oneCore(body);
     auto [a, b] = runBoth(k, init, jit);
-    ASSERT_EQ(stateBytes(a), stateBytes(b)) << "program " << p << "\n" << printKernel(k);
+    ASSERT_EQ(stateBytes(a), stateBytes(b)) << "program " << p << ", " << firstDifference(a, b) << "\n"
+                                            << printKernel(k);
   }
 }
+
 
 TEST(SfpSemantics, ScalarReferences) {
   // Independent scalar expectations for ops whose semantics are easy to state.
