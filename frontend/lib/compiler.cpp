@@ -535,9 +535,19 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
   std::vector<int64_t> adjusted = N_;
   adjusted[r - 2] = (N + eps - 1) / eps;
   std::vector<bool> splittable(r, true);
-  splittable[r - 1] = false; // no K split without the ring
+  splittable[r - 1] = false; // output dims first (pass 3) ...
   auto splits = divideWork(adjusted, splittable, maxCores);
-  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
+  int64_t used = std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>());
+  // ... then, if cores remain, the reduction dim K in sticks; its partial sums travel over the
+  // ring between adjacent cores.
+  const int64_t KT = (K + 63) / 64;
+  for (int64_t ks = std::min<int64_t>(maxCores / used, KT); ks > 1; --ks)
+    if (KT % ks == 0) {
+      splits[r - 1] = ks;
+      used *= ks;
+      break;
+    }
+  int cores = static_cast<int>(used);
 
   KernelDraft kd;
   SuperDsc &s = kd.s;
@@ -548,10 +558,12 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
   s.N = N_;
   s.numWkSlicesPerDim = splits;
   s.numCoresUsed = cores;
+  // K-fast core order (SPYRE_CORE_ID_K_FAST_EMISSION): K partners sit on adjacent cores.
   for (int c = 0; c < cores; ++c) {
     std::vector<int64_t> slice(r);
-    int64_t div = 1;
-    for (size_t d = 0; d < r; ++d) {
+    slice[r - 1] = c % splits[r - 1];
+    int64_t div = splits[r - 1];
+    for (size_t d = 0; d + 1 < r; ++d) {
       slice[d] = (c / div) % splits[d];
       div *= splits[d];
     }
@@ -608,7 +620,11 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
       int64_t off = 0;
       for (size_t j = 0; j < ddims.size(); ++j) {
         int d = ddims[j].first;
-        if (ddims[j].second > 1 && static_cast<size_t>(d) != r - 1)
+        if (ddims[j].second <= 1)
+          continue;
+        if (static_cast<size_t>(d) == r - 1) // K: split in sticks; y holds K as rows
+          off += s.coreIdToWkSlice[c][d] * (KT / splits[d]) * (stick == "in" ? 1 : 64) * strideBytes[j];
+        else
           off += s.coreIdToWkSlice[c][d] * (ddims[j].second / splits[d]) * strideBytes[j];
       }
       t.startAddress.push_back(ldsIdx * isa::kSegmentBytes + off);

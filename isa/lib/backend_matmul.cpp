@@ -9,6 +9,154 @@ namespace spyre::isa::detail {
 
 bool isMatmulOp(const std::string &op) { return op == "batchmatmul" || op == "matmul"; }
 
+namespace {
+/// K-split: cores c = g*ks + j (K fastest) compute partial C over their K tiles; the partial
+/// sums travel clockwise along the chain j = 0 -> ks-1 on the reduce-sum ring, one hop per
+/// phase, and the last core of each chain rounds and stores the tile.
+Kernel compileMatmulKSplit(const SuperDsc &s, const TensorGeom &x, const TensorGeom &y, const TensorGeom &o,
+                           const std::vector<int64_t> &xOff, const std::vector<int64_t> &yOff,
+                           const std::vector<int64_t> &oOff, const BackendOptions &opts) {
+  const int dM = s.dimIndex("mb"), dN = s.dimIndex("out"), dK = s.dimIndex("in");
+  const int64_t K = s.N[dK], KT = (K + 63) / 64, ks = s.numWkSlicesPerDim[dK], KTc = KT / ks;
+  const int64_t NT = (s.N[dN] + 63) / 64;
+  const int64_t mCore = coreSlice(s, 0, dM, s.N[dM]).len, nCore = coreSlice(s, 0, dN, NT).len;
+  auto strideOf = [](const TensorGeom &g, int d) {
+    int k = g.dimOf(d);
+    return k >= 0 && g.dims[k].extent > 1 ? g.dims[k].strideBytes : 0;
+  };
+  const int64_t Kc = KTc * 64;
+  const int64_t cSticks = 2 * nCore * mCore;
+  const int64_t lxB = 0, lxA = nCore * Kc * 128, lxC = lxA + KTc * mCore * 128, lxD = lxC + cSticks * 128;
+  if (lxD + nCore * mCore * 128 > opts.lxBytes)
+    throw Unsupported("K-split matmul whose per-core block (" + std::to_string(mCore) + " rows x " +
+                      std::to_string(nCore * 64) + " columns x " + std::to_string(Kc) + " K) does not fit in LX in " +
+                      s.name);
+  Kernel k;
+  k.name = s.name;
+  for (char &ch : k.name)
+    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_')
+      ch = '_';
+  k.numCores = s.numCoresUsed;
+  k.args.assign(std::max({x.segment, y.segment, o.segment}) + 1, "");
+  for (size_t i = 0; i < k.args.size(); ++i)
+    k.args[i] = "seg" + std::to_string(i);
+  k.args[x.segment] = x.t->dsName;
+  k.args[y.segment] = y.t->dsName;
+  k.args[o.segment] = o.t->dsName;
+  for (int c = 0; c < k.numCores; ++c) {
+    const int64_t j = s.coreIdToWkSlice[c][dK];
+    const bool lastSlice = j == ks - 1;
+    const int64_t rows = lastSlice ? K - (ks - 1) * Kc : Kc; // valid K rows of this slice
+    ProgramBuilder pb;
+    auto li = [&](int r, int64_t v) {
+      Instr i = mk(Opcode::Li);
+      i.r = {r, -1};
+      i.imm = v;
+      pb.emit(i);
+    };
+    li(1, xOff[c]);
+    li(2, yOff[c]);
+    li(3, oOff[c]);
+    // Phase 0: partial product over this core's K tiles.
+    pb.dmaBoxStrided(true, y.segment, 2, 0, -1, lxB,
+                     {{nCore, strideOf(y, dN), Kc * 128}, {rows, strideOf(y, dK) ? strideOf(y, dK) : 128, 128}}, 0, 20, 21);
+    if (rows < Kc) {
+      Instr z = mk(Opcode::Bcast, Format::DL16);
+      z.v = {15, -1, -1, -1};
+      pb.emit(z);
+      li(5, lxB + rows * 128);
+      pb.loop(nCore, {{5, Kc * 128}}, [&] {
+        pb.loop(Kc - rows, {{5, 128}}, [&] {
+          Instr st = mk(Opcode::St, Format::DL16);
+          st.v = {15, -1, -1, -1};
+          st.lx = {5, 0};
+          pb.emit(st);
+        });
+      });
+    }
+    pb.dmaBoxStrided(true, x.segment, 1, 0, -1, lxA,
+                     {{KTc, strideOf(x, dK), mCore * 128}, {mCore, strideOf(x, dM) ? strideOf(x, dM) : 128, 128}}, 1, 20, 21);
+    if (lastSlice && K % 64) {
+      Instr io = mk(Opcode::Iota, Format::F32);
+      io.v = {12, -1, -1, -1};
+      pb.emit(io);
+      Instr bc = mk(Opcode::Bcast, Format::F32);
+      bc.v = {13, -1, -1, -1};
+      bc.fimm = static_cast<float>(K % 64);
+      pb.emit(bc);
+      Instr lt = mk(Opcode::Lt, Format::F32);
+      lt.v = {12, 12, 13, -1};
+      pb.emit(lt);
+      Instr z = mk(Opcode::Bcast, Format::DL16);
+      z.v = {15, -1, -1, -1};
+      pb.emit(z);
+      li(5, lxA + (KTc - 1) * mCore * 128);
+      pb.loop(mCore, {{5, 128}}, [&] {
+        Instr ld = mk(Opcode::Ld, Format::DL16);
+        ld.v = {0, -1, -1, -1};
+        ld.lx = {5, 0};
+        pb.emit(ld);
+        Instr sel = mk(Opcode::Sel, Format::DL16);
+        sel.v = {0, 12, 0, 15};
+        pb.emit(sel);
+        Instr st = mk(Opcode::St, Format::DL16);
+        st.v = {0, -1, -1, -1};
+        st.lx = {5, 0};
+        pb.emit(st);
+      });
+    }
+    Instr mm = mk(Opcode::PtMm);
+    mm.lx = {-1, lxC};
+    mm.lx2 = {-1, lxA};
+    mm.lx3 = {-1, lxB};
+    mm.imm = mCore;
+    mm.imms = {nCore * 64, Kc, 0};
+    pb.emit(mm);
+    auto send = [&] {
+      Instr sd = mk(Opcode::RingSend);
+      sd.lx = {-1, lxC};
+      sd.imm = cSticks;
+      sd.imms = {0, 0, 0};
+      pb.emit(sd);
+    };
+    if (j == 0)
+      send();
+    // Phases 1..ks-1: slice t adds the chain's running sum and passes it on.
+    for (int64_t t = 1; t < ks; ++t) {
+      pb.emit(mk(Opcode::Bar));
+      if (j != t)
+        continue;
+      Instr ps = mk(Opcode::RingPsum, Format::F32);
+      ps.lx = {-1, lxC};
+      ps.imm = cSticks;
+      ps.imms = {0, 0, 0};
+      pb.emit(ps);
+      if (t < ks - 1)
+        send();
+    }
+    if (lastSlice) {
+      Instr out = mk(Opcode::PtOut);
+      out.lx = {-1, lxD};
+      out.lx2 = {-1, lxC};
+      out.imm = mCore;
+      out.imms = {nCore * 64, 0, 0};
+      pb.emit(out);
+      pb.dmaBoxStrided(false, o.segment, 3, 0, -1, lxD,
+                       {{nCore, strideOf(o, dN), mCore * 128}, {mCore, strideOf(o, dM) ? strideOf(o, dM) : 128, 128}}, 2,
+                       20, 21);
+    }
+    CoreProgram p;
+    p.firstCore = p.lastCore = c;
+    p.body = std::move(pb.top);
+    k.programs.push_back(std::move(p));
+  }
+  k.comment = "op=" + s.opFuncName + " K-split " + std::to_string(ks) + " over the ring, M=" +
+              std::to_string(s.N[dM]) + " N=" + std::to_string(s.N[dN]) + " K=" + std::to_string(K) +
+              " cores=" + std::to_string(k.numCores);
+  return k;
+}
+} // namespace
+
 Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   if (s.exUnit != "pt")
     throw Error(where(s) + ": computeOp_ exUnit must be 'pt' for " + s.opFuncName + ", got '" + s.exUnit + "'");
@@ -17,9 +165,7 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   const int dM = s.dimIndex("mb"), dN = s.dimIndex("out"), dK = s.dimIndex("in");
   if (dM < 0 || dN < 0 || dK < 0)
     throw Error(where(s) + ": a matmul needs dims mb (M), out (N) and in (K) in N_");
-  if (s.numWkSlicesPerDim[dK] != 1)
-    throw Unsupported("K-split matmul (numWkSlicesPerDim_.in = " + std::to_string(s.numWkSlicesPerDim[dK]) +
-                      ", partial sums over the ring) in " + s.name);
+  const int64_t ks = s.numWkSlicesPerDim[dK];
   const SdscTensor &xT = s.tensor(s.inputs[0]), &yT = s.tensor(s.inputs[1]), &oT = s.tensor(s.outputs[0]);
   auto stickOf = [&](const SdscTensor &t) { return s.primaryDsInfo.at(t.dsType).stickDimOrder[0]; };
   if (stickOf(xT) != "in" || stickOf(yT) != "out" || stickOf(oT) != "out")
@@ -47,12 +193,19 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
     int64_t extent = d == dN ? NT : s.N[d];
     return coreSlice(s, c, d, extent);
   };
+  // K is split on stick boundaries: core slices are whole K tiles; y holds K as rows.
+  auto kTileLo = [&](int c) { return s.coreIdToWkSlice[c][dK] * (KT / ks); };
   auto offsets = [&](const TensorGeom &g) {
     std::vector<int64_t> off(s.numCoresUsed, 0);
     for (int c = 0; c < s.numCoresUsed; ++c)
-      for (size_t d = 0; d < s.dims.size(); ++d)
-        if (static_cast<int>(d) != dK)
-          off[c] += sliceOf(c, static_cast<int>(d)).lo * strideOf(g, static_cast<int>(d));
+      for (size_t d = 0; d < s.dims.size(); ++d) {
+        if (static_cast<int>(d) == dK) {
+          if (ks > 1)
+            off[c] += kTileLo(c) * (&g == &y ? 64 : 1) * strideOf(g, dK);
+          continue;
+        }
+        off[c] += sliceOf(c, static_cast<int>(d)).lo * strideOf(g, static_cast<int>(d));
+      }
     return off;
   };
   checkStartAddresses(s, x, offsets(x));
@@ -61,6 +214,15 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   if (x.segment == y.segment || x.segment == o.segment || y.segment == o.segment)
     throw Unsupported("matmul operands sharing a segment in " + s.name);
   const int64_t mCore = sliceOf(0, dM).len, nCore = sliceOf(0, dN).len;
+  if (ks > 1) {
+    if (KT % ks != 0)
+      throw Error(where(s) + ": numWkSlicesPerDim_.in = " + std::to_string(ks) + " does not divide the " +
+                  std::to_string(KT) + " K sticks");
+    for (int d : batch)
+      if (sliceOf(0, d).len != 1)
+        throw Unsupported("K-split matmul with several batch indices per core in " + s.name);
+    return compileMatmulKSplit(s, x, y, o, offsets(x), offsets(y), offsets(o), opts);
+  }
 
   // Block sizes: nc tiles of B (Kpad rows each) resident, mc rows of A, C (fp32) and D.
   auto bytes = [&](int64_t nc, int64_t mc) {

@@ -1,4 +1,5 @@
 #include "spyre/isa/program.h"
+#include <algorithm>
 
 namespace spyre::isa {
 
@@ -56,7 +57,12 @@ std::vector<std::pair<size_t, size_t>> phaseRanges(const CoreProgram &p) {
 }
 
 int Kernel::numPhases() const {
-  return programs.empty() ? 0 : static_cast<int>(phaseRanges(programs.front()).size());
+  // Per-core programs may end in a bar (a core with nothing left to do): the kernel has as many
+  // phases as its longest program.
+  size_t n = 0;
+  for (const auto &p : programs)
+    n = std::max(n, phaseRanges(p).size());
+  return static_cast<int>(n);
 }
 
 } // namespace spyre::isa

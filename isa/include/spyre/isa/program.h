@@ -100,7 +100,7 @@ struct Kernel {
   std::string comment;
 
   const CoreProgram *programFor(int core) const;
-  /// Number of phases (top-level `bar`s + 1) of the program for core 0.
+  /// Number of phases: the most phases of any core's program (split at top-level `bar`s).
   int numPhases() const;
 };
 
