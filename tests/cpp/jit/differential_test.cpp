@@ -202,3 +202,33 @@ TEST(Differential, Dl16EncodeDecodeRoundTripIsIdentity) {
   for (uint32_t c = 0; c < 65536; ++c)
     ASSERT_EQ(dl16::fromFloat(dl16::toFloat(static_cast<uint16_t>(c))), c) << c;
 }
+
+extern "C" void spyre_jit_ld(uint32_t fmt, float *v, const uint8_t *p);
+extern "C" void spyre_jit_st(uint32_t fmt, const float *v, uint8_t *p);
+
+TEST(Differential, OutOfLineLoadStoreMatchDl16) {
+  // The O0 tier's ld/st helpers: every DL16 code, and fp32 patterns (random bits, specials).
+  for (uint32_t base = 0; base < 65536; base += 64) {
+    uint16_t codes[64];
+    float lanes[64];
+    for (int l = 0; l < 64; ++l)
+      codes[l] = static_cast<uint16_t>(base + l);
+    spyre_jit_ld(static_cast<uint32_t>(isa::Format::DL16), lanes, reinterpret_cast<const uint8_t *>(codes));
+    for (int l = 0; l < 64; ++l)
+      ASSERT_EQ(dl16::floatBits(lanes[l]), dl16::floatBits(dl16::toFloat(codes[l]))) << base + l;
+  }
+  std::mt19937 g(5);
+  const uint32_t specials[] = {0u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00001u, 0x7F800001u,
+                               0x30002000u, 0x30001FFFu, 0x4FFFBFFFu, 0x4FFFE000u, 0x3F800000u, 0x00000001u};
+  for (int round = 0; round < 20000; ++round) {
+    uint32_t bits[64];
+    for (int l = 0; l < 64; ++l)
+      bits[l] = l < static_cast<int>(std::size(specials)) && round == 0 ? specials[l] : static_cast<uint32_t>(g());
+    float lanes[64];
+    std::memcpy(lanes, bits, sizeof lanes);
+    uint16_t out[64];
+    spyre_jit_st(static_cast<uint32_t>(isa::Format::DL16), lanes, reinterpret_cast<uint8_t *>(out));
+    for (int l = 0; l < 64; ++l)
+      ASSERT_EQ(out[l], dl16::fromFloat(lanes[l])) << std::hex << bits[l];
+  }
+}
