@@ -4,6 +4,7 @@
 #include "spyre/isa/listing.h"
 #include "spyre/isa/timing.h"
 #include "spyre/isa/verifier.h"
+#include "spyre/sim/trace.h"
 #include <chrono>
 #include <fstream>
 
@@ -63,7 +64,11 @@ void Executable::run(Runtime &rt, uint8_t *ddr, uint64_t ddrSize, const std::vec
       args.base.push_back(bufferAddr[b]);
       args.size.push_back(static_cast<uint64_t>(plan_.buffers[b].layout.deviceBytes()));
     }
+    const bool tracing = trace::enabled(); // SPYRE_TRACE: simulated-time timeline
+    auto t0 = std::chrono::steady_clock::now();
     rt.launch(*launches_[i].prepared, args);
+    if (tracing)
+      trace::recordLaunch(launches_[i].kernel, launches_[i].prepared, msSince(t0));
   }
 }
 

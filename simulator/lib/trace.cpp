@@ -1,0 +1,226 @@
+#include "spyre/sim/trace.h"
+#include "spyre/isa/hardware_config.h"
+#include "spyre/isa/timing.h"
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+namespace spyre::sim::trace {
+
+namespace {
+
+constexpr const char *kTrailer = "\n]}\n";
+constexpr long kTrailerLen = 4;
+constexpr int kUnits = 5;
+const char *const kUnitNames[kUnits] = {"DMA", "LSU", "SFP", "PT", "RING"};
+constexpr int kPid = 1;
+
+struct CachedReport {
+  std::weak_ptr<const PreparedKernel> prepared;
+  std::shared_ptr<const isa::TimingReport> report;
+};
+
+struct State {
+  std::mutex mu;
+  bool pathInit = false;
+  std::string path;
+  std::FILE *file = nullptr; ///< open trace (after the first recorded launch)
+  bool firstEvent = true;
+  double clockUs = 0;
+  std::string label;
+  std::set<int> namedTracks;
+  std::map<const void *, CachedReport> reports;
+
+  void initPath() {
+    if (pathInit)
+      return;
+    pathInit = true;
+    const char *e = std::getenv("SPYRE_TRACE");
+    path = e ? e : "";
+  }
+  void closeFile() {
+    if (file)
+      std::fclose(file);
+    file = nullptr;
+    firstEvent = true;
+    clockUs = 0;
+    namedTracks.clear();
+  }
+};
+
+State &state() {
+  static State *s = new State; // never destroyed: launches may be recorded during static teardown
+  return *s;
+}
+std::atomic<int> g_paused{0};
+std::atomic<int> g_enabled{-1}; // -1: SPYRE_TRACE not read yet
+
+std::string jsonEscape(const std::string &s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      o += '\\', o += c;
+    else if (static_cast<unsigned char>(c) < 0x20)
+      o += ' ';
+    else
+      o += c;
+  }
+  return o;
+}
+
+std::string num(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6f", v);
+  return b;
+}
+
+int trackId(int core, int unit) { return 1 + core * kUnits + unit; }
+
+} // namespace
+
+bool enabled() {
+  int e = g_enabled.load(std::memory_order_relaxed);
+  if (e < 0) {
+    State &s = state();
+    std::lock_guard<std::mutex> lk(s.mu);
+    s.initPath();
+    e = s.path.empty() ? 0 : 1;
+    g_enabled.store(e);
+  }
+  return e == 1 && g_paused.load(std::memory_order_relaxed) == 0;
+}
+
+void setPath(const std::string &p) {
+  State &s = state();
+  std::lock_guard<std::mutex> lk(s.mu);
+  s.pathInit = true;
+  s.closeFile();
+  s.path = p;
+  g_enabled.store(p.empty() ? 0 : 1);
+}
+
+std::string path() {
+  State &s = state();
+  std::lock_guard<std::mutex> lk(s.mu);
+  s.initPath();
+  return s.path;
+}
+
+Pause::Pause() { g_paused.fetch_add(1); }
+Pause::~Pause() { g_paused.fetch_sub(1); }
+
+void setLabel(const std::string &label) {
+  State &s = state();
+  std::lock_guard<std::mutex> lk(s.mu);
+  s.label = label;
+}
+
+double clockUs() {
+  State &s = state();
+  std::lock_guard<std::mutex> lk(s.mu);
+  return s.clockUs;
+}
+
+void recordLaunch(const isa::Kernel &kernel, const std::shared_ptr<const PreparedKernel> &prepared, double hostMs) {
+  if (!enabled())
+    return;
+  State &s = state();
+  std::lock_guard<std::mutex> lk(s.mu);
+  const isa::HardwareConfig hw; // the config Executable times kernels with
+  // The timing report, cached per prepared kernel (the weak_ptr detects a reused address).
+  auto &cached = s.reports[prepared.get()];
+  if (!cached.report || cached.prepared.lock() != prepared) {
+    cached.prepared = prepared;
+    cached.report = std::make_shared<const isa::TimingReport>(isa::timeKernel(kernel, hw));
+  }
+  const isa::TimingReport &rep = *cached.report;
+
+  if (!s.file) {
+    s.file = std::fopen(s.path.c_str(), "w+");
+    if (!s.file) {
+      std::fprintf(stderr, "spyre: cannot write SPYRE_TRACE file '%s'; tracing off\n", s.path.c_str());
+      s.path.clear();
+      g_enabled.store(0);
+      return;
+    }
+    std::fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":\"simulated device time (us)\"},"
+               "\"traceEvents\":[",
+               s.file);
+    std::fputs(kTrailer, s.file);
+  }
+
+  std::ostringstream o;
+  bool first = s.firstEvent;
+  auto ev = [&](const std::string &body) {
+    o << (first ? "\n" : ",\n") << "{" << body << "}";
+    first = false;
+  };
+  auto nameTrack = [&](int tid, const std::string &name) {
+    if (!s.namedTracks.insert(tid).second)
+      return;
+    ev("\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + std::to_string(kPid) + ",\"tid\":" + std::to_string(tid) +
+       ",\"args\":{\"name\":\"" + name + "\"}");
+    ev("\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":" + std::to_string(kPid) +
+       ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"sort_index\":" + std::to_string(tid) + "}");
+  };
+  auto slice = [&](const std::string &name, int tid, double ts, double dur, const std::string &args) {
+    ev("\"name\":\"" + jsonEscape(name) + "\",\"cat\":\"sim\",\"ph\":\"X\",\"pid\":" + std::to_string(kPid) +
+       ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + num(ts) + ",\"dur\":" + num(dur) +
+       (args.empty() ? "" : ",\"args\":{" + args + "}"));
+  };
+  if (s.namedTracks.empty())
+    ev("\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + std::to_string(kPid) +
+       ",\"args\":{\"name\":\"Spyre card (simulated time)\"}");
+  nameTrack(0, "kernels");
+
+  const double t0 = s.clockUs;
+  const double cpu = hw.cyclesPerUs();
+  std::ostringstream ka;
+  ka << "\"label\":\"" << jsonEscape(s.label) << "\",\"simulated_us\":" << num(rep.overlappedUs)
+     << ",\"serial_us\":" << num(rep.serialUs) << ",\"host_ms\":" << num(hostMs) << ",\"cores\":" << kernel.numCores
+     << ",\"active_cores\":" << rep.activeCores << ",\"phases\":" << rep.numPhases() << ",\"ddr_bytes\":" << rep.ddrBytes
+     << ",\"lsu_sticks\":" << rep.lsuSticks << ",\"sfp_stick_ops\":" << rep.sfpStickOps << ",\"pt_macs\":" << rep.ptMacs
+     << ",\"ring_bytes\":" << rep.ringBytes;
+  slice(kernel.name, 0, t0, rep.overlappedUs, ka.str());
+  slice("launch", 0, t0, rep.launchUs, "");
+  // Barrier time is spread evenly after the phases (the report has only the total).
+  const int phases = rep.numPhases();
+  const double barrierPerPhase = phases ? rep.barrierUs / phases : 0;
+  double t = t0 + rep.launchUs;
+  for (int p = 0; p < phases; ++p) {
+    double dur = rep.phaseOverlappedCycles[p] / cpu;
+    slice("phase " + std::to_string(p), 0, t, dur, "\"cycles\":" + num(rep.phaseOverlappedCycles[p]));
+    for (size_t c = 0; c < rep.perCorePhase.size(); ++c) {
+      if (p >= static_cast<int>(rep.perCorePhase[c].size()))
+        continue;
+      const isa::UnitCycles &u = rep.perCorePhase[c][p];
+      const double cyc[kUnits] = {u.dma, u.lsu, u.sfp, u.pt, u.ring};
+      for (int k = 0; k < kUnits; ++k) {
+        if (cyc[k] <= 0)
+          continue;
+        int tid = trackId(static_cast<int>(c), k);
+        char name[32];
+        std::snprintf(name, sizeof name, "core %02zu %s", c, kUnitNames[k]);
+        nameTrack(tid, name);
+        slice(kUnitNames[k], tid, t, cyc[k] / cpu,
+              "\"kernel\":\"" + jsonEscape(kernel.name) + "\",\"phase\":" + std::to_string(p) +
+                  ",\"cycles\":" + num(cyc[k]));
+      }
+    }
+    t += dur + barrierPerPhase;
+  }
+  s.clockUs = t0 + rep.overlappedUs;
+
+  std::string body = o.str();
+  std::fseek(s.file, -kTrailerLen, SEEK_END);
+  std::fwrite(body.data(), 1, body.size(), s.file);
+  std::fputs(kTrailer, s.file);
+  std::fflush(s.file);
+  s.firstEvent = false;
+}
+
+} // namespace spyre::sim::trace
