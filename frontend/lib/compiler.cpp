@@ -641,6 +641,99 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
   return kd;
 }
 
+KernelDraft convertKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
+  const Value &out = g.values[n.output];
+  std::string where = "node %" + out.name + " = " + n.op;
+  checkAttrs(n, where, {});
+  if (n.inputs.size() != 1)
+    throw Error(where + ": to_dtype takes one tensor operand");
+  const Value &in = g.values[n.inputs[0]];
+  if (in.shape != out.shape)
+    throw Error(where + ": to_dtype keeps the shape");
+  DataFormat fi = deviceFormat(in.dtype, where), fo = deviceFormat(out.dtype, where);
+  if (in.dtype == HostType::Bool || out.dtype == HostType::Bool)
+    throw Unsupported("bool conversions (" + where + ")");
+  std::vector<int64_t> N = in.shape.empty() ? std::vector<int64_t>{1} : in.shape;
+  for (int64_t d : N)
+    if (d == 0)
+      throw Unsupported("empty tensors in " + where);
+  size_t r = N.size();
+  auto labels = dimLabels(r);
+  std::vector<bool> splittable(r, true);
+  splittable[r - 1] = false; // dtype ops keep the stick dim on one core
+  auto splits = divideWork(N, splittable, maxCores);
+  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
+  KernelDraft kd;
+  SuperDsc &s = kd.s;
+  s.opFuncName = fi == fo ? "identity" : fi == DataFormat::SEN169_FP16 ? "dl16tofp32" : "fp32todl16";
+  s.name = std::to_string(index) + "_" + s.opFuncName;
+  s.exUnit = "sfp";
+  s.dims = labels;
+  s.N = N;
+  s.numWkSlicesPerDim = splits;
+  s.numCoresUsed = cores;
+  for (int c = 0; c < cores; ++c) {
+    std::vector<int64_t> slice(r);
+    int64_t div = 1;
+    for (size_t d = 0; d < r; ++d) {
+      slice[d] = (c / div) % splits[d];
+      div *= splits[d];
+    }
+    s.coreIdToWkSlice.push_back(slice);
+  }
+  auto layoutFor = [&](DataFormat f) {
+    SdscLayout lay;
+    lay.layoutDimOrder.push_back(labels[0]);
+    if (r > 1) {
+      lay.layoutDimOrder.push_back(labels[r - 1]);
+      for (size_t d = r - 1; d-- > 1;)
+        lay.layoutDimOrder.push_back(labels[d]);
+    }
+    lay.stickDimOrder = {labels[r - 1]};
+    lay.stickSize = {elemsPerStick(f)};
+    return lay;
+  };
+  s.primaryDsInfo["OUTPUT"] = layoutFor(fo);
+  if (fi != fo)
+    s.primaryDsInfo["KERNEL"] = layoutFor(fi);
+  auto place = [&](int ldsIdx, DataFormat f, const char *type) {
+    SdscTensor t;
+    t.ldsIdx = ldsIdx;
+    t.dsName = "Tensor" + std::to_string(ldsIdx);
+    t.dsType = type;
+    t.scale.assign(r, 1);
+    t.dataFormat = f;
+    const SdscLayout &lay = s.primaryDsInfo[type];
+    int64_t eps = elemsPerStick(f);
+    std::vector<std::pair<int, int64_t>> ddims;
+    for (auto li = lay.layoutDimOrder.rbegin(); li != lay.layoutDimOrder.rend(); ++li) {
+      int d = static_cast<int>(std::find(labels.begin(), labels.end(), *li) - labels.begin());
+      ddims.push_back({d, static_cast<size_t>(d) == r - 1 ? (N[d] + eps - 1) / eps : N[d]});
+    }
+    std::vector<int64_t> strideBytes(ddims.size());
+    int64_t st = kStickBytes;
+    for (size_t j = ddims.size(); j-- > 0;) {
+      strideBytes[j] = st;
+      st *= ddims[j].second;
+    }
+    for (int c = 0; c < cores; ++c) {
+      int64_t off = 0;
+      for (size_t j = 0; j < ddims.size(); ++j)
+        if (ddims[j].second > 1)
+          off += s.coreIdToWkSlice[c][ddims[j].first] * (ddims[j].second / splits[ddims[j].first]) * strideBytes[j];
+      t.startAddress.push_back(ldsIdx * isa::kSegmentBytes + off);
+    }
+    s.labeledDs.push_back(t);
+  };
+  place(0, fi, fi == fo ? "OUTPUT" : "KERNEL");
+  place(1, fo, "OUTPUT");
+  s.inputs = {0};
+  s.inputConsts = {""};
+  s.outputs = {1};
+  kd.tensorValues = {n.inputs[0], n.output};
+  return kd;
+}
+
 } // namespace
 
 JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
@@ -714,6 +807,8 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
       kd = reductionKernel(g, n, ni, opts.maxCores);
     else if (n.op == "matmul")
       kd = matmulKernel(g, n, ni, opts.maxCores);
+    else if (n.op == "to_dtype")
+      kd = convertKernel(g, n, ni, opts.maxCores);
     else
       throw Unsupported("op '" + n.op + "' (" + where + ")");
     isa::KernelLaunch launch;

@@ -10,6 +10,8 @@ bool isReductionOp(const std::string &opFunc);
 Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts);
 bool isMatmulOp(const std::string &opFunc);
 Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts);
+bool isConvertOp(const std::string &opFunc);
+Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts);
 } // namespace detail
 
 int64_t sdscTensorBytes(const SuperDsc &s, const SdscTensor &t) {
@@ -23,6 +25,8 @@ Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
     return detail::compileReduction(s, opts);
   if (detail::isMatmulOp(s.opFuncName))
     return detail::compileMatmul(s, opts);
+  if (detail::isConvertOp(s.opFuncName))
+    return detail::compileConvert(s, opts);
   throw Unsupported("SuperDSC op '" + s.opFuncName + "' in " + s.name);
 }
 

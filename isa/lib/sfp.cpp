@@ -107,6 +107,23 @@ void sfpApply(Opcode op, Format fmt, float *d, float *d2, const float *a, const 
     std::memcpy(d2, odd, sizeof odd);
     return;
   }
+  case Opcode::Unpack: {
+    float lo[L] = {}, hi[L] = {};
+    for (int l = 0; l < L / 2; ++l) {
+      lo[l] = a[l];
+      hi[l] = a[L / 2 + l];
+    }
+    std::memcpy(d, lo, sizeof lo);
+    std::memcpy(d2, hi, sizeof hi);
+    return;
+  }
+  case Opcode::Pack:
+    for (int l = 0; l < L / 2; ++l) {
+      out[l] = dl16::round(a[l]);
+      out[L / 2 + l] = dl16::round(b[l]);
+    }
+    std::memcpy(d, out, sizeof out);
+    return;
   case Opcode::Narrow:
     for (int l = 0; l < L / 2; ++l) {
       out[2 * l] = dl16::round(a[l]);

@@ -106,7 +106,7 @@ private:
         "spyre_sfp_apply", FunctionType::get(b_.getVoidTy(), {i32_, i32_, ptr_, ptr_, ptr_, ptr_, ptr_, f32_, f32_}, false));
     Value *nul = vregArg(-1);
     std::vector<Value *> args{b_.getInt32(static_cast<uint32_t>(in.op)), b_.getInt32(static_cast<uint32_t>(in.fmt))};
-    if (in.op == Opcode::Widen) {
+    if (in.op == Opcode::Widen || in.op == Opcode::Unpack) {
       args.insert(args.end(), {vregArg(in.v[0]), vregArg(in.v[1]), vregArg(in.v[2]), nul, nul});
       args.insert(args.end(), {ConstantFP::get(f32_, 0.0f), ConstantFP::get(f32_, 0.0f)});
     } else {
@@ -324,6 +324,26 @@ private:
       Value *e = b_.CreateShuffleVector(a, zero, even), *o = b_.CreateShuffleVector(a, zero, odd);
       writeV(in.v[0], e);
       writeV(in.v[1], o);
+      return;
+    }
+    case Opcode::Unpack: {
+      Value *a = V(2), *zero = Constant::getNullValue(vf_);
+      SmallVector<int, 64> lo, hi;
+      for (unsigned i = 0; i < kLanes; ++i) {
+        lo.push_back(i < kLanes / 2 ? i : kLanes);
+        hi.push_back(i < kLanes / 2 ? kLanes / 2 + i : kLanes);
+      }
+      Value *l = b_.CreateShuffleVector(a, zero, lo), *h = b_.CreateShuffleVector(a, zero, hi);
+      writeV(in.v[0], l);
+      writeV(in.v[1], h);
+      return;
+    }
+    case Opcode::Pack: {
+      Value *ra = roundTo(Format::DL16, V(1)), *rb = roundTo(Format::DL16, V(2));
+      SmallVector<int, 64> mask;
+      for (unsigned i = 0; i < kLanes; ++i)
+        mask.push_back(i < kLanes / 2 ? i : kLanes + i - kLanes / 2);
+      writeV(in.v[0], b_.CreateShuffleVector(ra, rb, mask));
       return;
     }
     case Opcode::Narrow: {

@@ -180,7 +180,7 @@ private:
     }
     default:
       if (isSfp(in.op)) {
-        if (in.op == Opcode::Widen) {
+        if (in.op == Opcode::Widen || in.op == Opcode::Unpack) {
           sfpApply(in.op, in.fmt, cs.v[in.v[0]], cs.v[in.v[1]], cs.v[in.v[2]], nullptr, nullptr, 0, 0);
           return;
         }

@@ -271,3 +271,24 @@ TEST(PointwiseOps, WhereWithTensorAndScalarBranches) {
     }
   }
 }
+
+TEST(PointwiseOps, ToDtypeBothWays) {
+  auto interp = sim::makeInterpreter();
+  jit::JitEngine jit;
+  for (V shape : {V{5, 100}, V{3, 2, 20}, V{64}, V{7, 129}, V{2, 3, 4, 33}}) {
+    // f16 -> f32 -> exp (f32) -> f16
+    Graph g;
+    int a = g.addInput("a", shape, HostType::F16);
+    int w = g.addNode("to_dtype", {a}, "w", shape, HostType::F32);
+    int e = g.addNode("mul", {w, w}, "e", shape, HostType::F32);
+    g.outputs = {g.addNode("to_dtype", {e}, "y", shape, HostType::F16)};
+    auto x = randomTensor(shape, HostType::F16, 21);
+    for (int cores : {1, 7, 32}) {
+      auto ri = run(g, *interp, cores, {x}), rj = run(g, jit, cores, {x});
+      ASSERT_EQ(ri, rj);
+      for (int64_t i = 0; i < numel(shape); ++i)
+        ASSERT_EQ(ri[0][i], dl16::halfToFloat(dl16::floatToHalf(dl16::round(x.values[i] * x.values[i]))))
+            << shape.size() << "-d cores " << cores << " at " << i;
+    }
+  }
+}

@@ -82,7 +82,7 @@ Instr sfpInstr(const OpInfo &info, Format f, std::mt19937 &g) {
   std::uniform_int_distribution<int> reg(0, kNumVRegs - 1);
   for (int &v : in.v)
     v = reg(g);
-  if (info.op == Opcode::Widen && in.v[0] == in.v[1])
+  if ((info.op == Opcode::Widen || info.op == Opcode::Unpack) && in.v[0] == in.v[1])
     in.v[1] = (in.v[0] + 1) % kNumVRegs;
   in.fimm = specialValue(g);
   in.fimm2 = specialValue(g);

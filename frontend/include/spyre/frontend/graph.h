@@ -10,6 +10,7 @@
 //          gelu(approximate=0 erf | 1 tanh), softplus(beta=, threshold=), clamp(min=, max=)
 //   reductions: sum mean amax amin (dims=[..], keepdim=0|1)
 //   matmul(%a, %b): [.., M, K] x [.., K, N]
+//   to_dtype(%x): the output's dtype (f16/bf16 <-> f32)
 // Text form:
 //
 //   graph(%a: f16[67, 256], %b: f16[67, 256]) {
