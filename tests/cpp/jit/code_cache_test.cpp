@@ -17,6 +17,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The JIT tests compile thousands of throwaway kernels: unless the caller chose a cache
+// directory, keep them out of ~/.cache/spyre-jit (the tests below pass explicit directories).
+const bool kNoUserCache = [] {
+  setenv("SPYRE_CACHE_DIR", "off", 0);
+  return true;
+}();
+
 class TempDir {
 public:
   TempDir() {
