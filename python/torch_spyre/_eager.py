@@ -255,9 +255,10 @@ def register() -> None:
     _registered = True
     lib = torch.library.Library("aten", "IMPL", "PrivateUse1")
     for op in lowerable_ops():
-        if op in (aten.matmul.default, aten.clone.default):
-            # matmul is CompositeImplicitAutograd (it reaches us as mm/bmm and views); clone is
-            # data movement the device's copy kernel already does for every dtype.
+        if op in (aten.matmul.default, aten.clone.default, aten._to_copy.default):
+            # matmul is CompositeImplicitAutograd (it reaches us as mm/bmm and views); clone and
+            # _to_copy are data movement the device's copy kernels already do for every dtype
+            # and device pair (x.to("spyre") is a _to_copy); only compiled graphs lower casts.
             continue
         if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1"):
             continue

@@ -467,3 +467,25 @@ def single_node_text(L: Lowered, types: dict[int, str], out_type: str) -> str:
     params = ", ".join(f"%x{i}: {types[id(o)]}" for i, o in enumerate(ops))
     lines = node_lines(L, lambda o: names[id(o)], "out", out_type, lambda o: types[id(o)])
     return "graph(" + params + ") {\n" + "\n".join(lines) + "\n  return (%out)\n}\n"
+
+
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32)
+
+
+@_reg(aten._to_copy.default)
+def _to_copy(env: Env, b: dict) -> Lowered:
+    """A dtype cast between fp16/bf16 and fp32 on the device (dl16tofp32 / fp32todl16)."""
+    src = env.tensor(b["self"])
+    if src is None:
+        raise Unsupported(f"_to_copy of {_describe(env, b['self'])}")
+    dev = b.get("device")
+    if dev is not None and torch.device(dev).type != "spyre":
+        raise Unsupported(f"_to_copy to device {dev}")
+    if b.get("layout") not in (None, torch.strided) or b.get("pin_memory"):
+        raise Unsupported("_to_copy with a layout or pinned memory")
+    if b.get("memory_format") not in (None, torch.preserve_format, torch.contiguous_format):
+        raise Unsupported(f"_to_copy with memory_format={b.get('memory_format')}")
+    dtype = b.get("dtype") or src[1]
+    if src[1] not in _FLOATS or dtype not in _FLOATS:
+        raise Unsupported(f"_to_copy from {src[1]} to {dtype}")
+    return _unary(env, "to_dtype", b["self"])

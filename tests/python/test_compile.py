@@ -268,3 +268,25 @@ def test_graph_text_of_fx_graph():
     gm = torch.fx.symbolic_trace(lambda a: a)
     with pytest.raises(Unsupported):
         graph_to_text(gm)  # no fake-tensor metadata: not an ATen graph
+
+
+@pytest.mark.parametrize("shape", [(67, 256), (5, 100), (3, 2, 70)])
+def test_dtype_casts_run_on_spyre(shape):
+    """fp16 -> fp32 compute -> fp16 (the RMSNorm upcast pattern) compiles without fallback."""
+    import warnings
+
+    import torch_spyre
+
+    torch.manual_seed(3)
+    x = torch.randn(shape, dtype=torch.float16)
+
+    def fn(a):
+        h = a.float()
+        return (h * torch.rsqrt((h * h).mean(-1, keepdim=True) + 1e-6)).half()
+
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", torch_spyre.FallbackWarning)
+        out = torch.compile(fn, backend="spyre")(x.to("spyre")).cpu()
+    torch.testing.assert_close(out, fn(x), atol=0.1, rtol=0.1)
+    assert any("dl16tofp32" in s for s in compile_stats.last.superdscs())
