@@ -99,19 +99,19 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
     len[j] = slices[0][j].len;
   auto isRed = [&](size_t j) { return reduced[in.dims[j].iterDim]; };
 
-  // Blocking over kept dims only: [0, c0) one index at a time, c0 in chunks, the rest whole.
-  // Reduced dims must lie inside the block (no accumulation across blocks).
-  size_t firstRed = J;
-  for (size_t j = 0; j < J; ++j)
-    if (isRed(j)) {
-      firstRed = j;
-      break;
-    }
+  // Blocking: reduced dims are always whole in a block (no accumulation across blocks); kept
+  // dims before c0 are walked one index at a time, kept dim c0 in chunks, later dims whole.
+  // c0 == J means every kept dim is walked one index at a time (one output stick per block).
   auto outSpans = [&](size_t j) { return out.spans(in.dims[j].iterDim); };
+  auto lenIn = [&](size_t j, size_t c0, int64_t chunk) -> int64_t {
+    if (isRed(j))
+      return len[j];
+    return j < c0 ? 1 : j == c0 ? chunk : len[j];
+  };
   auto blockBytes = [&](size_t c0, int64_t chunk) {
     int64_t bi = kStickBytes, bo = kStickBytes;
-    for (size_t j = c0; j < J; ++j) {
-      int64_t l = j == c0 ? chunk : len[j];
+    for (size_t j = 0; j < J; ++j) {
+      int64_t l = lenIn(j, c0, chunk);
       bi *= l;
       if (outSpans(j))
         bo *= l;
@@ -119,28 +119,23 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
     return bi + bo;
   };
   size_t c0 = 0;
-  int64_t chunk = len[0];
+  int64_t chunk = 1;
   for (;; ++c0) {
-    if (c0 > firstRed || c0 == J || (c0 == firstRed && c0 < J && isRed(c0) && blockBytes(c0, len[c0]) > opts.lxBytes))
-      throw Unsupported("a reduction row of " + s.name + " that does not fit in LX (" +
-                        std::to_string(blockBytes(std::min(firstRed, J - 1), len[std::min(firstRed, J - 1)])) +
-                        " bytes)");
-    chunk = len[c0];
-    if (isRed(c0)) {
-      if (blockBytes(c0, chunk) <= opts.lxBytes)
-        break;
+    if (c0 < J && isRed(c0))
       continue;
+    if (c0 == J) {
+      if (blockBytes(J, 1) > opts.lxBytes)
+        throw Unsupported("a reduction row of " + s.name + " that does not fit in LX (" +
+                          std::to_string(blockBytes(J, 1)) + " bytes)");
+      break;
     }
-    while (chunk > 1 && blockBytes(c0, chunk) > opts.lxBytes) {
-      int64_t c = chunk - 1;
-      while (c > 1 && len[c0] % c != 0)
-        --c;
-      chunk = c;
-    }
+    chunk = len[c0];
+    while (chunk > 1 && (len[c0] % chunk != 0 || blockBytes(c0, chunk) > opts.lxBytes))
+      --chunk;
     if (blockBytes(c0, chunk) <= opts.lxBytes)
       break;
   }
-  auto blockLen = [&](size_t j) -> int64_t { return j < c0 ? 1 : j == c0 ? chunk : len[j]; };
+  auto blockLen = [&](size_t j) -> int64_t { return lenIn(j, c0, chunk); };
 
   Kernel k;
   k.name = s.name;
@@ -207,7 +202,7 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
   std::vector<int64_t> inLx(J, 0), outLx(J, 0);
   {
     int64_t st = kStickBytes, so = kStickBytes;
-    for (size_t j = J; j-- > c0;) {
+    for (size_t j = J; j-- > 0;) {
       inLx[j] = blockLen(j) > 1 ? st : 0;
       st *= blockLen(j);
       outLx[j] = outSpans(j) && blockLen(j) > 1 ? so : 0;
@@ -216,11 +211,14 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
     }
   }
   std::function<void(size_t)> outer = [&](size_t j) {
-    if (j < c0) {
-      pb.loop(len[j], ddrAdv(j, 1), [&] { outer(j + 1); });
+    if (j < c0 && j < J) {
+      if (isRed(j))
+        outer(j + 1); // whole in every block
+      else
+        pb.loop(len[j], ddrAdv(j, 1), [&] { outer(j + 1); });
       return;
     }
-    pb.loop(len[c0] / chunk, ddrAdv(c0, chunk), [&] {
+    pb.loop(c0 < J ? len[c0] / chunk : 1, c0 < J ? ddrAdv(c0, chunk) : std::vector<std::pair<int, int64_t>>{}, [&] {
       std::vector<std::pair<int64_t, int64_t>> inBox, outBox;
       for (size_t jj = 0; jj < J; ++jj)
         inBox.push_back({blockLen(jj), in.dims[jj].strideBytes});
@@ -241,8 +239,12 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
       pb.emit(l1);
       // Loop nest: kept dims of the block, then reduced dims with the stick tile innermost.
       std::vector<size_t> kept, red;
-      for (size_t jj = c0; jj < J; ++jj)
-        (isRed(jj) ? red : kept).push_back(jj);
+      for (size_t jj = 0; jj < J; ++jj) {
+        if (isRed(jj))
+          red.push_back(jj);
+        else if (jj >= c0)
+          kept.push_back(jj);
+      }
       int stickJ = -1;
       for (size_t i = 0; i < red.size(); ++i)
         if (in.dims[red[i]].iterDim == sd)

@@ -87,6 +87,9 @@ TEST(Reductions, AllOpsShapesAndDims) {
     cases.push_back({op, {2, 3, 4, 67}, {1, 3}, true});
     cases.push_back({op, {100}, {}, false});
   }
+  // Rows too long for one LX block per core: the block keeps whole rows and chunks them.
+  cases.push_back({"sum", {129, 8192}, {-1}, true});
+  cases.push_back({"amax", {129, 8192}, {1}, false});
   auto interp = sim::makeInterpreter();
   jit::JitEngine jit;
   std::mt19937 gen(5);
