@@ -132,6 +132,11 @@ void ProgramBuilder::dmaBoxStrided(bool toLx, int arg, int rDdr, int64_t ddrOff,
   d.dma.n = {runs[0].n, runs[1].n, runs[2].n};
   d.dma.ddrStride = {runs[0].ddr, runs[1].ddr};
   d.dma.lxStride = {runs[0].lx, runs[1].lx};
+  // Strides of count-1 dims are irrelevant: use the dense ones so listings stay short.
+  auto dense = DmaShape::dense(d.dma.n);
+  for (int i = 0; i < 2; ++i)
+    if (d.dma.n[i] == 1)
+      d.dma.ddrStride[i] = d.dma.lxStride[i] = dense[i];
   d.outToken = token;
   if (outer.empty()) {
     d.ddr = {arg, rDdr, ddrOff};

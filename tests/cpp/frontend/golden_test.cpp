@@ -1,0 +1,70 @@
+// Golden listings ("process replay"): representative graphs through frontend and backend; the
+// printed kernels must match tests/golden/<name>.lst byte for byte. After an intended change,
+// regenerate with SPYRE_UPDATE_GOLDEN=1 build/bin/spyre_frontend_tests --gtest_filter='Golden*'
+// and review the diff.
+#include "spyre/frontend/compiler.h"
+#include "spyre/isa/backend.h"
+#include "spyre/isa/listing.h"
+#include <cstdlib>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sstream>
+
+using namespace spyre;
+
+namespace {
+
+struct GoldenCase {
+  const char *name;
+  const char *graph;
+  int cores;
+};
+
+const GoldenCase kCases[] = {
+    {"add_relu_mul_67x256",
+     "graph(%a: f16[67, 256], %b: f16[67, 256]) {\n  %s = add(%a, %b) : f16[67, 256]\n"
+     "  %r = relu(%s) : f16[67, 256]\n  %m = mul(%r, %b) : f16[67, 256]\n  return (%m)\n}\n",
+     32},
+    {"broadcast_bias_gelu",
+     "graph(%x: f16[128, 300], %b: f16[300]) {\n  %y = add(%x, %b) : f16[128, 300]\n"
+     "  %g = gelu(%y, approximate=1) : f16[128, 300]\n  return (%g)\n}\n",
+     32},
+    {"softmax_rows_67x129",
+     "graph(%x: f16[67, 129]) {\n  %m = amax(%x, dims=[-1], keepdim=1) : f16[67, 1]\n"
+     "  %d = sub(%x, %m) : f16[67, 129]\n  %e = exp(%d) : f16[67, 129]\n"
+     "  %s = sum(%e, dims=[-1], keepdim=1) : f16[67, 1]\n  %y = div(%e, %s) : f16[67, 129]\n  return (%y)\n}\n",
+     32},
+    {"matmul_64x255x129", "graph(%a: f16[64, 255], %w: f16[255, 129]) {\n  %c = matmul(%a, %w) : f16[64, 129]\n  return (%c)\n}\n",
+     32},
+    {"decode_pv_ksplit", "graph(%p: f16[1, 1024], %v: f16[1024, 128]) {\n  %o = matmul(%p, %v) : f16[1, 128]\n  return (%o)\n}\n",
+     8},
+    {"upcast_f32", "graph(%x: f16[8, 100]) {\n  %w = to_dtype(%x) : f32[8, 100]\n  return (%w)\n}\n", 4},
+};
+
+std::string readFile(const std::string &p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+} // namespace
+
+TEST(Golden, ListingsOfRepresentativeKernels) {
+  bool update = std::getenv("SPYRE_UPDATE_GOLDEN") && std::string(std::getenv("SPYRE_UPDATE_GOLDEN")) == "1";
+  for (const auto &c : kCases) {
+    frontend::Graph g = frontend::parseGraph(c.graph);
+    isa::JobPlan plan = frontend::compileGraph(g, {c.cores, ""});
+    std::string text;
+    for (const auto &l : plan.launches)
+      text += isa::printKernel(isa::compileSuperDsc(l.sdsc)) + "\n";
+    std::string path = std::string(SPYRE_TEST_DATA_DIR) + "/golden/" + c.name + ".lst";
+    if (update) {
+      std::ofstream(path) << text;
+      continue;
+    }
+    std::string golden = readFile(path);
+    ASSERT_FALSE(golden.empty()) << "missing golden file " << path << " (run with SPYRE_UPDATE_GOLDEN=1)";
+    EXPECT_EQ(text, golden) << c.name << ": generated listing differs from " << path;
+  }
+}
