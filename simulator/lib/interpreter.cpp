@@ -13,7 +13,7 @@ using namespace isa;
 
 class Interp final : public PreparedKernel {
 public:
-  explicit Interp(Kernel k) : k_(std::move(k)) {
+  Interp(Kernel k, WorkCounters *counters) : k_(std::move(k)), counters_(counters) {
     for (const auto &p : k_.programs)
       phases_.push_back(phaseRanges(p));
   }
@@ -42,7 +42,25 @@ private:
     const LaunchArgs &args;
   };
   Kernel k_;
+  WorkCounters *counters_ = nullptr;
   std::vector<std::vector<std::pair<size_t, size_t>>> phases_;
+
+  /// Counts the work of one executed instruction (same rules as isa/lib/timing.cpp).
+  void count(const Instr &in) const {
+    if (!counters_)
+      return;
+    const auto relaxed = std::memory_order_relaxed;
+    switch (opInfo(in.op).timing) {
+    case TimingClass::Dma: counters_->ddrBytes.fetch_add(in.dma.sticks() * 128, relaxed); break;
+    case TimingClass::Lsu: counters_->lsuSticks.fetch_add(1, relaxed); break;
+    case TimingClass::Sfp:
+    case TimingClass::SfpTrans: counters_->sfpStickOps.fetch_add(1, relaxed); break;
+    case TimingClass::Pt: counters_->ptMacs.fetch_add(in.imm * in.imms[0] * in.imms[1], relaxed); break;
+    case TimingClass::PtOut: counters_->sfpStickOps.fetch_add(in.imm * (in.imms[0] / 64), relaxed); break;
+    case TimingClass::Ring: counters_->ringBytes.fetch_add(in.imm * 128, relaxed); break;
+    default: break;
+    }
+  }
 
   [[noreturn]] void fault(const Instr &in, const Ctx &c, const std::string &what) const {
     throw Error("kernel " + k_.name + ", core " + std::to_string(c.core) + ", line " +
@@ -91,6 +109,7 @@ private:
 
   void exec(const Instr &in, Ctx &c) const {
     CoreState &cs = c.cs;
+    count(in);
     switch (in.op) {
     case Opcode::Li: setReg(c, in.r[0], in.imm); return;
     case Opcode::Addi: setReg(c, in.r[0], static_cast<int64_t>(static_cast<uint64_t>(reg(c, in.r[1])) + static_cast<uint64_t>(in.imm))); return;
@@ -198,14 +217,18 @@ private:
 
 class Interpreter final : public Engine {
 public:
+  explicit Interpreter(WorkCounters *counters) : counters_(counters) {}
   const char *name() const override { return "interp"; }
   std::shared_ptr<const PreparedKernel> prepare(const Kernel &k) override {
-    return std::make_shared<Interp>(k);
+    return std::make_shared<Interp>(k, counters_);
   }
+
+private:
+  WorkCounters *counters_;
 };
 
 } // namespace
 
-std::unique_ptr<Engine> makeInterpreter() { return std::make_unique<Interpreter>(); }
+std::unique_ptr<Engine> makeInterpreter(WorkCounters *counters) { return std::make_unique<Interpreter>(counters); }
 
 } // namespace spyre::sim

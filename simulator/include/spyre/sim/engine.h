@@ -3,6 +3,7 @@
 #pragma once
 #include "spyre/isa/program.h"
 #include "spyre/sim/machine.h"
+#include <atomic>
 #include <memory>
 
 namespace spyre::sim {
@@ -22,7 +23,14 @@ public:
   virtual std::shared_ptr<const PreparedKernel> prepare(const isa::Kernel &k) = 0;
 };
 
-/// The reference interpreter.
-std::unique_ptr<Engine> makeInterpreter();
+/// Work the interpreter executed, counted the way the static timing model counts it
+/// (isa::TimingReport): DMA bytes, ld/st sticks, SFP stick-ops (pt.out: one per output stick),
+/// PT MACs, ring bytes (sends and receives).
+struct WorkCounters {
+  std::atomic<uint64_t> ddrBytes{0}, lsuSticks{0}, sfpStickOps{0}, ptMacs{0}, ringBytes{0};
+};
+
+/// The reference interpreter; if `counters` is given, every executed instruction adds its work.
+std::unique_ptr<Engine> makeInterpreter(WorkCounters *counters = nullptr);
 
 } // namespace spyre::sim
