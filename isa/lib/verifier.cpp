@@ -1,4 +1,6 @@
 #include "spyre/isa/verifier.h"
+#include <array>
+#include <functional>
 #include "walk.h"
 #include <algorithm>
 #include <string>
@@ -313,6 +315,25 @@ int topLevelBarriers(const CoreProgram &p) {
 
 } // namespace
 
+namespace {
+/// Bytes each core sends and receives on the ring, per phase and direction (exact weights).
+class RingTally final : public detail::WalkVisitor {
+public:
+  std::vector<std::array<uint64_t, 2>> sent{{0, 0}}, received{{0, 0}};
+  void visit(const Instr &in, const detail::ScalarState &, uint64_t w, int depth) override {
+    if (in.op == Opcode::Bar && depth == 0) {
+      sent.push_back({0, 0});
+      received.push_back({0, 0});
+      return;
+    }
+    if (opInfo(in.op).unit != Unit::Ring || in.imms[0] < 0 || in.imms[0] > 1)
+      return;
+    uint64_t bytes = w * static_cast<uint64_t>(in.imm) * 128;
+    (in.op == Opcode::RingSend ? sent : received).back()[in.imms[0]] += bytes;
+  }
+};
+} // namespace
+
 void verifyKernel(const Kernel &k, const std::vector<uint64_t> &argBytes, int64_t lxBytes) {
   if (k.numCores < 1 || k.numCores > 32)
     kernelError(k, "cores=" + std::to_string(k.numCores) + " is outside 1..32");
@@ -346,12 +367,43 @@ void verifyKernel(const Kernel &k, const std::vector<uint64_t> &argBytes, int64_
                          std::to_string(topLevelBarriers(p)) + " barriers but cores " +
                          rangeText(p0.firstCore, p0.lastCore) + " reach " +
                          std::to_string(topLevelBarriers(p0)) + "; every core must reach the same number");
-  for (const auto &p : k.programs)
+  bool anyRing = false;
+  for (const auto &p : k.programs) {
     for (int c = p.firstCore; c <= p.lastCore; ++c) {
       DynamicChecker check(k, c, argBytes, lxBytes);
       detail::walkProgram(k, p, c, check);
       check.endProgram();
     }
+    std::function<void(const std::vector<Instr> &)> scan = [&](const std::vector<Instr> &b) {
+      for (const auto &in : b) {
+        anyRing |= opInfo(in.op).unit == Unit::Ring;
+        scan(in.body);
+      }
+    };
+    scan(p.body);
+  }
+  // Ring pairing: what core c receives from direction d in phase p is exactly what its
+  // neighbour sent in direction d in phase p-1 (and nothing sent goes unreceived).
+  if (anyRing) {
+    const int n = k.numCores;
+    std::vector<RingTally> tally(n);
+    for (int c = 0; c < n; ++c)
+      detail::walkProgram(k, *k.programFor(c), c, tally[c]);
+    for (int c = 0; c < n; ++c)
+      for (int d = 0; d < 2; ++d) {
+        int from = d == 0 ? (c + n - 1) % n : (c + 1) % n;
+        size_t phases = std::max(tally[c].received.size(), tally[from].sent.size() + 1);
+        for (size_t p = 0; p < phases; ++p) {
+          uint64_t got = p < tally[c].received.size() ? tally[c].received[p][d] : 0;
+          uint64_t sent = p >= 1 && p - 1 < tally[from].sent.size() ? tally[from].sent[p - 1][d] : 0;
+          if (got != sent)
+            kernelError(k, "ring: core " + std::to_string(c) + " receives " + std::to_string(got) +
+                               " bytes from direction " + std::to_string(d) + " in phase " + std::to_string(p) +
+                               " but core " + std::to_string(from) + " sends it " + std::to_string(sent) +
+                               " bytes in the phase before");
+        }
+      }
+  }
 }
 
 } // namespace spyre::isa

@@ -91,4 +91,18 @@ TEST(Ring, VerifierChecksOperands) {
   EXPECT_THROW(isa::verifyKernel(bad("    ring.send lx[0x0], 0, 0\n"), {128}), Error);
   EXPECT_THROW(isa::verifyKernel(bad("    ring.recv lx[0x199980], 2, 0\n"), {128}), Error);
   EXPECT_THROW(isa::verifyKernel(bad("    ring.psum.f32 lx[0x40], 1, 0\n"), {128}), Error);
+  // Pairing: a send nobody receives, a receive nobody sent, and mismatched sizes.
+  auto pairing = [&](const char *body, const char *msg) {
+    try {
+      isa::verifyKernel(bad(body), {128});
+      ADD_FAILURE() << body;
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find(msg), std::string::npos) << e.what();
+    }
+  };
+  pairing("    ring.send lx[0x0], 1, 0\n", "core 0 receives 0 bytes from direction 0 in phase 1 but core 1 sends it 128");
+  pairing("    ring.recv lx[0x0], 1, 1\n", "core 0 receives 128 bytes from direction 1 in phase 0 but core 1 sends it 0");
+  pairing("    ring.send lx[0x0], 2, 0\n    bar\n    ring.recv lx[0x0], 1, 0\n",
+          "core 0 receives 128 bytes from direction 0 in phase 1 but core 1 sends it 256 bytes");
+  isa::verifyKernel(bad("    ring.send lx[0x0], 2, 1\n    bar\n    ring.recv lx[0x0], 2, 1\n"), {128});
 }
