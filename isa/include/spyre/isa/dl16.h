@@ -38,35 +38,28 @@ inline float bitsFloat(uint32_t u) {
 /// fp32 -> DL16, round to nearest, ties away from zero. Branch-free integer form; the JIT's
 /// vector lowering is this exact sequence.
 inline uint16_t fromFloat(float x) {
+  // Branch-free (selects) so lane loops vectorise; the same sequence as the JIT's vector IR.
   uint32_t u = floatBits(x);
   uint32_t sign = (u >> 16) & 0x8000u;
   uint32_t mag = u & 0x7FFFFFFFu;
   // Adding half an ulp of the 9-bit fraction then truncating rounds ties away from zero (in
   // magnitude); a carry propagates into the exponent naturally. +inf rounds to exponent 255.
-  uint32_t r = (mag + 0x2000u) >> 14;               // fp32 exponent(8) | fraction(9)
-  uint32_t code;
-  if (mag > 0x7F800000u)
-    return kInfCode;                                 // NaN -> merged code
-  if (r < (kBiasDelta << 9) + 1)                     // below 2^-31*(1+1/512): flush to zero
-    code = 0;
-  else if (r - (kBiasDelta << 9) >= 0x7FFFu)         // overflow (incl. inf) -> NaN/inf code
-    code = 0x7FFFu;
-  else
-    code = r - (kBiasDelta << 9);
-  return static_cast<uint16_t>(sign | code);
+  uint32_t r = (mag + 0x2000u) >> 14;              // fp32 exponent(8) | fraction(9)
+  uint32_t rel = r - (kBiasDelta << 9);
+  uint32_t code = rel >= 0x7FFFu ? 0x7FFFu : rel;  // overflow (incl. inf) -> NaN/inf code
+  code = r < (kBiasDelta << 9) + 1 ? 0u : code;    // below 2^-31*(1+1/512): flush to zero
+  uint32_t res = sign | code;
+  res = mag > 0x7F800000u ? uint32_t{kInfCode} : res; // NaN -> merged code
+  return static_cast<uint16_t>(res);
 }
 
 /// DL16 -> fp32, exact.
 inline float toFloat(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t body = h & 0x7FFFu;
-  uint32_t u;
-  if (body == 0)
-    u = sign;                                        // (signed) zero
-  else if (body == 0x7FFFu)
-    u = sign | 0x7F800000u;                          // merged NaN/inf reads as infinity
-  else
-    u = sign | ((body + (kBiasDelta << 9)) << 14);
+  uint32_t u = sign | ((body + (kBiasDelta << 9)) << 14);
+  u = body == 0x7FFFu ? (sign | 0x7F800000u) : u;  // merged NaN/inf reads as infinity
+  u = body == 0 ? sign : u;                        // (signed) zero
   return bitsFloat(u);
 }
 

@@ -51,6 +51,9 @@ void sfpApply(Opcode op, Format fmt, float *d, float *d2, const float *a, const 
 /// True for SFP opcodes (executed by sfpApply).
 bool isSfp(Opcode op);
 
+/// The SFP's exp in fp32 (what exp/sigmoid/silu use): max 3 ulp from libm's expf (tests/cpp/isa/sfp_math_test.cpp).
+float sfpExp(float x);
+
 } // namespace spyre::isa
 
 /// C entry point the JIT calls for SFP ops it does not inline.
