@@ -734,6 +734,118 @@ KernelDraft convertKernel(const Graph &g, const Node &n, size_t index, int maxCo
   return kd;
 }
 
+KernelDraft transposeKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
+  const Value &out = g.values[n.output];
+  std::string where = "node %" + out.name + " = " + n.op;
+  checkAttrs(n, where, {});
+  if (n.inputs.size() != 1)
+    throw Error(where + ": transpose takes one tensor operand");
+  const Value &in = g.values[n.inputs[0]];
+  size_t r = in.shape.size();
+  if (r < 2 || r > 4)
+    throw Unsupported("transpose of a rank-" + std::to_string(r) + " tensor (" + where + ")");
+  std::vector<int64_t> expect = in.shape;
+  std::swap(expect[r - 1], expect[r - 2]);
+  if (out.shape != expect || out.dtype != in.dtype)
+    throw Error(where + ": transpose swaps the last two dims");
+  if (in.dtype != HostType::F16 && in.dtype != HostType::BF16)
+    throw Unsupported(std::string(dtypeShortName(in.dtype)) + " transpose (" + where + "); fp16/bf16 only");
+  for (int64_t d : in.shape)
+    if (d == 0)
+      throw Unsupported("empty tensors in " + where);
+  static const char *batchNames[] = {"y", "x"};
+  std::vector<std::string> labels(batchNames + (4 - r), batchNames + 2);
+  labels.push_back("mb");
+  labels.push_back("out");
+  const std::vector<int64_t> &N = in.shape;
+  const int64_t CT = (N[r - 1] + 63) / 64, RT = (N[r - 2] + 63) / 64;
+  std::vector<int64_t> adjusted = N;
+  adjusted[r - 1] = CT;
+  std::vector<bool> splittable(r, true);
+  splittable[r - 2] = false; // rows stay on one core
+  auto splits = divideWork(adjusted, splittable, maxCores);
+  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
+  KernelDraft kd;
+  SuperDsc &s = kd.s;
+  s.opFuncName = "transpose";
+  s.name = std::to_string(index) + "_transpose";
+  s.exUnit = "pt";
+  s.dims = labels;
+  s.N = N;
+  s.numWkSlicesPerDim = splits;
+  s.numCoresUsed = cores;
+  for (int c = 0; c < cores; ++c) {
+    std::vector<int64_t> slice(r);
+    int64_t div = 1;
+    for (size_t d = 0; d < r; ++d) {
+      slice[d] = (c / div) % splits[d];
+      div *= splits[d];
+    }
+    s.coreIdToWkSlice.push_back(slice);
+  }
+  auto layoutOver = [&](const std::vector<std::string> &l) {
+    SdscLayout lay;
+    size_t k = l.size();
+    lay.layoutDimOrder.push_back(l[0]);
+    lay.layoutDimOrder.push_back(l[k - 1]);
+    for (size_t d = k - 1; d-- > 1;)
+      lay.layoutDimOrder.push_back(l[d]);
+    lay.stickDimOrder = {l[k - 1]};
+    lay.stickSize = {64};
+    return lay;
+  };
+  std::vector<std::string> outLabels(labels.begin(), labels.end() - 2);
+  outLabels.push_back("out");
+  outLabels.push_back("mb");
+  s.primaryDsInfo["INPUT"] = layoutOver(labels);
+  s.primaryDsInfo["OUTPUT"] = layoutOver(outLabels);
+  // Per-core start addresses: batch slices and the core's first C tile (input: tiles; output:
+  // rows of the C dim).
+  auto place = [&](int ldsIdx, const char *type, const std::vector<std::string> &tl) {
+    SdscTensor t;
+    t.ldsIdx = ldsIdx;
+    t.dsName = "Tensor" + std::to_string(ldsIdx);
+    t.dsType = type;
+    t.dataFormat = DataFormat::SEN169_FP16;
+    t.scale.assign(r, 1);
+    const SdscLayout &lay = s.primaryDsInfo[type];
+    const std::string &stick = lay.stickDimOrder[0];
+    std::vector<std::pair<int, int64_t>> ddims;
+    for (auto li = lay.layoutDimOrder.rbegin(); li != lay.layoutDimOrder.rend(); ++li) {
+      int d = static_cast<int>(std::find(labels.begin(), labels.end(), *li) - labels.begin());
+      ddims.push_back({d, *li == stick ? (N[d] + 63) / 64 : N[d]});
+    }
+    std::vector<int64_t> strideBytes(ddims.size());
+    int64_t st = kStickBytes;
+    for (size_t j = ddims.size(); j-- > 0;) {
+      strideBytes[j] = st;
+      st *= ddims[j].second;
+    }
+    for (int c = 0; c < cores; ++c) {
+      int64_t off = 0;
+      for (size_t j = 0; j < ddims.size(); ++j) {
+        int d = ddims[j].first;
+        if (ddims[j].second <= 1 || static_cast<size_t>(d) == r - 2)
+          continue;
+        int64_t per = static_cast<size_t>(d) == r - 1 ? CT / splits[d] : ddims[j].second / splits[d];
+        int64_t units = static_cast<size_t>(d) == r - 1 && stick != "out" ? 64 : 1; // C as rows
+        off += s.coreIdToWkSlice[c][d] * per * units * strideBytes[j];
+      }
+      t.startAddress.push_back(ldsIdx * isa::kSegmentBytes + off);
+    }
+    s.labeledDs.push_back(t);
+    (void)tl;
+  };
+  place(0, "INPUT", labels);
+  place(1, "OUTPUT", outLabels);
+  s.inputs = {0};
+  s.inputConsts = {""};
+  s.outputs = {1};
+  kd.tensorValues = {n.inputs[0], n.output};
+  (void)RT;
+  return kd;
+}
+
 } // namespace
 
 JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
@@ -809,6 +921,8 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
       kd = matmulKernel(g, n, ni, opts.maxCores);
     else if (n.op == "to_dtype")
       kd = convertKernel(g, n, ni, opts.maxCores);
+    else if (n.op == "transpose")
+      kd = transposeKernel(g, n, ni, opts.maxCores);
     else
       throw Unsupported("op '" + n.op + "' (" + where + ")");
     isa::KernelLaunch launch;

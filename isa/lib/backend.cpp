@@ -12,6 +12,8 @@ bool isMatmulOp(const std::string &opFunc);
 Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts);
 bool isConvertOp(const std::string &opFunc);
 Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts);
+bool isTransposeOp(const std::string &opFunc);
+Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts);
 } // namespace detail
 
 int64_t sdscTensorBytes(const SuperDsc &s, const SdscTensor &t) {
@@ -27,6 +29,8 @@ Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
     return detail::compileMatmul(s, opts);
   if (detail::isConvertOp(s.opFuncName))
     return detail::compileConvert(s, opts);
+  if (detail::isTransposeOp(s.opFuncName))
+    return detail::compileTranspose(s, opts);
   throw Unsupported("SuperDSC op '" + s.opFuncName + "' in " + s.name);
 }
 

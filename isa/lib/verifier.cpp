@@ -159,6 +159,22 @@ public:
         fail(in, op, "LX address " + num(a) + " is not 128-byte aligned");
       return;
     }
+    case Opcode::PtTr: {
+      int64_t R = in.imm, C = in.imms[0];
+      if (R < 64 || C < 64 || R % 64 != 0 || C % 64 != 0)
+        fail(in, "", "transpose R=" + std::to_string(R) + " C=" + std::to_string(C) +
+                         ": R and C must be positive multiples of 64");
+      for (const LxAddr *a : {&in.lx, &in.lx2}) {
+        __int128 lo = static_cast<__int128>(reg(in, s, a->base)) + a->offset;
+        std::string op = lxText(*a);
+        if (lo < 0 || lo + R * C * 2 > lxBytes_)
+          fail(in, op, "tile [" + num(lo) + ", " + num(lo + R * C * 2) + ") is outside the usable LX [0, " +
+                           std::to_string(lxBytes_) + ")");
+        if (lo % 128 != 0)
+          fail(in, op, "LX address " + num(lo) + " is not 128-byte aligned");
+      }
+      return;
+    }
     case Opcode::PtMm:
     case Opcode::PtOut: {
       int64_t M = in.imm, N = in.imms[0];

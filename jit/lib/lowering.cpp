@@ -493,6 +493,21 @@ private:
     b_.CreateCall(fn, {port, dir, p, bytes, b_.getInt32(mode)});
   }
 
+  // pt.tr: a 16-bit element copy per (r, c); D and S do not overlap (verifier ranges).
+  void lowerPtTr(const Instr &in) {
+    const int64_t R = in.imm, C = in.imms[0];
+    Value *D = lxAddr(in.lx), *S = lxAddr(in.lx2);
+    countedLoop(C, "tr.c", [&](Value *col) {
+      Value *ct = b_.CreateUDiv(col, b_.getInt64(64)), *cl = b_.CreateURem(col, b_.getInt64(64));
+      countedLoop(R, "tr.r", [&](Value *r) {
+        Value *rt = b_.CreateUDiv(r, b_.getInt64(64)), *rl = b_.CreateURem(r, b_.getInt64(64));
+        Value *src = b_.CreateInBoundsGEP(i8_, S, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(ct, b_.getInt64(R)), r), b_.getInt64(128)), b_.CreateMul(cl, b_.getInt64(2))));
+        Value *dst = b_.CreateInBoundsGEP(i8_, D, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(rt, b_.getInt64(C)), col), b_.getInt64(128)), b_.CreateMul(rl, b_.getInt64(2))));
+        b_.CreateAlignedStore(b_.CreateAlignedLoad(i16_, src, Align(2)), dst, Align(2));
+      });
+    });
+  }
+
   void lowerPtOut(const Instr &in) {
     const int64_t M = in.imm, N = in.imms[0];
     Value *D = lxAddr(in.lx), *C = lxAddr(in.lx2);
@@ -542,6 +557,7 @@ private:
     case Opcode::RingRecv:
     case Opcode::RingPsum: lowerRing(in); return;
     case Opcode::PtOut: lowerPtOut(in); return;
+    case Opcode::PtTr: lowerPtTr(in); return;
     case Opcode::DmaIn: lowerDma(in, true); return;
     case Opcode::DmaOut: lowerDma(in, false); return;
     case Opcode::Wait:

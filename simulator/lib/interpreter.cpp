@@ -156,6 +156,15 @@ private:
         }
       return;
     }
+    case Opcode::PtTr: {
+      const int64_t R = in.imm, C = in.imms[0];
+      uint8_t *D = lxPtr(in, c, in.lx, R * C * 2);
+      const uint8_t *S = lxPtr(in, c, in.lx2, R * C * 2);
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t col = 0; col < C; ++col)
+          std::memcpy(D + ((r / 64) * C + col) * 128 + 2 * (r % 64), S + ((col / 64) * R + r) * 128 + 2 * (col % 64), 2);
+      return;
+    }
     case Opcode::PtOut: {
       const int64_t M = in.imm, N = in.imms[0];
       uint8_t *D = lxPtr(in, c, in.lx, N / 64 * M * 128);

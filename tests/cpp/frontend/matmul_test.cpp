@@ -112,3 +112,54 @@ TEST(Matmul, BadShapesAreReported) {
   h.outputs = {h.addNode("matmul", {p, q}, "c", {4, 4}, HostType::F32)};
   EXPECT_THROW(compileGraph(h), Unsupported);
 }
+
+TEST(Transpose, LastTwoDimsBothEnginesAndCoreCounts) {
+  auto interp = sim::makeInterpreter();
+  jit::JitEngine jit;
+  std::mt19937 gen(8);
+  std::normal_distribution<float> nd(0, 1);
+  for (V shape : {V{64, 64}, V{67, 129}, V{3, 100, 70}, V{2, 2, 5, 200}, V{130, 1}}) {
+    size_t r = shape.size();
+    V os = shape;
+    std::swap(os[r - 1], os[r - 2]);
+    std::vector<float> x(numel(shape));
+    for (auto &v : x)
+      v = dl16::round(dl16::halfToFloat(dl16::floatToHalf(nd(gen))));
+    for (int cores : {1, 7, 32}) {
+      Graph g;
+      int a = g.addInput("a", shape, HostType::F16);
+      g.outputs = {g.addNode("transpose", {a}, "t", os, HostType::F16)};
+      isa::JobPlan plan = compileGraph(g, {cores, ""});
+      for (sim::Engine *e : {static_cast<sim::Engine *>(interp.get()), static_cast<sim::Engine *>(&jit)}) {
+        sim::Executable exe(plan, *e);
+        sim::DeviceMemory mem(1ull << 30);
+        sim::Runtime rt(2, 32);
+        std::vector<uint64_t> addr;
+        for (const auto &bf : plan.buffers)
+          addr.push_back(mem.allocate(bf.layout.deviceBytes()));
+        std::vector<uint16_t> hx, ho(numel(os));
+        for (float v : x)
+          hx.push_back(dl16::floatToHalf(v));
+        auto xfer = [&](int buf, uint16_t *host, bool toDev) {
+          const auto &bf = plan.buffers[buf];
+          V st = contiguousStrides(bf.hostShape);
+          auto map = sim::mapLayout(bf.layout, bf.hostShape, st);
+          sim::HostTensor h{host, HostType::F16, bf.hostShape, st};
+          if (toDev)
+            sim::copyHostToDevice(h, bf.layout, map, mem.at(addr[buf], bf.layout.deviceBytes()));
+          else
+            sim::copyDeviceToHost(mem.at(addr[buf], bf.layout.deviceBytes()), bf.layout, map, h);
+        };
+        xfer(plan.inputs[0], hx.data(), true);
+        exe.run(rt, mem.base(), mem.capacity(), addr);
+        xfer(plan.outputs[0], ho.data(), false);
+        int64_t R = shape[r - 2], C = shape[r - 1], B = numel(shape) / (R * C);
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t i = 0; i < R; ++i)
+            for (int64_t j = 0; j < C; ++j)
+              ASSERT_EQ(dl16::halfToFloat(ho[b * R * C + j * R + i]), x[b * R * C + i * C + j])
+                  << e->name() << " cores " << cores << " shape rank " << r << " at " << b << "," << i << "," << j;
+      }
+    }
+  }
+}

@@ -11,6 +11,7 @@
 //   reductions: sum mean amax amin (dims=[..], keepdim=0|1)
 //   matmul(%a, %b): [.., M, K] x [.., K, N]
 //   to_dtype(%x): the output's dtype (f16/bf16 <-> f32)
+//   transpose(%x): swaps the last two dims (fp16/bf16, rank 2-4), materialised
 // Text form:
 //
 //   graph(%a: f16[67, 256], %b: f16[67, 256]) {

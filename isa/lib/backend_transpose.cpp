@@ -1,0 +1,124 @@
+// transpose (a ReStickifyOpHBM data op): [.., R, C] sticked on C -> [.., C, R] sticked on R,
+// through the PE array (pt.tr). Cores split the C tiles (and batch dims); each core stages one
+// C tile x all R rows (R padded to a stick multiple with zero rows), transposes it and writes
+// the C-tile's rows of every R tile.
+#include "backend_common.h"
+#include <functional>
+
+namespace spyre::isa::detail {
+
+bool isTransposeOp(const std::string &op) { return op == "transpose"; }
+
+Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
+  if (s.inputs.size() != 1 || s.outputs.size() != 1 || s.inputs[0] < 0)
+    throw Error(where(s) + ": transpose takes one input tensor and one output");
+  const int dR = s.dimIndex("mb"), dC = s.dimIndex("out");
+  if (dR < 0 || dC < 0)
+    throw Error(where(s) + ": transpose needs dims mb (rows) and out (columns)");
+  const SdscTensor &xT = s.tensor(s.inputs[0]), &yT = s.tensor(s.outputs[0]);
+  auto stickOf = [&](const SdscTensor &t) { return s.primaryDsInfo.at(t.dsType).stickDimOrder[0]; };
+  if (stickOf(xT) != "out" || stickOf(yT) != "mb")
+    throw Error(where(s) + ": transpose input must be sticked on out and the output on mb");
+  TensorGeom x = tensorGeom(s, xT, "out"), y = tensorGeom(s, yT, "mb");
+  if (x.fmt != Format::DL16 || y.fmt != Format::DL16)
+    throw Unsupported("transpose of " + std::string(formatName(x.fmt)) + " tensors in " + s.name + " (DL16 only)");
+  if (s.numWkSlicesPerDim[dR] != 1)
+    throw Unsupported("splitting the rows of a transpose over cores in " + s.name);
+  const int64_t R = s.N[dR], C = s.N[dC], RT = (R + 63) / 64, CT = (C + 63) / 64, Rpad = RT * 64;
+  auto strideOf = [](const TensorGeom &g, int d) {
+    int k = g.dimOf(d);
+    return k >= 0 && g.dims[k].extent > 1 ? g.dims[k].strideBytes : 0;
+  };
+  std::vector<int> batch;
+  for (size_t d = 0; d < s.dims.size(); ++d)
+    if (static_cast<int>(d) != dR && static_cast<int>(d) != dC)
+      batch.push_back(static_cast<int>(d));
+  const int64_t lxSrc = 0, lxDst = Rpad * 128;
+  if (2 * Rpad * 128 > opts.lxBytes)
+    throw Unsupported("transpose with " + std::to_string(R) + " rows (a 64-column tile does not fit in LX) in " + s.name);
+  const int64_t xTile = strideOf(x, dC), xRow = strideOf(x, dR) ? strideOf(x, dR) : 128;
+  const int64_t yTile = strideOf(y, dR), yRow = strideOf(y, dC) ? strideOf(y, dC) : 128;
+  Kernel k;
+  k.name = s.name;
+  for (char &ch : k.name)
+    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_')
+      ch = '_';
+  k.numCores = s.numCoresUsed;
+  k.args.assign(std::max(x.segment, y.segment) + 1, "");
+  for (size_t i = 0; i < k.args.size(); ++i)
+    k.args[i] = "seg" + std::to_string(i);
+  k.args[x.segment] = xT.dsName;
+  k.args[y.segment] = yT.dsName;
+  for (int c = 0; c < k.numCores; ++c) {
+    Slice cs = coreSlice(s, c, dC, CT);
+    int64_t xOff = cs.lo * xTile, yOff = cs.lo * 64 * yRow;
+    for (int d : batch) {
+      Slice b = coreSlice(s, c, d, s.N[d]);
+      xOff += b.lo * strideOf(x, d);
+      yOff += b.lo * strideOf(y, d);
+    }
+    if (static_cast<uint64_t>(x.segment) * kSegmentBytes + xOff != xT.startAddress[c] ||
+        static_cast<uint64_t>(y.segment) * kSegmentBytes + yOff != yT.startAddress[c])
+      throw Error(where(s) + ": scheduleTree_ start addresses on core " + std::to_string(c) +
+                  " do not match its work slice");
+    ProgramBuilder pb;
+    auto li = [&](int r, int64_t v) {
+      Instr i = mk(Opcode::Li);
+      i.r = {r, -1};
+      i.imm = v;
+      pb.emit(i);
+    };
+    li(1, xOff);
+    li(2, yOff);
+    if (Rpad > R) { // zero the padding rows of the staged tile once; DMA never writes them
+      Instr z = mk(Opcode::Bcast, Format::DL16);
+      z.v = {15, -1, -1, -1};
+      pb.emit(z);
+      li(5, lxSrc + R * 128);
+      pb.loop(Rpad - R, {{5, 128}}, [&] {
+        Instr st = mk(Opcode::St, Format::DL16);
+        st.v = {15, -1, -1, -1};
+        st.lx = {5, 0};
+        pb.emit(st);
+      });
+    }
+    auto tile = [&](int64_t cols) {
+      pb.dmaBoxStrided(true, x.segment, 1, 0, -1, lxSrc, {{R, xRow, 128}}, 0, 20, 21);
+      Instr tr = mk(Opcode::PtTr);
+      tr.lx = {-1, lxDst};
+      tr.lx2 = {-1, lxSrc};
+      tr.imm = Rpad;
+      tr.imms = {64, 0, 0};
+      pb.emit(tr);
+      pb.dmaBoxStrided(false, y.segment, 2, 0, -1, lxDst, {{RT, yTile, 64 * 128}, {cols, yRow, 128}}, 1, 20, 21);
+    };
+    std::function<void(size_t)> batchLoops = [&](size_t bi) {
+      if (bi < batch.size()) {
+        int d = batch[bi];
+        pb.loop(coreSlice(s, c, d, s.N[d]).len, {{1, strideOf(x, d)}, {2, strideOf(y, d)}}, [&] { batchLoops(bi + 1); });
+        return;
+      }
+      bool lastPartial = cs.lo + cs.len == CT && C % 64 != 0;
+      int64_t full = cs.len - (lastPartial ? 1 : 0);
+      pb.loop(full, {{1, xTile}, {2, 64 * yRow}}, [&] { tile(64); });
+      if (lastPartial) {
+        pb.emit(addi(1, 1, full * xTile));
+        pb.emit(addi(2, 2, full * 64 * yRow));
+        tile(C % 64);
+        pb.emit(addi(1, 1, -full * xTile));
+        pb.emit(addi(2, 2, -full * 64 * yRow));
+      }
+    };
+    batchLoops(0);
+    CoreProgram p;
+    p.firstCore = p.lastCore = c;
+    p.body = std::move(pb.top);
+    while (!p.body.empty() && p.body.back().op == Opcode::Addi)
+      p.body.pop_back();
+    k.programs.push_back(std::move(p));
+  }
+  k.comment = "op=transpose R=" + std::to_string(R) + " C=" + std::to_string(C) + " cores=" + std::to_string(k.numCores);
+  return k;
+}
+
+} // namespace spyre::isa::detail
