@@ -255,7 +255,9 @@ def register() -> None:
     _registered = True
     lib = torch.library.Library("aten", "IMPL", "PrivateUse1")
     for op in lowerable_ops():
-        if op in (aten.matmul.default, aten.clone.default, aten._to_copy.default):
+        if op in (aten.matmul.default, aten.clone.default, aten._to_copy.default, aten.t.default,
+                  aten.transpose.int, aten.permute.default):
+            # t/transpose/permute are views in eager mode; only compiled graphs materialise them.
             # matmul is CompositeImplicitAutograd (it reaches us as mm/bmm and views); clone and
             # _to_copy are data movement the device's copy kernels already do for every dtype
             # and device pair (x.to("spyre") is a _to_copy); only compiled graphs lower casts.

@@ -489,3 +489,40 @@ def _to_copy(env: Env, b: dict) -> Lowered:
     if src[1] not in _FLOATS or dtype not in _FLOATS:
         raise Unsupported(f"_to_copy from {src[1]} to {dtype}")
     return _unary(env, "to_dtype", b["self"])
+
+
+def _transpose_last_two(env: Env, x: Any, what: str) -> Lowered:
+    t = env.tensor(x)
+    if t is None or len(t[0]) < 2:
+        raise Unsupported(f"{what} of {_describe(env, x)}")
+    return _unary(env, "transpose", x)
+
+
+@_reg(aten.t.default)
+def _t(env: Env, b: dict) -> Lowered:
+    return _transpose_last_two(env, b["self"], "t")
+
+
+@_reg(aten.transpose.int)
+def _transpose(env: Env, b: dict) -> Lowered:
+    t = env.tensor(b["self"])
+    if t is None:
+        raise Unsupported(f"transpose of {_describe(env, b['self'])}")
+    r = len(t[0])
+    d0, d1 = sorted(d % r for d in (b["dim0"], b["dim1"])) if r else (0, 0)
+    if r < 2 or (d0, d1) != (r - 2, r - 1):
+        raise Unsupported(f"transpose of dims {b['dim0']}, {b['dim1']} of a rank-{r} tensor (last two only)")
+    return _unary(env, "transpose", b["self"])
+
+
+@_reg(aten.permute.default)
+def _permute(env: Env, b: dict) -> Lowered:
+    t = env.tensor(b["self"])
+    if t is None:
+        raise Unsupported(f"permute of {_describe(env, b['self'])}")
+    r = len(t[0])
+    perm = [p % r for p in b["dims"]]
+    swap = list(range(r - 2)) + [r - 1, r - 2]
+    if r < 2 or perm != swap:
+        raise Unsupported(f"permute {list(b['dims'])} (only swapping the last two dims runs on spyre)")
+    return _unary(env, "transpose", b["self"])

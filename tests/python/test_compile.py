@@ -290,3 +290,25 @@ def test_dtype_casts_run_on_spyre(shape):
         out = torch.compile(fn, backend="spyre")(x.to("spyre")).cpu()
     torch.testing.assert_close(out, fn(x), atol=0.1, rtol=0.1)
     assert any("dl16tofp32" in s for s in compile_stats.last.superdscs())
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a, w: a @ w.t(),
+    lambda a, w: torch.nn.functional.linear(a, w),
+    lambda a, w: (a.unsqueeze(0) @ w.t().unsqueeze(0)).squeeze(0),
+], ids=["mm_t", "linear", "bmm"])
+def test_transposed_weights_run_on_spyre(fn):
+    import warnings
+
+    import torch_spyre
+
+    torch.manual_seed(4)
+    a = torch.randn(67, 130, dtype=torch.float16)
+    w = torch.randn(96, 130, dtype=torch.float16)
+    torch._dynamo.reset()
+    before = len(compile_stats.history)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", torch_spyre.FallbackWarning)
+        out = torch.compile(fn, backend="spyre")(a.to("spyre"), w.to("spyre")).cpu()
+    torch.testing.assert_close(out, fn(a, w), atol=0.1, rtol=0.1)
+    assert any("transpose" in s for g in compile_stats.history[before:] for s in g.superdscs())
