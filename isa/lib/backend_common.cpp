@@ -75,6 +75,33 @@ void checkStartAddresses(const SuperDsc &s, const TensorGeom &g, const std::vect
   }
 }
 
+Kernel newKernel(const SuperDsc &s, const std::vector<const TensorGeom *> &tensors) {
+  Kernel k;
+  k.name = s.name;
+  for (char &ch : k.name)
+    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_')
+      ch = '_';
+  k.numCores = s.numCoresUsed;
+  int nseg = 0;
+  for (const TensorGeom *g : tensors)
+    nseg = std::max(nseg, g->segment + 1);
+  for (int i = 0; i < nseg; ++i)
+    k.args.push_back("seg" + std::to_string(i));
+  for (const TensorGeom *g : tensors)
+    k.args[g->segment] = g->t->dsName;
+  return k;
+}
+
+void ProgramBuilder::finishSpmd(Kernel &k) {
+  CoreProgram p;
+  p.firstCore = 0;
+  p.lastCore = k.numCores - 1;
+  p.body = std::move(top);
+  while (!p.body.empty() && p.body.back().op == Opcode::Addi)
+    p.body.pop_back();
+  k.programs.push_back(std::move(p));
+}
+
 Instr mk(Opcode op, Format f) {
   Instr i;
   i.op = op;

@@ -53,6 +53,10 @@ Slice coreSlice(const SuperDsc &s, int core, int iterDim, int64_t deviceExtent);
 /// Checks the descriptor's start addresses of `g` against segment + per-core offsets.
 void checkStartAddresses(const SuperDsc &s, const TensorGeom &g, const std::vector<int64_t> &coreOffsets);
 
+/// A kernel for s: sanitised name, all of s's cores, one argument per segment up to the highest
+/// one used, named after the tensor in it ("segN" for unused segments).
+Kernel newKernel(const SuperDsc &s, const std::vector<const TensorGeom *> &tensors);
+
 Instr mk(Opcode op, Format f = Format::None);
 Instr addi(int rd, int rs, int64_t imm);
 
@@ -88,6 +92,9 @@ public:
   /// Copies a box of sticks between DDR (arg + rDdr, strides in bytes) and dense LX at
   /// lx[rLx + lxOff] (row-major over the box). box = (count, ddr stride) outer -> inner.
   /// Uses scratch registers for boxes that need more than a 3-d DMA.
+  /// Moves the built program into k as the SPMD program of all its cores; trailing register
+  /// restores are dead and dropped to keep listings short.
+  void finishSpmd(Kernel &k);
   void dmaBox(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
               std::vector<std::pair<int64_t, int64_t>> box, int token, int scratchDdr, int scratchLx);
   /// As dmaBox with explicit LX strides: box = (count, ddr stride, lx stride), outer -> inner.

@@ -67,17 +67,7 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
   if (blockBytes(chunk) > opts.lxBytes)
     throw Unsupported("a dtype-op block that does not fit in LX in " + s.name);
   const int64_t rowSticks = chunk * inner; // sticks per tile in a block
-  Kernel k;
-  k.name = s.name;
-  for (char &ch : k.name)
-    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_')
-      ch = '_';
-  k.numCores = s.numCoresUsed;
-  k.args.assign(std::max(in.segment, out.segment) + 1, "");
-  for (size_t i = 0; i < k.args.size(); ++i)
-    k.args[i] = "seg" + std::to_string(i);
-  k.args[in.segment] = inT.dsName;
-  k.args[out.segment] = outT.dsName;
+  Kernel k = newKernel(s, {&in, &out});
   ProgramBuilder pb;
   Instr t1 = mk(Opcode::Tbl);
   t1.r = {1, -1};
@@ -171,13 +161,7 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
     });
   };
   outer(0);
-  CoreProgram p;
-  p.firstCore = 0;
-  p.lastCore = k.numCores - 1;
-  p.body = std::move(pb.top);
-  while (!p.body.empty() && p.body.back().op == Opcode::Addi)
-    p.body.pop_back();
-  k.programs.push_back(std::move(p));
+  pb.finishSpmd(k);
   k.comment = "op=" + s.opFuncName + " cores=" + std::to_string(k.numCores);
   return k;
 }

@@ -31,18 +31,7 @@ Kernel compileMatmulKSplit(const SuperDsc &s, const TensorGeom &x, const TensorG
     throw Unsupported("K-split matmul whose per-core block (" + std::to_string(mCore) + " rows x " +
                       std::to_string(nCore * 64) + " columns x " + std::to_string(Kc) + " K) does not fit in LX in " +
                       s.name);
-  Kernel k;
-  k.name = s.name;
-  for (char &ch : k.name)
-    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_')
-      ch = '_';
-  k.numCores = s.numCoresUsed;
-  k.args.assign(std::max({x.segment, y.segment, o.segment}) + 1, "");
-  for (size_t i = 0; i < k.args.size(); ++i)
-    k.args[i] = "seg" + std::to_string(i);
-  k.args[x.segment] = x.t->dsName;
-  k.args[y.segment] = y.t->dsName;
-  k.args[o.segment] = o.t->dsName;
+  Kernel k = newKernel(s, {&x, &y, &o});
   for (int c = 0; c < k.numCores; ++c) {
     const int64_t j = s.coreIdToWkSlice[c][dK];
     const bool lastSlice = j == ks - 1;
@@ -240,18 +229,7 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   int64_t mc = largestDivisor(mCore, [&](int64_t c) { return bytes(nc, c) <= opts.lxBytes; });
   const int64_t lxB = 0, lxA = nc * Kpad * 128, lxC = lxA + KT * mc * 128, lxD = lxC + 2 * nc * mc * 128;
 
-  Kernel k;
-  k.name = s.name;
-  for (char &ch : k.name)
-    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_')
-      ch = '_';
-  k.numCores = s.numCoresUsed;
-  k.args.assign(std::max({x.segment, y.segment, o.segment}) + 1, "");
-  for (size_t i = 0; i < k.args.size(); ++i)
-    k.args[i] = "seg" + std::to_string(i);
-  k.args[x.segment] = xT.dsName;
-  k.args[y.segment] = yT.dsName;
-  k.args[o.segment] = oT.dsName;
+  Kernel k = newKernel(s, {&x, &y, &o});
 
   // Registers: r1 x, r2 y, r3 out DDR offsets; r20/r21 DMA scratch; r5 row walker.
   ProgramBuilder pb;
@@ -353,14 +331,7 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
     });
   };
   batchLoops(0);
-
-  CoreProgram p;
-  p.firstCore = 0;
-  p.lastCore = k.numCores - 1;
-  p.body = std::move(pb.top);
-  while (!p.body.empty() && p.body.back().op == Opcode::Addi)
-    p.body.pop_back();
-  k.programs.push_back(std::move(p));
+  pb.finishSpmd(k);
   k.comment = "op=" + s.opFuncName + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" +
               std::to_string(K) + " cores=" + std::to_string(k.numCores) + " block " + std::to_string(mc) + "x" +
               std::to_string(nc * 64);

@@ -172,20 +172,7 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
       break;
   }
 
-  Kernel k;
-  k.name = s.name;
-  for (char &ch : k.name)
-    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_')
-      ch = '_';
-  k.numCores = s.numCoresUsed;
-  int nseg = 0;
-  for (const TensorGeom *g : tensors)
-    nseg = std::max(nseg, g->segment + 1);
-  k.args.assign(nseg, "");
-  for (int i = 0; i < nseg; ++i)
-    k.args[i] = "seg" + std::to_string(i);
-  for (const TensorGeom *g : tensors)
-    k.args[g->segment] = g->t->dsName;
+  Kernel k = newKernel(s, tensors);
 
   // Registers: r1.. DDR offset per tensor, r10.. LX offset per tensor in the compute loop,
   // r20/r21 DMA scratch. Vector registers: v0..v2 inputs, v4 result, v8.. constants.
@@ -325,15 +312,7 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
     });
   };
   outerLoops(0);
-
-  CoreProgram p;
-  p.firstCore = 0;
-  p.lastCore = k.numCores - 1;
-  p.body = std::move(pb.top);
-  // Trailing register restores are dead: drop them to keep listings short.
-  while (!p.body.empty() && p.body.back().op == Opcode::Addi)
-    p.body.pop_back();
-  k.programs.push_back(std::move(p));
+  pb.finishSpmd(k);
   int64_t blockSticks = lxCursor / kStickBytes;
   k.comment = "op=" + s.opFuncName + " fmt=" + std::string(formatName(computeFmt)) + " cores=" +
               std::to_string(k.numCores) + " lx=" + std::to_string(lxCursor) + " B (" + std::to_string(blockSticks) +

@@ -137,17 +137,7 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
   }
   auto blockLen = [&](size_t j) -> int64_t { return lenIn(j, c0, chunk); };
 
-  Kernel k;
-  k.name = s.name;
-  for (char &ch : k.name)
-    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_')
-      ch = '_';
-  k.numCores = s.numCoresUsed;
-  k.args.assign(std::max(in.segment, out.segment) + 1, "");
-  for (size_t i = 0; i < k.args.size(); ++i)
-    k.args[i] = "seg" + std::to_string(i);
-  k.args[in.segment] = inT.dsName;
-  k.args[out.segment] = outT.dsName;
+  Kernel k = newKernel(s, {&in, &out});
 
   // Registers: r1/r2 DDR offsets of input/output, r10/r11 LX offsets, r20/r21 DMA scratch.
   // Vectors: v0 loaded stick, v1 accumulator, v12 lane mask, v13 mask value, v14 scale.
@@ -323,14 +313,7 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
     });
   };
   outer(0);
-
-  CoreProgram p;
-  p.firstCore = 0;
-  p.lastCore = k.numCores - 1;
-  p.body = std::move(pb.top);
-  while (!p.body.empty() && p.body.back().op == Opcode::Addi)
-    p.body.pop_back();
-  k.programs.push_back(std::move(p));
+  pb.finishSpmd(k);
   k.comment = "op=" + s.opFuncName + " fmt=" + std::string(formatName(fmt)) + " cores=" + std::to_string(k.numCores) +
               " reduce " + std::to_string(count) + " elements per output lane";
   (void)eps;

@@ -38,17 +38,7 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
     throw Unsupported("transpose with " + std::to_string(R) + " rows (a 64-column tile does not fit in LX) in " + s.name);
   const int64_t xTile = strideOf(x, dC), xRow = strideOf(x, dR) ? strideOf(x, dR) : 128;
   const int64_t yTile = strideOf(y, dR), yRow = strideOf(y, dC) ? strideOf(y, dC) : 128;
-  Kernel k;
-  k.name = s.name;
-  for (char &ch : k.name)
-    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_')
-      ch = '_';
-  k.numCores = s.numCoresUsed;
-  k.args.assign(std::max(x.segment, y.segment) + 1, "");
-  for (size_t i = 0; i < k.args.size(); ++i)
-    k.args[i] = "seg" + std::to_string(i);
-  k.args[x.segment] = xT.dsName;
-  k.args[y.segment] = yT.dsName;
+  Kernel k = newKernel(s, {&x, &y});
   for (int c = 0; c < k.numCores; ++c) {
     Slice cs = coreSlice(s, c, dC, CT);
     int64_t xOff = cs.lo * xTile, yOff = cs.lo * 64 * yRow;
