@@ -79,6 +79,22 @@ void writeFile(const std::string &path, const std::string &text) {
   f << text;
 }
 
+/// torch-spyre's core -> work slice mapping: mixed radix over the dims in order (the first dim
+/// varies fastest).
+std::vector<std::vector<int64_t>> coreSlices(const std::vector<int64_t> &splits, int cores) {
+  std::vector<std::vector<int64_t>> out;
+  for (int c = 0; c < cores; ++c) {
+    std::vector<int64_t> slice(splits.size());
+    int64_t div = 1;
+    for (size_t d = 0; d < splits.size(); ++d) {
+      slice[d] = (c / div) % splits[d];
+      div *= splits[d];
+    }
+    out.push_back(slice);
+  }
+  return out;
+}
+
 struct PointwiseDesc {
   const char *opFunc;
   int tensorArity; ///< operands, tensors or constants
@@ -254,15 +270,7 @@ KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int max
   s.N = N;
   s.numWkSlicesPerDim = splits;
   s.numCoresUsed = cores;
-  for (int c = 0; c < cores; ++c) {
-    std::vector<int64_t> slice(r);
-    int64_t div = 1;
-    for (size_t d = 0; d < r; ++d) {
-      slice[d] = (c / div) % splits[d];
-      div *= splits[d];
-    }
-    s.coreIdToWkSlice.push_back(slice);
-  }
+  s.coreIdToWkSlice = coreSlices(splits, cores);
   // Generic stick layout of a rank-k tensor whose dims are the op's last k dims: device dims
   // [o1..o(k-2), tile(o(k-1)), o0, elem]; layoutDimOrder_ lists the non-elem dims inner -> outer.
   auto layoutFor = [&](size_t k) {
@@ -438,15 +446,7 @@ KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int max
   s.N = N;
   s.numWkSlicesPerDim = splits;
   s.numCoresUsed = cores;
-  for (int c = 0; c < cores; ++c) {
-    std::vector<int64_t> slice(r);
-    int64_t div = 1;
-    for (size_t d = 0; d < r; ++d) {
-      slice[d] = (c / div) % splits[d];
-      div *= splits[d];
-    }
-    s.coreIdToWkSlice.push_back(slice);
-  }
+  s.coreIdToWkSlice = coreSlices(splits, cores);
   SdscLayout layout;
   layout.layoutDimOrder.push_back(labels[0]);
   if (r > 1) {
@@ -672,15 +672,7 @@ KernelDraft convertKernel(const Graph &g, const Node &n, size_t index, int maxCo
   s.N = N;
   s.numWkSlicesPerDim = splits;
   s.numCoresUsed = cores;
-  for (int c = 0; c < cores; ++c) {
-    std::vector<int64_t> slice(r);
-    int64_t div = 1;
-    for (size_t d = 0; d < r; ++d) {
-      slice[d] = (c / div) % splits[d];
-      div *= splits[d];
-    }
-    s.coreIdToWkSlice.push_back(slice);
-  }
+  s.coreIdToWkSlice = coreSlices(splits, cores);
   auto layoutFor = [&](DataFormat f) {
     SdscLayout lay;
     lay.layoutDimOrder.push_back(labels[0]);
@@ -774,15 +766,7 @@ KernelDraft transposeKernel(const Graph &g, const Node &n, size_t index, int max
   s.N = N;
   s.numWkSlicesPerDim = splits;
   s.numCoresUsed = cores;
-  for (int c = 0; c < cores; ++c) {
-    std::vector<int64_t> slice(r);
-    int64_t div = 1;
-    for (size_t d = 0; d < r; ++d) {
-      slice[d] = (c / div) % splits[d];
-      div *= splits[d];
-    }
-    s.coreIdToWkSlice.push_back(slice);
-  }
+  s.coreIdToWkSlice = coreSlices(splits, cores);
   auto layoutOver = [&](const std::vector<std::string> &l) {
     SdscLayout lay;
     size_t k = l.size();
