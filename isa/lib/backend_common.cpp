@@ -102,6 +102,48 @@ void ProgramBuilder::finishSpmd(Kernel &k) {
   k.programs.push_back(std::move(p));
 }
 
+void emitLi(ProgramBuilder &pb, int r, int64_t v) {
+  Instr i = mk(Opcode::Li);
+  i.r = {r, -1};
+  i.imm = v;
+  pb.emit(i);
+}
+
+/// v15 = DL16 zero in every lane.
+void emitZero(ProgramBuilder &pb) {
+  Instr z = mk(Opcode::Bcast, Format::DL16);
+  z.v = {15, -1, -1, -1};
+  pb.emit(z);
+}
+
+/// v12 = 1.0 on lanes below `valid`, 0.0 above (the valid lanes of a partial last K stick).
+void emitLaneMask(ProgramBuilder &pb, int64_t valid) {
+  Instr io = mk(Opcode::Iota, Format::F32);
+  io.v = {12, -1, -1, -1};
+  pb.emit(io);
+  Instr bc = mk(Opcode::Bcast, Format::F32);
+  bc.v = {13, -1, -1, -1};
+  bc.fimm = static_cast<float>(valid);
+  pb.emit(bc);
+  Instr lt = mk(Opcode::Lt, Format::F32);
+  lt.v = {12, 12, 13, -1};
+  pb.emit(lt);
+}
+
+/// Stores v15 into rows [valid, per) of each of `tiles` B tiles of `per` rows at lx: the K
+/// padding rows, which DMA never writes.
+void emitZeroPadRows(ProgramBuilder &pb, int64_t lx, int64_t tiles, int64_t per, int64_t valid) {
+  emitLi(pb, 5, lx + valid * 128);
+  pb.loop(tiles, {{5, per * 128}}, [&] {
+    pb.loop(per - valid, {{5, 128}}, [&] {
+      Instr st = mk(Opcode::St, Format::DL16);
+      st.v = {15, -1, -1, -1};
+      st.lx = {5, 0};
+      pb.emit(st);
+    });
+  });
+}
+
 Instr mk(Opcode op, Format f) {
   Instr i;
   i.op = op;

@@ -102,4 +102,15 @@ public:
                      const std::vector<std::array<int64_t, 3>> &box, int token, int scratchDdr, int scratchLx);
 };
 
+// Small emitters shared by the lowerings. Conventions: r5 walks LX rows, v12 holds a lane mask
+// (v13 its bound), v15 a DL16 zero.
+void emitLi(ProgramBuilder &pb, int r, int64_t v);
+/// v15 = DL16 zero in every lane.
+void emitZero(ProgramBuilder &pb);
+/// v12 = 1.0 on lanes below `valid`, 0.0 above (the valid lanes of a partial last stick).
+void emitLaneMask(ProgramBuilder &pb, int64_t valid);
+/// Stores v15 into rows [valid, per) of each of `tiles` tiles of `per` rows at lx (padding
+/// rows that DMA never writes).
+void emitZeroPadRows(ProgramBuilder &pb, int64_t lx, int64_t tiles, int64_t per, int64_t valid);
+
 } // namespace spyre::isa::detail

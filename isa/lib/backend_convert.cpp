@@ -95,12 +95,6 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
       // r10 walks DL16 sticks (tile t), r11 the fp32 stick 2t, r12 the fp32 stick 2t+1.
       const int64_t s16 = rowSticks * kStickBytes, s32 = rowSticks * kStickBytes;
       const int64_t base16 = widen ? lxIn : lxOut, base32 = widen ? lxOut : lxIn;
-      auto li = [&](int r, int64_t v) {
-        Instr i = mk(Opcode::Li);
-        i.r = {r, -1};
-        i.imm = v;
-        pb.emit(i);
-      };
       auto convertTile = [&](bool hasHigh) {
         pb.loop(rowSticks, {{10, kStickBytes}, {11, kStickBytes}, {12, kStickBytes}}, [&] {
           if (widen) {
@@ -146,9 +140,9 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
           }
         });
       };
-      li(10, base16);
-      li(11, base32);
-      li(12, base32 + s32);
+      emitLi(pb, 10, base16);
+      emitLi(pb, 11, base32);
+      emitLi(pb, 12, base32 + s32);
       int64_t full = T32 / 2; // DL16 tiles whose both fp32 halves exist
       pb.loop(full, {{10, s16}, {11, 2 * s32}, {12, 2 * s32}}, [&] { convertTile(true); });
       if (T32 % 2) {

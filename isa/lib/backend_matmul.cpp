@@ -10,6 +10,45 @@ namespace spyre::isa::detail {
 bool isMatmulOp(const std::string &op) { return op == "batchmatmul" || op == "matmul"; }
 
 namespace {
+
+// Builder steps shared by the plain and the K-split lowerings (see also backend_common.h).
+/// Zeroes the lanes outside mask v12 of `rows` consecutive sticks at lx (A's last K tile).
+void emitMaskSticks(ProgramBuilder &pb, int64_t lx, int64_t rows) {
+  emitLi(pb, 5, lx);
+  pb.loop(rows, {{5, 128}}, [&] {
+    Instr ld = mk(Opcode::Ld, Format::DL16);
+    ld.v = {0, -1, -1, -1};
+    ld.lx = {5, 0};
+    pb.emit(ld);
+    Instr sel = mk(Opcode::Sel, Format::DL16);
+    sel.v = {0, 12, 0, 15};
+    pb.emit(sel);
+    Instr st = mk(Opcode::St, Format::DL16);
+    st.v = {0, -1, -1, -1};
+    st.lx = {5, 0};
+    pb.emit(st);
+  });
+}
+
+void emitPtMm(ProgramBuilder &pb, int64_t lxC, int64_t lxA, int64_t lxB, int64_t M, int64_t N, int64_t K) {
+  Instr mm = mk(Opcode::PtMm);
+  mm.lx = {-1, lxC};
+  mm.lx2 = {-1, lxA};
+  mm.lx3 = {-1, lxB};
+  mm.imm = M;
+  mm.imms = {N, K, 0};
+  pb.emit(mm);
+}
+
+void emitPtOut(ProgramBuilder &pb, int64_t lxD, int64_t lxC, int64_t M, int64_t N) {
+  Instr out = mk(Opcode::PtOut);
+  out.lx = {-1, lxD};
+  out.lx2 = {-1, lxC};
+  out.imm = M;
+  out.imms = {N, 0, 0};
+  pb.emit(out);
+}
+
 /// K-split: cores c = g*ks + j (K fastest) compute partial C over their K tiles; the partial
 /// sums travel clockwise along the chain j = 0 -> ks-1 on the reduce-sum ring, one hop per
 /// phase, and the last core of each chain rounds and stores the tile.
@@ -37,70 +76,24 @@ Kernel compileMatmulKSplit(const SuperDsc &s, const TensorGeom &x, const TensorG
     const bool lastSlice = j == ks - 1;
     const int64_t rows = lastSlice ? K - (ks - 1) * Kc : Kc; // valid K rows of this slice
     ProgramBuilder pb;
-    auto li = [&](int r, int64_t v) {
-      Instr i = mk(Opcode::Li);
-      i.r = {r, -1};
-      i.imm = v;
-      pb.emit(i);
-    };
-    li(1, xOff[c]);
-    li(2, yOff[c]);
-    li(3, oOff[c]);
+    emitLi(pb, 1, xOff[c]);
+    emitLi(pb, 2, yOff[c]);
+    emitLi(pb, 3, oOff[c]);
     // Phase 0: partial product over this core's K tiles.
     pb.dmaBoxStrided(true, y.segment, 2, 0, -1, lxB,
                      {{nCore, strideOf(y, dN), Kc * 128}, {rows, strideOf(y, dK) ? strideOf(y, dK) : 128, 128}}, 0, 20, 21);
     if (rows < Kc) {
-      Instr z = mk(Opcode::Bcast, Format::DL16);
-      z.v = {15, -1, -1, -1};
-      pb.emit(z);
-      li(5, lxB + rows * 128);
-      pb.loop(nCore, {{5, Kc * 128}}, [&] {
-        pb.loop(Kc - rows, {{5, 128}}, [&] {
-          Instr st = mk(Opcode::St, Format::DL16);
-          st.v = {15, -1, -1, -1};
-          st.lx = {5, 0};
-          pb.emit(st);
-        });
-      });
+      emitZero(pb);
+      emitZeroPadRows(pb, lxB, nCore, Kc, rows);
     }
     pb.dmaBoxStrided(true, x.segment, 1, 0, -1, lxA,
                      {{KTc, strideOf(x, dK), mCore * 128}, {mCore, strideOf(x, dM) ? strideOf(x, dM) : 128, 128}}, 1, 20, 21);
     if (lastSlice && K % 64) {
-      Instr io = mk(Opcode::Iota, Format::F32);
-      io.v = {12, -1, -1, -1};
-      pb.emit(io);
-      Instr bc = mk(Opcode::Bcast, Format::F32);
-      bc.v = {13, -1, -1, -1};
-      bc.fimm = static_cast<float>(K % 64);
-      pb.emit(bc);
-      Instr lt = mk(Opcode::Lt, Format::F32);
-      lt.v = {12, 12, 13, -1};
-      pb.emit(lt);
-      Instr z = mk(Opcode::Bcast, Format::DL16);
-      z.v = {15, -1, -1, -1};
-      pb.emit(z);
-      li(5, lxA + (KTc - 1) * mCore * 128);
-      pb.loop(mCore, {{5, 128}}, [&] {
-        Instr ld = mk(Opcode::Ld, Format::DL16);
-        ld.v = {0, -1, -1, -1};
-        ld.lx = {5, 0};
-        pb.emit(ld);
-        Instr sel = mk(Opcode::Sel, Format::DL16);
-        sel.v = {0, 12, 0, 15};
-        pb.emit(sel);
-        Instr st = mk(Opcode::St, Format::DL16);
-        st.v = {0, -1, -1, -1};
-        st.lx = {5, 0};
-        pb.emit(st);
-      });
+      emitLaneMask(pb, K % 64);
+      emitZero(pb);
+      emitMaskSticks(pb, lxA + (KTc - 1) * mCore * 128, mCore);
     }
-    Instr mm = mk(Opcode::PtMm);
-    mm.lx = {-1, lxC};
-    mm.lx2 = {-1, lxA};
-    mm.lx3 = {-1, lxB};
-    mm.imm = mCore;
-    mm.imms = {nCore * 64, Kc, 0};
-    pb.emit(mm);
+    emitPtMm(pb, lxC, lxA, lxB, mCore, nCore * 64, Kc);
     auto send = [&] {
       Instr sd = mk(Opcode::RingSend);
       sd.lx = {-1, lxC};
@@ -124,12 +117,7 @@ Kernel compileMatmulKSplit(const SuperDsc &s, const TensorGeom &x, const TensorG
         send();
     }
     if (lastSlice) {
-      Instr out = mk(Opcode::PtOut);
-      out.lx = {-1, lxD};
-      out.lx2 = {-1, lxC};
-      out.imm = mCore;
-      out.imms = {nCore * 64, 0, 0};
-      pb.emit(out);
+      emitPtOut(pb, lxD, lxC, mCore, nCore * 64);
       pb.dmaBoxStrided(false, o.segment, 3, 0, -1, lxD,
                        {{nCore, strideOf(o, dN), mCore * 128}, {mCore, strideOf(o, dM) ? strideOf(o, dM) : 128, 128}}, 2,
                        20, 21);
@@ -245,38 +233,13 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   t3.r = {3, -1};
   t3.table = offsets(o);
   pb.emit(t3);
-  Instr z = mk(Opcode::Bcast, Format::DL16);
-  z.v = {15, -1, -1, -1};
-  z.fimm = 0;
-  pb.emit(z);
+  emitZero(pb);
   // Zero the K padding rows of every B tile once: DMA never writes them.
-  if (Kpad > K) {
-    Instr li = mk(Opcode::Li);
-    li.r = {5, -1};
-    li.imm = lxB + K * 128;
-    pb.emit(li);
-    pb.loop(nc, {{5, Kpad * 128}}, [&] {
-      pb.loop(Kpad - K, {{5, 128}}, [&] {
-        Instr st = mk(Opcode::St, Format::DL16);
-        st.v = {15, -1, -1, -1};
-        st.lx = {5, 0};
-        pb.emit(st);
-      });
-    });
-  }
+  if (Kpad > K)
+    emitZeroPadRows(pb, lxB, nc, Kpad, K);
   const int64_t validK = K % 64;
-  if (validK) {
-    Instr io = mk(Opcode::Iota, Format::F32);
-    io.v = {12, -1, -1, -1};
-    pb.emit(io);
-    Instr bc = mk(Opcode::Bcast, Format::F32);
-    bc.v = {13, -1, -1, -1};
-    bc.fimm = static_cast<float>(validK);
-    pb.emit(bc);
-    Instr lt = mk(Opcode::Lt, Format::F32);
-    lt.v = {12, 12, 13, -1};
-    pb.emit(lt);
-  }
+  if (validK)
+    emitLaneMask(pb, validK);
   std::function<void(size_t)> batchLoops = [&](size_t bi) {
     if (bi < batch.size()) {
       int d = batch[bi];
@@ -293,38 +256,10 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
         pb.dmaBoxStrided(true, x.segment, 1, 0, -1, lxA,
                          {{KT, strideOf(x, dK), mc * 128}, {mc, strideOf(x, dM) ? strideOf(x, dM) : 128, 128}}, 1, 20,
                          21);
-        if (validK) {
-          Instr li = mk(Opcode::Li);
-          li.r = {5, -1};
-          li.imm = lxA + (KT - 1) * mc * 128;
-          pb.emit(li);
-          pb.loop(mc, {{5, 128}}, [&] {
-            Instr ld = mk(Opcode::Ld, Format::DL16);
-            ld.v = {0, -1, -1, -1};
-            ld.lx = {5, 0};
-            pb.emit(ld);
-            Instr sel = mk(Opcode::Sel, Format::DL16);
-            sel.v = {0, 12, 0, 15};
-            pb.emit(sel);
-            Instr st = mk(Opcode::St, Format::DL16);
-            st.v = {0, -1, -1, -1};
-            st.lx = {5, 0};
-            pb.emit(st);
-          });
-        }
-        Instr mm = mk(Opcode::PtMm);
-        mm.lx = {-1, lxC};
-        mm.lx2 = {-1, lxA};
-        mm.lx3 = {-1, lxB};
-        mm.imm = mc;
-        mm.imms = {nc * 64, Kpad, 0};
-        pb.emit(mm);
-        Instr out = mk(Opcode::PtOut);
-        out.lx = {-1, lxD};
-        out.lx2 = {-1, lxC};
-        out.imm = mc;
-        out.imms = {nc * 64, 0, 0};
-        pb.emit(out);
+        if (validK)
+          emitMaskSticks(pb, lxA + (KT - 1) * mc * 128, mc);
+        emitPtMm(pb, lxC, lxA, lxB, mc, nc * 64, Kpad);
+        emitPtOut(pb, lxD, lxC, mc, nc * 64);
         pb.dmaBoxStrided(false, o.segment, 3, 0, -1, lxD,
                          {{nc, strideOf(o, dN), mc * 128}, {mc, strideOf(o, dM) ? strideOf(o, dM) : 128, 128}}, 2, 20, 21);
       });

@@ -162,16 +162,7 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
   const int64_t validLanes = s.N[sd] % eps;
   const bool mask = stickReduced && validLanes != 0;
   if (mask) {
-    Instr io = mk(Opcode::Iota, Format::F32);
-    io.v = {12, -1, -1, -1};
-    pb.emit(io);
-    Instr bc = mk(Opcode::Bcast, Format::F32);
-    bc.v = {13, -1, -1, -1};
-    bc.fimm = static_cast<float>(validLanes);
-    pb.emit(bc);
-    Instr lt = mk(Opcode::Lt, Format::F32);
-    lt.v = {12, 12, 13, -1};
-    pb.emit(lt);
+    emitLaneMask(pb, validLanes);
     Instr mv = mk(Opcode::Bcast, Format::F32);
     mv.v = {13, -1, -1, -1};
     mv.fimm = identity;

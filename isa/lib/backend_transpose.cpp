@@ -52,25 +52,11 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
       throw Error(where(s) + ": scheduleTree_ start addresses on core " + std::to_string(c) +
                   " do not match its work slice");
     ProgramBuilder pb;
-    auto li = [&](int r, int64_t v) {
-      Instr i = mk(Opcode::Li);
-      i.r = {r, -1};
-      i.imm = v;
-      pb.emit(i);
-    };
-    li(1, xOff);
-    li(2, yOff);
+    emitLi(pb, 1, xOff);
+    emitLi(pb, 2, yOff);
     if (Rpad > R) { // zero the padding rows of the staged tile once; DMA never writes them
-      Instr z = mk(Opcode::Bcast, Format::DL16);
-      z.v = {15, -1, -1, -1};
-      pb.emit(z);
-      li(5, lxSrc + R * 128);
-      pb.loop(Rpad - R, {{5, 128}}, [&] {
-        Instr st = mk(Opcode::St, Format::DL16);
-        st.v = {15, -1, -1, -1};
-        st.lx = {5, 0};
-        pb.emit(st);
-      });
+      emitZero(pb);
+      emitZeroPadRows(pb, lxSrc, 1, Rpad, R);
     }
     auto tile = [&](int64_t cols) {
       pb.dmaBoxStrided(true, x.segment, 1, 0, -1, lxSrc, {{R, xRow, 128}}, 0, 20, 21);
