@@ -1,4 +1,5 @@
 // matmul through frontend, backend (PT) and both engines against a double reference.
+#include "plan_runner.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/jit/jit_engine.h"
@@ -14,12 +15,7 @@ using namespace spyre::frontend;
 using V = std::vector<int64_t>;
 
 namespace {
-int64_t numel(const V &s) {
-  int64_t n = 1;
-  for (auto d : s)
-    n *= d;
-  return n;
-}
+using test::numel;
 
 std::vector<float> runMatmul(sim::Engine &engine, int cores, const V &as, const V &bs, const V &os,
                              const std::vector<float> &a, const std::vector<float> &b) {
@@ -27,37 +23,14 @@ std::vector<float> runMatmul(sim::Engine &engine, int cores, const V &as, const 
   int x = g.addInput("a", as, HostType::F16), y = g.addInput("b", bs, HostType::F16);
   g.outputs = {g.addNode("matmul", {x, y}, "c", os, HostType::F16)};
   isa::JobPlan plan = compileGraph(g, {cores, ""});
-  sim::Executable exe(plan, engine);
-  sim::DeviceMemory mem(1ull << 32);
-  sim::Runtime rt(2, 32);
-  std::vector<uint64_t> addr;
-  for (const auto &bf : plan.buffers)
-    addr.push_back(mem.allocate(bf.layout.deviceBytes()));
-  auto xfer = [&](int buf, uint16_t *host, bool toDev) {
-    const auto &bf = plan.buffers[buf];
-    V st = contiguousStrides(bf.hostShape);
-    auto map = sim::mapLayout(bf.layout, bf.hostShape, st);
-    sim::HostTensor h{host, HostType::F16, bf.hostShape, st};
-    if (toDev)
-      sim::copyHostToDevice(h, bf.layout, map, mem.at(addr[buf], bf.layout.deviceBytes()));
-    else
-      sim::copyDeviceToHost(mem.at(addr[buf], bf.layout.deviceBytes()), bf.layout, map, h);
-  };
-  std::vector<uint16_t> ha, hb, ho(numel(os));
-  for (float v : a)
-    ha.push_back(dl16::floatToHalf(v));
-  for (float v : b)
-    hb.push_back(dl16::floatToHalf(v));
-  xfer(plan.inputs[0], ha.data(), true);
-  xfer(plan.inputs[1], hb.data(), true);
+  test::PlanRunner r(plan, engine);
+  r.setInput(0, a);
+  r.setInput(1, b);
   // Poison the output so unwritten elements show.
-  std::memset(mem.at(addr[plan.outputs[0]], plan.buffers[plan.outputs[0]].layout.deviceBytes()), 0x7f,
-              plan.buffers[plan.outputs[0]].layout.deviceBytes());
-  exe.run(rt, mem.base(), mem.capacity(), addr);
-  xfer(plan.outputs[0], ho.data(), false);
-  std::vector<float> out;
-  for (auto h : ho)
-    out.push_back(dl16::halfToFloat(h));
+  int ob = plan.outputs[0];
+  std::memset(r.device(ob), 0x7f, plan.buffers[ob].layout.deviceBytes());
+  r.run();
+  std::vector<float> out = r.output(0);
   return out;
 }
 } // namespace
@@ -131,33 +104,15 @@ TEST(Transpose, LastTwoDimsBothEnginesAndCoreCounts) {
       g.outputs = {g.addNode("transpose", {a}, "t", os, HostType::F16)};
       isa::JobPlan plan = compileGraph(g, {cores, ""});
       for (sim::Engine *e : {static_cast<sim::Engine *>(interp.get()), static_cast<sim::Engine *>(&jit)}) {
-        sim::Executable exe(plan, *e);
-        sim::DeviceMemory mem(1ull << 30);
-        sim::Runtime rt(2, 32);
-        std::vector<uint64_t> addr;
-        for (const auto &bf : plan.buffers)
-          addr.push_back(mem.allocate(bf.layout.deviceBytes()));
-        std::vector<uint16_t> hx, ho(numel(os));
-        for (float v : x)
-          hx.push_back(dl16::floatToHalf(v));
-        auto xfer = [&](int buf, uint16_t *host, bool toDev) {
-          const auto &bf = plan.buffers[buf];
-          V st = contiguousStrides(bf.hostShape);
-          auto map = sim::mapLayout(bf.layout, bf.hostShape, st);
-          sim::HostTensor h{host, HostType::F16, bf.hostShape, st};
-          if (toDev)
-            sim::copyHostToDevice(h, bf.layout, map, mem.at(addr[buf], bf.layout.deviceBytes()));
-          else
-            sim::copyDeviceToHost(mem.at(addr[buf], bf.layout.deviceBytes()), bf.layout, map, h);
-        };
-        xfer(plan.inputs[0], hx.data(), true);
-        exe.run(rt, mem.base(), mem.capacity(), addr);
-        xfer(plan.outputs[0], ho.data(), false);
+        test::PlanRunner run(plan, *e);
+        run.setInput(0, x);
+        run.run();
+        std::vector<float> out = run.output(0);
         int64_t R = shape[r - 2], C = shape[r - 1], B = numel(shape) / (R * C);
         for (int64_t b = 0; b < B; ++b)
           for (int64_t i = 0; i < R; ++i)
             for (int64_t j = 0; j < C; ++j)
-              ASSERT_EQ(dl16::halfToFloat(ho[b * R * C + j * R + i]), x[b * R * C + i * C + j])
+              ASSERT_EQ(out[b * R * C + j * R + i], x[b * R * C + i * C + j])
                   << e->name() << " cores " << cores << " shape rank " << r << " at " << b << "," << i << "," << j;
       }
     }

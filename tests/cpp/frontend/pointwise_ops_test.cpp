@@ -1,5 +1,6 @@
 // Every pointwise graph op, with broadcasting and scalar operands, through frontend, backend and
 // both engines, against a scalar reference written here (fp32 math, DL16 rounding).
+#include "plan_runner.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/semantics.h"
@@ -18,12 +19,7 @@ using V = std::vector<int64_t>;
 
 namespace {
 
-int64_t numel(const V &s) {
-  int64_t n = 1;
-  for (auto d : s)
-    n *= d;
-  return n;
-}
+using test::numel;
 
 struct HostTensorF {
   V shape;
@@ -34,54 +30,13 @@ struct HostTensorF {
 /// Runs a graph whose inputs are given as floats; returns the outputs as floats.
 std::vector<std::vector<float>> run(const Graph &g, sim::Engine &engine, int cores, const std::vector<HostTensorF> &inputs) {
   isa::JobPlan plan = compileGraph(g, {cores, ""});
-  sim::Executable exe(plan, engine);
-  sim::DeviceMemory mem(1ull << 32);
-  sim::Runtime rt(2, 32);
-  std::vector<uint64_t> addr;
-  for (const auto &b : plan.buffers)
-    addr.push_back(mem.allocate(b.layout.deviceBytes()));
-  auto transfer = [&](int buf, void *host, HostType t, bool toDevice) {
-    const auto &b = plan.buffers[buf];
-    V st = contiguousStrides(b.hostShape);
-    auto map = sim::mapLayout(b.layout, b.hostShape, st);
-    sim::HostTensor h{host, t, b.hostShape, st};
-    if (toDevice)
-      sim::copyHostToDevice(h, b.layout, map, mem.at(addr[buf], b.layout.deviceBytes()));
-    else
-      sim::copyDeviceToHost(mem.at(addr[buf], b.layout.deviceBytes()), b.layout, map, h);
-  };
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const auto &in = inputs[i];
-    if (in.type == HostType::F32) {
-      std::vector<float> v = in.values;
-      transfer(plan.inputs[i], v.data(), HostType::F32, true);
-    } else if (in.type == HostType::Bool) {
-      std::vector<uint8_t> v;
-      for (float x : in.values)
-        v.push_back(x != 0);
-      transfer(plan.inputs[i], v.data(), HostType::Bool, true);
-    } else {
-      std::vector<uint16_t> v;
-      for (float x : in.values)
-        v.push_back(dl16::floatToHalf(x));
-      transfer(plan.inputs[i], v.data(), HostType::F16, true);
-    }
-  }
-  exe.run(rt, mem.base(), mem.capacity(), addr);
+  test::PlanRunner r(plan, engine);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    r.setInput(i, inputs[i].values);
+  r.run();
   std::vector<std::vector<float>> outs;
-  for (int ob : plan.outputs) {
-    const auto &b = plan.buffers[ob];
-    std::vector<float> out(numel(b.hostShape));
-    if (b.hostType == HostType::F32) {
-      transfer(ob, out.data(), HostType::F32, false);
-    } else {
-      std::vector<uint16_t> h(out.size());
-      transfer(ob, h.data(), HostType::F16, false);
-      for (size_t i = 0; i < h.size(); ++i)
-        out[i] = dl16::halfToFloat(h[i]);
-    }
-    outs.push_back(out);
-  }
+  for (size_t i = 0; i < plan.outputs.size(); ++i)
+    outs.push_back(r.output(i));
   return outs;
 }
 

@@ -1,4 +1,5 @@
 // Reductions through frontend, backend and both engines, against references computed here.
+#include "plan_runner.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/listing.h"
@@ -16,52 +17,14 @@ using V = std::vector<int64_t>;
 
 namespace {
 
-int64_t numel(const V &s) {
-  int64_t n = 1;
-  for (auto d : s)
-    n *= d;
-  return n;
-}
+using test::numel;
 
-std::vector<float> runOne(const Graph &g, sim::Engine &engine, int cores, const std::vector<float> &x, HostType t) {
+std::vector<float> runOne(const Graph &g, sim::Engine &engine, int cores, const std::vector<float> &x, HostType) {
   isa::JobPlan plan = compileGraph(g, {cores, ""});
-  sim::Executable exe(plan, engine);
-  sim::DeviceMemory mem(1ull << 32);
-  sim::Runtime rt(2, 32);
-  std::vector<uint64_t> addr;
-  for (const auto &b : plan.buffers)
-    addr.push_back(mem.allocate(b.layout.deviceBytes()));
-  auto xfer = [&](int buf, void *host, HostType ht, bool toDev) {
-    const auto &b = plan.buffers[buf];
-    V st = contiguousStrides(b.hostShape);
-    auto map = sim::mapLayout(b.layout, b.hostShape, st);
-    sim::HostTensor h{host, ht, b.hostShape, st};
-    if (toDev)
-      sim::copyHostToDevice(h, b.layout, map, mem.at(addr[buf], b.layout.deviceBytes()));
-    else
-      sim::copyDeviceToHost(mem.at(addr[buf], b.layout.deviceBytes()), b.layout, map, h);
-  };
-  std::vector<uint16_t> h16;
-  std::vector<float> h32 = x;
-  if (t == HostType::F16) {
-    for (float v : x)
-      h16.push_back(dl16::floatToHalf(v));
-    xfer(plan.inputs[0], h16.data(), t, true);
-  } else {
-    xfer(plan.inputs[0], h32.data(), t, true);
-  }
-  exe.run(rt, mem.base(), mem.capacity(), addr);
-  const auto &ob = plan.buffers[plan.outputs[0]];
-  std::vector<float> out(numel(ob.hostShape));
-  if (t == HostType::F16) {
-    std::vector<uint16_t> o(out.size());
-    xfer(plan.outputs[0], o.data(), t, false);
-    for (size_t i = 0; i < o.size(); ++i)
-      out[i] = dl16::halfToFloat(o[i]);
-  } else {
-    xfer(plan.outputs[0], out.data(), t, false);
-  }
-  return out;
+  test::PlanRunner r(plan, engine);
+  r.setInput(0, x);
+  r.run();
+  return r.output(0);
 }
 
 struct Case {

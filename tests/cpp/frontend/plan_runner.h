@@ -1,0 +1,93 @@
+// Test harness: runs a compiled JobPlan on a fresh simulated DDR. Inputs and outputs travel as
+// floats converted to / from each buffer's host dtype (fp16 through IEEE half, bool as != 0).
+#pragma once
+#include "spyre/isa/dl16.h"
+#include "spyre/isa/job_plan.h"
+#include "spyre/sim/device_memory.h"
+#include "spyre/sim/executable.h"
+#include "spyre/sim/host_transfer.h"
+#include <cstdint>
+#include <vector>
+
+namespace spyre::test {
+
+inline int64_t numel(const std::vector<int64_t> &s) {
+  int64_t n = 1;
+  for (auto d : s)
+    n *= d;
+  return n;
+}
+
+class PlanRunner {
+public:
+  PlanRunner(const isa::JobPlan &plan, sim::Engine &engine, int threads = 2)
+      : plan_(plan), exe_(plan, engine), mem_(1ull << 32), rt_(threads, 32) {
+    for (const auto &b : plan_.buffers)
+      addr_.push_back(mem_.allocate(b.layout.deviceBytes()));
+  }
+
+  /// Uploads graph input i.
+  void setInput(size_t i, const std::vector<float> &values) {
+    int buf = plan_.inputs.at(i);
+    switch (plan_.buffers[buf].hostType) {
+    case HostType::F32: {
+      std::vector<float> v = values;
+      transfer(buf, v.data(), HostType::F32, true);
+      return;
+    }
+    case HostType::Bool: {
+      std::vector<uint8_t> v;
+      for (float x : values)
+        v.push_back(x != 0);
+      transfer(buf, v.data(), HostType::Bool, true);
+      return;
+    }
+    default: {
+      std::vector<uint16_t> v;
+      for (float x : values)
+        v.push_back(dl16::floatToHalf(x));
+      transfer(buf, v.data(), HostType::F16, true);
+    }
+    }
+  }
+
+  void run() { exe_.run(rt_, mem_.base(), mem_.capacity(), addr_); }
+
+  /// Downloads graph output i (fp16 and bool outputs read back through IEEE half).
+  std::vector<float> output(size_t i) {
+    int buf = plan_.outputs.at(i);
+    std::vector<float> out(numel(plan_.buffers[buf].hostShape));
+    if (plan_.buffers[buf].hostType == HostType::F32) {
+      transfer(buf, out.data(), HostType::F32, false);
+      return out;
+    }
+    std::vector<uint16_t> h(out.size());
+    transfer(buf, h.data(), HostType::F16, false);
+    for (size_t k = 0; k < h.size(); ++k)
+      out[k] = dl16::halfToFloat(h[k]);
+    return out;
+  }
+
+  /// The device bytes of plan buffer `buf`.
+  uint8_t *device(int buf) { return mem_.at(addr_[buf], plan_.buffers[buf].layout.deviceBytes()); }
+
+private:
+  void transfer(int buf, void *host, HostType t, bool toDevice) {
+    const auto &b = plan_.buffers[buf];
+    std::vector<int64_t> st = contiguousStrides(b.hostShape);
+    auto map = sim::mapLayout(b.layout, b.hostShape, st);
+    sim::HostTensor h{host, t, b.hostShape, st};
+    if (toDevice)
+      sim::copyHostToDevice(h, b.layout, map, device(buf));
+    else
+      sim::copyDeviceToHost(device(buf), b.layout, map, h);
+  }
+
+  const isa::JobPlan &plan_;
+  sim::Executable exe_;
+  sim::DeviceMemory mem_;
+  sim::Runtime rt_;
+  std::vector<uint64_t> addr_;
+};
+
+} // namespace spyre::test
