@@ -95,6 +95,71 @@ std::vector<std::vector<int64_t>> coreSlices(const std::vector<int64_t> &splits,
   return out;
 }
 
+/// torch-spyre's generic stick layout over dim labels l (host order, stick dim last): device
+/// dims [l1..l(k-2), tile(l(k-1)), l0, elem]; layoutDimOrder_ lists the non-elem dims inner ->
+/// outer.
+SdscLayout genericLayout(const std::vector<std::string> &l, int64_t eps) {
+  size_t k = l.size();
+  SdscLayout lay;
+  lay.layoutDimOrder.push_back(l[0]);
+  if (k > 1) {
+    lay.layoutDimOrder.push_back(l[k - 1]);
+    for (size_t d = k - 1; d-- > 1;)
+      lay.layoutDimOrder.push_back(l[d]);
+  }
+  lay.stickDimOrder = {l[k - 1]};
+  lay.stickSize = {eps};
+  return lay;
+}
+
+/// Elements of each iteration dim one core's slice covers: dims in `stickDims` are split in
+/// whole sticks of `eps` elements, the others in elements.
+std::vector<int64_t> perCoreElems(const std::vector<int64_t> &N, const std::vector<int64_t> &splits,
+                                  const std::vector<size_t> &stickDims, int64_t eps) {
+  std::vector<int64_t> per(N.size());
+  for (size_t d = 0; d < N.size(); ++d) {
+    bool sticks = std::find(stickDims.begin(), stickDims.end(), d) != stickDims.end();
+    per[d] = sticks ? (N[d] + eps - 1) / eps / splits[d] * eps : N[d] / splits[d];
+  }
+  return per;
+}
+
+/// Start addresses of tensor t on every core of s (notes §2.4): its segment (= ldsIdx) plus,
+/// over its device dims (its layout class, outer -> inner), the core's slice start times the
+/// dim's stride. A tensor steps perCore[d] / eps sticks along its own stick dim and perCore[d]
+/// rows along any other dim (so a dim split in sticks of another tensor moves whole rows).
+void placeTensor(const SuperDsc &s, SdscTensor &t, const std::vector<int64_t> &perCore) {
+  const SdscLayout &lay = s.primaryDsInfo.at(t.dsType);
+  const std::string &stick = lay.stickDimOrder[0];
+  int64_t eps = elemsPerStick(t.dataFormat);
+  struct Dim {
+    int d;
+    int64_t extent;
+    bool isStick;
+  };
+  std::vector<Dim> dims;
+  for (auto li = lay.layoutDimOrder.rbegin(); li != lay.layoutDimOrder.rend(); ++li) {
+    int d = s.dimIndex(*li);
+    bool isStick = *li == stick;
+    dims.push_back({d, t.scale[d] != 1 ? 1 : isStick ? (s.N[d] + eps - 1) / eps : s.N[d], isStick});
+  }
+  std::vector<int64_t> strideBytes(dims.size());
+  int64_t st = kStickBytes;
+  for (size_t j = dims.size(); j-- > 0;) {
+    strideBytes[j] = st;
+    st *= dims[j].extent;
+  }
+  t.startAddress.clear();
+  for (int c = 0; c < s.numCoresUsed; ++c) {
+    int64_t off = 0;
+    for (size_t j = 0; j < dims.size(); ++j)
+      if (dims[j].extent > 1)
+        off += s.coreIdToWkSlice[c][dims[j].d] * (dims[j].isStick ? perCore[dims[j].d] / eps : perCore[dims[j].d]) *
+               strideBytes[j];
+    t.startAddress.push_back(t.ldsIdx * isa::kSegmentBytes + off);
+  }
+}
+
 struct PointwiseDesc {
   const char *opFunc;
   int tensorArity; ///< operands, tensors or constants
@@ -275,17 +340,7 @@ KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int max
   // [o1..o(k-2), tile(o(k-1)), o0, elem]; layoutDimOrder_ lists the non-elem dims inner -> outer.
   auto layoutFor = [&](size_t k) {
     k = std::max<size_t>(k, 1);
-    std::vector<std::string> l(labels.end() - static_cast<long>(k), labels.end());
-    SdscLayout lay;
-    lay.layoutDimOrder.push_back(l[0]);
-    if (k > 1) {
-      lay.layoutDimOrder.push_back(l[k - 1]);
-      for (size_t d = k - 1; d-- > 1;)
-        lay.layoutDimOrder.push_back(l[d]);
-    }
-    lay.stickDimOrder = {labels[r - 1]};
-    lay.stickSize = {eps};
-    return lay;
+    return genericLayout(std::vector<std::string>(labels.end() - static_cast<long>(k), labels.end()), eps);
   };
 
   std::vector<int> tensorOps; // operand index of each tensor, then the output
@@ -313,44 +368,23 @@ KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int max
     dsType[i] = labelOf[key];
   }
 
-  // Device extents and strides (outer -> inner) to place each core's slice (notes §2.4).
-  auto placeTensor = [&](int ldsIdx, const std::vector<int> &sc, DataFormat fmt) {
+  const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
+  auto place = [&](int ldsIdx, const std::vector<int> &sc, DataFormat fmt) {
     SdscTensor t;
     t.ldsIdx = ldsIdx;
     t.dsName = "Tensor" + std::to_string(ldsIdx);
     t.dsType = dsType[ldsIdx];
     t.scale = sc;
     t.dataFormat = fmt;
-    const SdscLayout &lay = layouts[ldsIdx];
-    std::vector<std::pair<int, int64_t>> ddims; // iter dim, extent
-    for (auto li = lay.layoutDimOrder.rbegin(); li != lay.layoutDimOrder.rend(); ++li) {
-      int d = static_cast<int>(std::find(labels.begin(), labels.end(), *li) - labels.begin());
-      int64_t ext = sc[d] != 1 ? 1 : static_cast<size_t>(d) == r - 1 ? adjusted[d] : N[d];
-      ddims.push_back({d, ext});
-    }
-    std::vector<int64_t> strideBytes(ddims.size());
-    int64_t st = kStickBytes;
-    for (size_t j = ddims.size(); j-- > 0;) {
-      strideBytes[j] = st;
-      st *= ddims[j].second;
-    }
-    for (int c = 0; c < cores; ++c) {
-      int64_t off = 0;
-      for (size_t j = 0; j < ddims.size(); ++j) {
-        int d = ddims[j].first;
-        if (ddims[j].second > 1)
-          off += s.coreIdToWkSlice[c][d] * (ddims[j].second / splits[d]) * strideBytes[j];
-      }
-      t.startAddress.push_back(ldsIdx * isa::kSegmentBytes + off);
-    }
+    placeTensor(s, t, perCore);
     s.labeledDs.push_back(t);
   };
   for (size_t ti = 0; ti < tensorOps.size(); ++ti) {
     int v = ops[tensorOps[ti]].value;
-    placeTensor(static_cast<int>(ti), scales[ti], deviceFormat(g.values[v].dtype, where));
+    place(static_cast<int>(ti), scales[ti], deviceFormat(g.values[v].dtype, where));
     kd.tensorValues.push_back(v);
   }
-  placeTensor(static_cast<int>(tensorOps.size()), scales.back(), outFmt);
+  place(static_cast<int>(tensorOps.size()), scales.back(), outFmt);
   kd.tensorValues.push_back(n.output);
   int ti = 0;
   for (const auto &o : ops) {
@@ -447,21 +481,14 @@ KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int max
   s.numWkSlicesPerDim = splits;
   s.numCoresUsed = cores;
   s.coreIdToWkSlice = coreSlices(splits, cores);
-  SdscLayout layout;
-  layout.layoutDimOrder.push_back(labels[0]);
-  if (r > 1) {
-    layout.layoutDimOrder.push_back(labels[r - 1]);
-    for (size_t d = r - 1; d-- > 1;)
-      layout.layoutDimOrder.push_back(labels[d]);
-  }
-  layout.stickDimOrder = {labels[r - 1]};
-  layout.stickSize = {eps};
+  SdscLayout layout = genericLayout(labels, eps);
   std::vector<int> inScale(r, 1), outScale(r, 1);
   for (size_t d = 0; d < r; ++d)
     if (red[d])
       outScale[d] = d == r - 1 ? -2 : -1;
   s.primaryDsInfo["OUTPUT"] = layout;
   s.primaryDsInfo["KERNEL"] = layout;
+  const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
   auto place = [&](int ldsIdx, const std::vector<int> &sc, const char *type) {
     SdscTensor t;
     t.ldsIdx = ldsIdx;
@@ -469,24 +496,7 @@ KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int max
     t.dsType = type;
     t.scale = sc;
     t.dataFormat = fmt;
-    std::vector<std::pair<int, int64_t>> ddims;
-    for (auto li = layout.layoutDimOrder.rbegin(); li != layout.layoutDimOrder.rend(); ++li) {
-      int d = static_cast<int>(std::find(labels.begin(), labels.end(), *li) - labels.begin());
-      ddims.push_back({d, sc[d] != 1 ? 1 : static_cast<size_t>(d) == r - 1 ? adjusted[d] : N[d]});
-    }
-    std::vector<int64_t> strideBytes(ddims.size());
-    int64_t st = kStickBytes;
-    for (size_t j = ddims.size(); j-- > 0;) {
-      strideBytes[j] = st;
-      st *= ddims[j].second;
-    }
-    for (int c = 0; c < cores; ++c) {
-      int64_t off = 0;
-      for (size_t j = 0; j < ddims.size(); ++j)
-        if (ddims[j].second > 1)
-          off += s.coreIdToWkSlice[c][ddims[j].first] * (ddims[j].second / splits[ddims[j].first]) * strideBytes[j];
-      t.startAddress.push_back(ldsIdx * isa::kSegmentBytes + off);
-    }
+    placeTensor(s, t, perCore);
     s.labeledDs.push_back(t);
   };
   place(0, inScale, "KERNEL");
@@ -570,19 +580,7 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
     s.coreIdToWkSlice.push_back(slice);
   }
   // Each tensor's generic layout over its own dims (labels), e.g. x [.., M, K] -> (.., mb, in).
-  auto layoutOver = [&](const std::vector<std::string> &l) {
-    SdscLayout lay;
-    size_t k = l.size();
-    lay.layoutDimOrder.push_back(l[0]);
-    if (k > 1) {
-      lay.layoutDimOrder.push_back(l[k - 1]);
-      for (size_t d = k - 1; d-- > 1;)
-        lay.layoutDimOrder.push_back(l[d]);
-    }
-    lay.stickDimOrder = {l[k - 1]};
-    lay.stickSize = {eps};
-    return lay;
-  };
+  auto layoutOver = [&](const std::vector<std::string> &l) { return genericLayout(l, eps); };
   std::vector<std::string> batchLabels(labels.begin(), labels.end() - 3);
   auto withBatch = [&](bool hasBatch, std::vector<std::string> tail) {
     std::vector<std::string> l = hasBatch ? batchLabels : std::vector<std::string>{};
@@ -594,6 +592,7 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
   s.primaryDsInfo["INPUT"] = layoutOver(xl);
   s.primaryDsInfo["KERNEL"] = layoutOver(yl);
   s.primaryDsInfo["OUTPUT"] = layoutOver(ol);
+  const std::vector<int64_t> perCore = perCoreElems(N_, splits, {r - 2, r - 1}, eps); // N and K in sticks
   auto place = [&](int ldsIdx, const char *type, const std::vector<std::string> &tl) {
     SdscTensor t;
     t.ldsIdx = ldsIdx;
@@ -603,32 +602,7 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
     t.scale.assign(r, -1);
     for (const auto &l : tl)
       t.scale[std::find(labels.begin(), labels.end(), l) - labels.begin()] = 1;
-    const SdscLayout &lay = s.primaryDsInfo[type];
-    std::vector<std::pair<int, int64_t>> ddims;
-    const std::string &stick = lay.stickDimOrder[0];
-    for (auto li = lay.layoutDimOrder.rbegin(); li != lay.layoutDimOrder.rend(); ++li) {
-      int d = static_cast<int>(std::find(labels.begin(), labels.end(), *li) - labels.begin());
-      ddims.push_back({d, *li == stick ? (N_[d] + eps - 1) / eps : N_[d]});
-    }
-    std::vector<int64_t> strideBytes(ddims.size());
-    int64_t st = kStickBytes;
-    for (size_t j = ddims.size(); j-- > 0;) {
-      strideBytes[j] = st;
-      st *= ddims[j].second;
-    }
-    for (int c = 0; c < cores; ++c) {
-      int64_t off = 0;
-      for (size_t j = 0; j < ddims.size(); ++j) {
-        int d = ddims[j].first;
-        if (ddims[j].second <= 1)
-          continue;
-        if (static_cast<size_t>(d) == r - 1) // K: split in sticks; y holds K as rows
-          off += s.coreIdToWkSlice[c][d] * (KT / splits[d]) * (stick == "in" ? 1 : 64) * strideBytes[j];
-        else
-          off += s.coreIdToWkSlice[c][d] * (ddims[j].second / splits[d]) * strideBytes[j];
-      }
-      t.startAddress.push_back(ldsIdx * isa::kSegmentBytes + off);
-    }
+    placeTensor(s, t, perCore);
     s.labeledDs.push_back(t);
   };
   place(0, "INPUT", xl);
@@ -673,21 +647,11 @@ KernelDraft convertKernel(const Graph &g, const Node &n, size_t index, int maxCo
   s.numWkSlicesPerDim = splits;
   s.numCoresUsed = cores;
   s.coreIdToWkSlice = coreSlices(splits, cores);
-  auto layoutFor = [&](DataFormat f) {
-    SdscLayout lay;
-    lay.layoutDimOrder.push_back(labels[0]);
-    if (r > 1) {
-      lay.layoutDimOrder.push_back(labels[r - 1]);
-      for (size_t d = r - 1; d-- > 1;)
-        lay.layoutDimOrder.push_back(labels[d]);
-    }
-    lay.stickDimOrder = {labels[r - 1]};
-    lay.stickSize = {elemsPerStick(f)};
-    return lay;
-  };
-  s.primaryDsInfo["OUTPUT"] = layoutFor(fo);
+  s.primaryDsInfo["OUTPUT"] = genericLayout(labels, elemsPerStick(fo));
   if (fi != fo)
-    s.primaryDsInfo["KERNEL"] = layoutFor(fi);
+    s.primaryDsInfo["KERNEL"] = genericLayout(labels, elemsPerStick(fi));
+  // The stick dim is never split here (slice 0), so its split unit does not matter.
+  const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, elemsPerStick(fo));
   auto place = [&](int ldsIdx, DataFormat f, const char *type) {
     SdscTensor t;
     t.ldsIdx = ldsIdx;
@@ -695,26 +659,7 @@ KernelDraft convertKernel(const Graph &g, const Node &n, size_t index, int maxCo
     t.dsType = type;
     t.scale.assign(r, 1);
     t.dataFormat = f;
-    const SdscLayout &lay = s.primaryDsInfo[type];
-    int64_t eps = elemsPerStick(f);
-    std::vector<std::pair<int, int64_t>> ddims;
-    for (auto li = lay.layoutDimOrder.rbegin(); li != lay.layoutDimOrder.rend(); ++li) {
-      int d = static_cast<int>(std::find(labels.begin(), labels.end(), *li) - labels.begin());
-      ddims.push_back({d, static_cast<size_t>(d) == r - 1 ? (N[d] + eps - 1) / eps : N[d]});
-    }
-    std::vector<int64_t> strideBytes(ddims.size());
-    int64_t st = kStickBytes;
-    for (size_t j = ddims.size(); j-- > 0;) {
-      strideBytes[j] = st;
-      st *= ddims[j].second;
-    }
-    for (int c = 0; c < cores; ++c) {
-      int64_t off = 0;
-      for (size_t j = 0; j < ddims.size(); ++j)
-        if (ddims[j].second > 1)
-          off += s.coreIdToWkSlice[c][ddims[j].first] * (ddims[j].second / splits[ddims[j].first]) * strideBytes[j];
-      t.startAddress.push_back(ldsIdx * isa::kSegmentBytes + off);
-    }
+    placeTensor(s, t, perCore);
     s.labeledDs.push_back(t);
   };
   place(0, fi, fi == fo ? "OUTPUT" : "KERNEL");
@@ -750,7 +695,7 @@ KernelDraft transposeKernel(const Graph &g, const Node &n, size_t index, int max
   labels.push_back("mb");
   labels.push_back("out");
   const std::vector<int64_t> &N = in.shape;
-  const int64_t CT = (N[r - 1] + 63) / 64, RT = (N[r - 2] + 63) / 64;
+  const int64_t CT = (N[r - 1] + 63) / 64;
   std::vector<int64_t> adjusted = N;
   adjusted[r - 1] = CT;
   std::vector<bool> splittable(r, true);
@@ -767,66 +712,30 @@ KernelDraft transposeKernel(const Graph &g, const Node &n, size_t index, int max
   s.numWkSlicesPerDim = splits;
   s.numCoresUsed = cores;
   s.coreIdToWkSlice = coreSlices(splits, cores);
-  auto layoutOver = [&](const std::vector<std::string> &l) {
-    SdscLayout lay;
-    size_t k = l.size();
-    lay.layoutDimOrder.push_back(l[0]);
-    lay.layoutDimOrder.push_back(l[k - 1]);
-    for (size_t d = k - 1; d-- > 1;)
-      lay.layoutDimOrder.push_back(l[d]);
-    lay.stickDimOrder = {l[k - 1]};
-    lay.stickSize = {64};
-    return lay;
-  };
   std::vector<std::string> outLabels(labels.begin(), labels.end() - 2);
   outLabels.push_back("out");
   outLabels.push_back("mb");
-  s.primaryDsInfo["INPUT"] = layoutOver(labels);
-  s.primaryDsInfo["OUTPUT"] = layoutOver(outLabels);
+  s.primaryDsInfo["INPUT"] = genericLayout(labels, 64);
+  s.primaryDsInfo["OUTPUT"] = genericLayout(outLabels, 64);
   // Per-core start addresses: batch slices and the core's first C tile (input: tiles; output:
   // rows of the C dim).
-  auto place = [&](int ldsIdx, const char *type, const std::vector<std::string> &tl) {
+  const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, 64);
+  auto place = [&](int ldsIdx, const char *type) {
     SdscTensor t;
     t.ldsIdx = ldsIdx;
     t.dsName = "Tensor" + std::to_string(ldsIdx);
     t.dsType = type;
     t.dataFormat = DataFormat::SEN169_FP16;
     t.scale.assign(r, 1);
-    const SdscLayout &lay = s.primaryDsInfo[type];
-    const std::string &stick = lay.stickDimOrder[0];
-    std::vector<std::pair<int, int64_t>> ddims;
-    for (auto li = lay.layoutDimOrder.rbegin(); li != lay.layoutDimOrder.rend(); ++li) {
-      int d = static_cast<int>(std::find(labels.begin(), labels.end(), *li) - labels.begin());
-      ddims.push_back({d, *li == stick ? (N[d] + 63) / 64 : N[d]});
-    }
-    std::vector<int64_t> strideBytes(ddims.size());
-    int64_t st = kStickBytes;
-    for (size_t j = ddims.size(); j-- > 0;) {
-      strideBytes[j] = st;
-      st *= ddims[j].second;
-    }
-    for (int c = 0; c < cores; ++c) {
-      int64_t off = 0;
-      for (size_t j = 0; j < ddims.size(); ++j) {
-        int d = ddims[j].first;
-        if (ddims[j].second <= 1 || static_cast<size_t>(d) == r - 2)
-          continue;
-        int64_t per = static_cast<size_t>(d) == r - 1 ? CT / splits[d] : ddims[j].second / splits[d];
-        int64_t units = static_cast<size_t>(d) == r - 1 && stick != "out" ? 64 : 1; // C as rows
-        off += s.coreIdToWkSlice[c][d] * per * units * strideBytes[j];
-      }
-      t.startAddress.push_back(ldsIdx * isa::kSegmentBytes + off);
-    }
+    placeTensor(s, t, perCore);
     s.labeledDs.push_back(t);
-    (void)tl;
   };
-  place(0, "INPUT", labels);
-  place(1, "OUTPUT", outLabels);
+  place(0, "INPUT");
+  place(1, "OUTPUT");
   s.inputs = {0};
   s.inputConsts = {""};
   s.outputs = {1};
   kd.tensorValues = {n.inputs[0], n.output};
-  (void)RT;
   return kd;
 }
 
