@@ -1,4 +1,5 @@
 #include "spyre/frontend/compiler.h"
+#include "kernel_draft.h"
 #include "spyre/isa/error.h"
 #include <algorithm>
 #include <cstdlib>
@@ -49,7 +50,7 @@ std::vector<int64_t> divideWork(const std::vector<int64_t> &sizes, const std::ve
   return splits;
 }
 
-namespace {
+namespace detail {
 
 DataFormat deviceFormat(HostType t, const std::string &where) {
   switch (t) {
@@ -190,14 +191,10 @@ struct Operand {
   double constValue = 0;
 };
 
-const char *kLayoutLabels[] = {"OUTPUT", "KERNEL", "INPUT", "KERNEL_IDX", "LAYOUT4", "LAYOUT5", "LAYOUT6", "LAYOUT7"};
+const char *const kLayoutLabels[] = {"OUTPUT", "KERNEL", "INPUT", "KERNEL_IDX", "LAYOUT4", "LAYOUT5", "LAYOUT6", "LAYOUT7"};
 
 /// Builds the SuperDSC of an op whose iteration space is the output's dims. `scales[i]` is the
 /// per-dim scale of tensor operand i (the output last).
-struct KernelDraft {
-  SuperDsc s;
-  std::vector<int> tensorValues; ///< graph value per labeledDs_ (ldsIdx order)
-};
 
 double attrOr(const Node &n, const char *key, double dflt) {
   auto it = n.attrs.find(key);
@@ -739,7 +736,9 @@ KernelDraft transposeKernel(const Graph &g, const Node &n, size_t index, int max
   return kd;
 }
 
-} // namespace
+} // namespace detail
+
+using namespace detail;
 
 JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
   g.verify();
@@ -816,6 +815,8 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
       kd = convertKernel(g, n, ni, opts.maxCores);
     else if (n.op == "transpose")
       kd = transposeKernel(g, n, ni, opts.maxCores);
+    else if (isLayerNormOp(n.op))
+      kd = layerNormKernel(g, n, ni, opts.maxCores);
     else
       throw Unsupported("op '" + n.op + "' (" + where + ")");
     isa::KernelLaunch launch;

@@ -2,6 +2,15 @@
 // matching sticks of the inputs; broadcast inputs (scale_ -1) are read once per slice and
 // revisited with a zero stride, a broadcast stick dim is splatted from lane 0; constant
 // operands are broadcast into registers once.
+//
+// Two layer-norm ops share this walk (torch-spyre's layernormscale / layernormnorm):
+// - layernormscale: one fp32 EXX2 stick per row in (lane 0 = E[x], lane 1 = E[x^2]; scale_ -2
+//   on the stick dim), one fp32 stick per row out, every lane = rsqrt(max(E[x^2] - E[x]^2, 0)
+//   + eps), eps from constantInfo_ `eps`;
+// - layernormnorm(x, mean, rstd, w, b): (x - mean) * rstd * w + b in fp32, rounded once at the
+//   store; mean is lane 0 of an exx2 output, rstd lane 0 of a layernormscale output (both
+//   scale_ -2 on the stick), w and b are per-column (scale_ -1 on every other dim) tensors or
+//   constants (1 and 0 for a missing weight or bias).
 #include "backend_common.h"
 #include <map>
 
@@ -24,7 +33,8 @@ const std::map<std::string, PwDesc> &pointwiseTable() {
       {"rsqrt", {Opcode::Rsqrt, 1}},      {"reciprocal", {Opcode::Recip, 1}},  {"exp", {Opcode::Exp, 1}},
       {"log", {Opcode::Log, 1}},          {"tanh", {Opcode::Tanh, 1}},         {"sigmoid", {Opcode::Sigmoid, 1}},
       {"silu", {Opcode::Silu, 1}},        {"gelufwd", {Opcode::Gelu, 1}},      {"softplus", {Opcode::Softplus, 1}},
-      {"clip", {Opcode::Clip, 1}},        {"identity", {Opcode::Ld, 1}},
+      {"clip", {Opcode::Clip, 1}},        {"identity", {Opcode::Ld, 1}},       {"layernormscale", {Opcode::Rsqrt, 1}},
+      {"layernormnorm", {Opcode::Fma, 5}},
   };
   return t;
 }
@@ -56,9 +66,17 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
     throw Error(where(s) + ": the output layout must list every iteration dim");
   const std::string &stickDim = layout.stickDimOrder[0];
   TensorGeom out = tensorGeom(s, outT, stickDim);
-  for (int sc : outT.scale)
-    if (sc != 1)
-      throw Error(where(s) + ": the output of a pointwise op must have scale_ 1 on every dim");
+  const bool lnScale = s.opFuncName == "layernormscale", lnNorm = s.opFuncName == "layernormnorm";
+  // layernormscale maps one sparse stick per row to one sparse stick per row.
+  const int sdIdx = s.dimIndex(stickDim);
+  for (size_t d = 0; d < outT.scale.size(); ++d) {
+    int want = lnScale && static_cast<int>(d) == sdIdx ? -2 : 1;
+    if (outT.scale[d] != want)
+      throw Error(where(s) + ": the output of " + s.opFuncName + " must have scale_ " + std::to_string(want) + " on " +
+                  s.dims[d]);
+  }
+  if (lnScale && outT.dataFormat != DataFormat::IEEE_FP32)
+    throw Error(where(s) + ": the layernormscale output must be IEEE_FP32");
   if (outT.inLx)
     throw Unsupported("LX-resident tensors (memOrg_ lx) in " + s.name);
 
@@ -80,6 +98,17 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
       if (t.inLx)
         throw Unsupported("LX-resident tensors (memOrg_ lx) in " + s.name);
       in.g = tensorGeom(s, t, stickDim);
+      // The layer-norm statistics: one fp32 stick per row (scale_ -2 on the stick dim).
+      const bool stats = (lnNorm && (i == 1 || i == 2)) || lnScale;
+      if (stats) {
+        if (t.scale[sdIdx] != -2 || t.dataFormat != DataFormat::IEEE_FP32)
+          throw Error(where(s) + ": " + t.dsName + " (a layer-norm statistic) must be IEEE_FP32 with scale_ -2 on " +
+                      stickDim);
+        ins.push_back(in);
+        continue;
+      }
+      if (lnNorm && t.scale[sdIdx] != 1)
+        throw Error(where(s) + ": " + t.dsName + " of layernormnorm must span the normalised dim " + stickDim);
       // where3's condition may be bool (DL16) next to f32 values only if sticks line up.
       if (elemsPerStick(t.dataFormat) != elemsPerStick(outT.dataFormat))
         throw Unsupported("operands with different stick geometry in " + s.name + " (" + t.dsName + " is " +
@@ -96,6 +125,8 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   }
   if (computeFmt == Format::None)
     computeFmt = out.fmt;
+  if (lnScale)
+    computeFmt = Format::F32;
   bool isCompare = pw.op == Opcode::Eq || pw.op == Opcode::Ne || pw.op == Opcode::Lt || pw.op == Opcode::Le ||
                    pw.op == Opcode::Gt || pw.op == Opcode::Ge;
   if (!isCompare && computeFmt != out.fmt)
@@ -196,6 +227,12 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
     tbl.table = offsets(*tensors[i]);
     pb.emit(tbl);
   }
+  if (lnScale) {
+    Instr e = mk(Opcode::Bcast, Format::F32);
+    e.v = {7, -1, -1, -1};
+    e.fimm = static_cast<float>(constant(s, "eps", 0.0, true));
+    pb.emit(e);
+  }
   std::vector<int> constReg(ins.size(), -1);
   for (size_t i = 0; i < ins.size(); ++i)
     if (ins[i].isConst) {
@@ -277,7 +314,7 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
           ld.v = {v, -1, -1, -1};
           ld.lx = {10 + ti, 0};
           pb.emit(ld);
-          if (!ins[i].g.stickPresent && s.N[s.dimIndex(stickDim)] > 1) {
+          if (!ins[i].g.stickPresent && s.N[s.dimIndex(stickDim)] > 1 && !lnScale) {
             Instr sp = mk(Opcode::Splat, ins[i].g.fmt);
             sp.v = {v, v, -1, -1};
             sp.imm = 0;
@@ -287,7 +324,32 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
           ++ti;
         }
         int result = src[0];
-        if (pw.op != Opcode::Ld) {
+        auto emit3 = [&](Opcode o, int d, int a, int b, int c = -1) {
+          Instr x = mk(o, Format::F32);
+          x.v = {d, a, b, c};
+          pb.emit(x);
+        };
+        if (lnScale) {
+          // v5 = E[x] (lane 0), v6 = E[x^2] (lane 1); v4 = rsqrt(relu(v6 - v5^2) + eps).
+          Instr sp = mk(Opcode::Splat, Format::F32);
+          sp.v = {5, src[0], -1, -1};
+          pb.emit(sp);
+          sp.v = {6, src[0], -1, -1};
+          sp.imm = 1;
+          pb.emit(sp);
+          emit3(Opcode::Mul, 5, 5, 5);
+          emit3(Opcode::Sub, 6, 6, 5);
+          emit3(Opcode::Relu, 6, 6, -1);
+          emit3(Opcode::Add, 6, 6, 7);
+          emit3(Opcode::Rsqrt, 4, 6, -1);
+          result = 4;
+        } else if (lnNorm) {
+          // v5 = (x - mean) * rstd * w + b, all fp32; rounded once by the store.
+          emit3(Opcode::Sub, 5, src[0], src[1]);
+          emit3(Opcode::Mul, 5, 5, src[2]);
+          emit3(Opcode::Fma, 5, 5, src[3], src[4]);
+          result = 5;
+        } else if (pw.op != Opcode::Ld) {
           Instr op = mk(pw.op, computeFmt);
           result = 4;
           op.v = {4, src[0], src.size() > 1 ? src[1] : -1, src.size() > 2 ? src[2] : -1};

@@ -2,6 +2,10 @@
 // is reduced: scale_ -2, one value per output stick, lane-masked last tile) and in nonstick form
 // (elementwise accumulation across sticks). Accumulation is in fp32 registers; the result is
 // rounded once when stored (DL16) — mean scales the fp32 accumulator by 1/count first.
+//
+// exx2 (layer norm statistics) is the same walk over a stick-reduced row with two fp32
+// accumulators (x and x*x); its output is one fp32 stick per row in the EXX2 arrangement:
+// lane 0 = E[x], every other lane = E[x^2] (nothing rounded below fp32).
 #include "backend_common.h"
 #include <cmath>
 #include <functional>
@@ -12,7 +16,7 @@ bool isReductionOp(const std::string &op) {
   for (const char *base : {"sum", "mean", "max", "min"})
     if (op == base || op == std::string(base) + "nonstick")
       return true;
-  return false;
+  return op == "exx2";
 }
 
 Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
@@ -38,7 +42,10 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
   const std::string &stickDim = layout.stickDimOrder[0];
   const int sd = s.dimIndex(stickDim);
   TensorGeom in = tensorGeom(s, inT, stickDim), out = tensorGeom(s, outT, stickDim);
-  if (in.fmt != out.fmt)
+  const bool exx2 = base == "exx2";
+  if (exx2 && out.fmt != Format::F32)
+    throw Error(where(s) + ": the exx2 output must be IEEE_FP32 (EXX2 arrangement: lane 0 = E[x], lane 1 = E[x^2])");
+  if (!exx2 && in.fmt != out.fmt)
     throw Unsupported("reductions that change the data format in " + s.name);
   if (in.fmt == Format::I32)
     throw Unsupported("int32 reductions in " + s.name);
@@ -64,7 +71,11 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
     }
     stickReduced |= sc == -2;
   }
-  if (nonstickName == stickReduced)
+  if (exx2)
+    for (size_t d = 0; d < s.dims.size(); ++d)
+      if (reduced[d] != (static_cast<int>(d) == sd))
+        throw Error(where(s) + ": exx2 reduces exactly the stick dim " + stickDim + " (output scale_ -2 there, 1 elsewhere)");
+  if (nonstickName == stickReduced && !exx2)
     throw Error(where(s) + ": opFuncName '" + s.opFuncName + "' " +
                 (stickReduced ? "reduces the stick dim (expected '" + base + "')"
                               : "does not reduce the stick dim (expected '" + base + "nonstick')"));
@@ -159,6 +170,18 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
   pb.emit(t2);
   const Opcode combine = base == "max" ? Opcode::Max : base == "min" ? Opcode::Min : Opcode::Add;
   const float identity = base == "max" ? -INFINITY : base == "min" ? INFINITY : 0.0f;
+  if (exx2) {
+    // v9 = 1.0 on lane 0 only: selects E[x] into lane 0 of the EXX2 stick.
+    Instr io = mk(Opcode::Iota, Format::F32);
+    io.v = {9, -1, -1, -1};
+    pb.emit(io);
+    Instr z = mk(Opcode::Bcast, Format::F32);
+    z.v = {10, -1, -1, -1};
+    pb.emit(z);
+    Instr eq = mk(Opcode::Eq, Format::F32);
+    eq.v = {9, 9, 10, -1};
+    pb.emit(eq);
+  }
   const int64_t validLanes = s.N[sd] % eps;
   const bool mask = stickReduced && validLanes != 0;
   if (mask) {
@@ -168,7 +191,7 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
     mv.fimm = identity;
     pb.emit(mv);
   }
-  if (base == "mean") {
+  if (base == "mean" || exx2) {
     Instr sc = mk(Opcode::Bcast, Format::F32);
     sc.v = {14, -1, -1, -1};
     sc.fimm = 1.0f / static_cast<float>(count);
@@ -246,6 +269,10 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
         init.v = {1, -1, -1, -1};
         init.fimm = identity;
         pb.emit(init);
+        if (exx2) {
+          init.v = {3, -1, -1, -1};
+          pb.emit(init);
+        }
         // r12 walks the reduced box from this output stick's first input stick.
         pb.emit(addi(12, 10, 0));
         auto accumulate = [&](bool masked) {
@@ -261,6 +288,11 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
           Instr c = mk(combine, Format::F32);
           c.v = {1, 1, 0, -1};
           pb.emit(c);
+          if (exx2) {
+            Instr sq = mk(Opcode::Fma, Format::F32);
+            sq.v = {3, 0, 0, 3};
+            pb.emit(sq);
+          }
         };
         std::function<void(size_t)> redNest = [&](size_t r) {
           if (r == red.size()) {
@@ -282,6 +314,34 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
           pb.loop(blockLen(jj), {{12, inLx[jj]}}, [&] { redNest(r + 1); });
         };
         redNest(0);
+        if (exx2) {
+          // Scale both sums, fold the 64 DL16 lanes into 32 fp32 lanes, reduce in fp32, and
+          // put E[x] in lane 0 of the E[x^2] stick.
+          for (int acc : {1, 3}) {
+            Instr m = mk(Opcode::Mul, Format::F32);
+            m.v = {acc, acc, 14, -1};
+            pb.emit(m);
+            if (fmt == Format::DL16) {
+              Instr u = mk(Opcode::Unpack);
+              u.v = {5, 6, acc, -1};
+              pb.emit(u);
+              Instr a = mk(Opcode::Add, Format::F32);
+              a.v = {acc, 5, 6, -1};
+              pb.emit(a);
+            }
+            Instr r = mk(Opcode::Rsum, Format::F32);
+            r.v = {acc == 1 ? 2 : 7, acc, -1, -1};
+            pb.emit(r);
+          }
+          Instr sel = mk(Opcode::Sel, Format::F32);
+          sel.v = {2, 9, 2, 7};
+          pb.emit(sel);
+          Instr st = mk(Opcode::St, Format::F32);
+          st.v = {2, -1, -1, -1};
+          st.lx = {11, 0};
+          pb.emit(st);
+          return;
+        }
         if (base == "mean") {
           Instr m = mk(Opcode::Mul, Format::F32);
           m.v = {1, 1, 14, -1};

@@ -12,6 +12,11 @@
 //   matmul(%a, %b): [.., M, K] x [.., K, N]
 //   to_dtype(%x): the output's dtype (f16/bf16 <-> f32)
 //   transpose(%x): swaps the last two dims (fp16/bf16, rank 2-4), materialised
+//   layer norm over the last dim (torch-spyre's three ops; x f16/bf16/f32, rank 1-4):
+//     exx2(%x) : f32[.., 2]                  per row E[x] and E[x^2] (fp32 accumulation)
+//     layernormscale(%s, eps=e) : f32[.., 1]  per row rsqrt(E[x^2] - E[x]^2 + eps)
+//     layernormnorm(%x, %s, %r[, %w][, %b]) : x's type   (x - E[x]) * rstd * w + b; w, b are
+//       [C] tensors of x's dtype; weight=0 / bias=0 drop them (constant 1 / 0)
 // Text form:
 //
 //   graph(%a: f16[67, 256], %b: f16[67, 256]) {

@@ -1,0 +1,39 @@
+// Internal to spyre_frontend: the helpers every op builder uses to draft one SuperDSC (dim labels,
+// generic stick layouts, torch-spyre's core -> slice mapping and start-address placement), and
+// the op builders that live outside compiler.cpp.
+#pragma once
+#include "spyre/frontend/graph.h"
+#include "spyre/isa/superdsc.h"
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace spyre::frontend::detail {
+
+/// One SuperDSC and the graph value behind each of its labeledDs_ (ldsIdx order).
+struct KernelDraft {
+  isa::SuperDsc s;
+  std::vector<int> tensorValues;
+};
+
+DataFormat deviceFormat(HostType t, const std::string &where);
+/// torch-spyre's positional dim labels: [mb, x, y][:rank-1] + [out].
+std::vector<std::string> dimLabels(size_t rank);
+/// Mixed-radix core -> work slice mapping (the first dim varies fastest).
+std::vector<std::vector<int64_t>> coreSlices(const std::vector<int64_t> &splits, int cores);
+/// Generic stick layout over dim labels l (host order, stick dim last).
+isa::SdscLayout genericLayout(const std::vector<std::string> &l, int64_t eps);
+/// Elements of each iteration dim one core covers (dims in stickDims split in whole sticks).
+std::vector<int64_t> perCoreElems(const std::vector<int64_t> &N, const std::vector<int64_t> &splits,
+                                  const std::vector<size_t> &stickDims, int64_t eps);
+/// Per-core start addresses of t (segment = ldsIdx) from its layout class and perCore.
+void placeTensor(const isa::SuperDsc &s, isa::SdscTensor &t, const std::vector<int64_t> &perCore);
+double attrOr(const Node &n, const char *key, double dflt);
+/// Unsupported for any attribute not in `allowed` (alpha=1 is always accepted).
+void checkAttrs(const Node &n, const std::string &where, std::initializer_list<const char *> allowed);
+
+// Op builders in layernorm_ops.cpp.
+bool isLayerNormOp(const std::string &op);
+KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+
+} // namespace spyre::frontend::detail

@@ -1,0 +1,171 @@
+// Layer norm as torch-spyre runs it: three SuperDSCs over the rows of x (the last dim is the
+// normalised one).
+//   exx2(%x) : f32[.., 2]            one fp32 EXX2 stick per row: lane 0 = E[x], lane 1 = E[x^2]
+//   layernormscale(%s, eps=e) : f32[.., 1]   rsqrt(E[x^2] - E[x]^2 + eps) per row
+//   layernormnorm(%x, %s, %r[, %w][, %b]) : x's type   (x - E[x]) * rstd * w + b
+// A missing weight or bias is a constant 1 or 0 operand (attributes weight=0 / bias=0).
+// The statistics are sparse sticks (scale_ -2 on the stick dim); their buffers are the generic
+// layouts of the [.., 2] and [.., 1] fp32 host shapes, which put one stick per row.
+#include "kernel_draft.h"
+#include "spyre/frontend/compiler.h"
+#include "spyre/isa/error.h"
+#include <numeric>
+
+namespace spyre::frontend::detail {
+
+using isa::SdscTensor;
+using isa::SuperDsc;
+
+bool isLayerNormOp(const std::string &op) { return op == "exx2" || op == "layernormscale" || op == "layernormnorm"; }
+
+namespace {
+
+void requireFloat(const Value &v, const std::string &where) {
+  if (v.dtype != HostType::F16 && v.dtype != HostType::BF16 && v.dtype != HostType::F32)
+    throw Unsupported(std::string(dtypeShortName(v.dtype)) + " tensors in " + where);
+}
+
+void requireNonEmpty(const std::vector<int64_t> &shape, const std::string &where) {
+  for (int64_t d : shape)
+    if (d == 0)
+      throw Unsupported("empty tensors in " + where);
+}
+
+/// The row shape [.., 1|2] of a statistic of x.
+bool isStatOf(const Value &st, const Value &x, int64_t last) {
+  if (st.dtype != HostType::F32 || st.shape.size() != x.shape.size())
+    return false;
+  for (size_t d = 0; d + 1 < x.shape.size(); ++d)
+    if (st.shape[d] != x.shape[d])
+      return false;
+  return st.shape.back() == last;
+}
+
+} // namespace
+
+KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
+  const Value &out = g.values[n.output];
+  const std::string where = "node %" + out.name + " = " + n.op;
+  const bool isExx2 = n.op == "exx2", isScale = n.op == "layernormscale";
+  if (isExx2)
+    checkAttrs(n, where, {});
+  else if (isScale)
+    checkAttrs(n, where, {"eps"});
+  else
+    checkAttrs(n, where, {"weight", "bias"});
+  const bool hasW = attrOr(n, "weight", 1.0) != 0.0, hasB = attrOr(n, "bias", 1.0) != 0.0;
+  const size_t arity = isExx2 || isScale ? 1 : 3 + hasW + hasB;
+  if (n.inputs.size() != arity)
+    throw Error(where + ": expected " + std::to_string(arity) + " tensor operand(s), got " +
+                std::to_string(n.inputs.size()));
+  // The value whose dims are the iteration space (x; the statistic for layernormscale).
+  const Value &x = g.values[n.inputs[0]];
+  requireFloat(x, where);
+  if (x.shape.empty())
+    throw Unsupported("layer norm of a 0-d tensor (" + where + ")");
+  requireNonEmpty(x.shape, where);
+  const size_t r = x.shape.size();
+  if (isExx2) {
+    std::vector<int64_t> expect = x.shape;
+    expect.back() = 2;
+    if (out.dtype != HostType::F32 || out.shape != expect)
+      throw Error(where + ": exx2 of " + std::string(dtypeShortName(x.dtype)) + " [.., C] gives f32[.., 2]");
+  } else if (isScale) {
+    if (!isStatOf(x, x, 2) || !isStatOf(out, x, 1))
+      throw Error(where + ": layernormscale takes the f32[.., 2] exx2 statistic and gives f32[.., 1]");
+  } else {
+    if (out.shape != x.shape || out.dtype != x.dtype)
+      throw Error(where + ": layernormnorm keeps the shape and dtype of x");
+    if (!isStatOf(g.values[n.inputs[1]], x, 2) || !isStatOf(g.values[n.inputs[2]], x, 1))
+      throw Error(where + ": layernormnorm takes x, the f32[.., 2] exx2 statistic and the f32[.., 1] rstd");
+    for (size_t i = 3; i < n.inputs.size(); ++i) {
+      const Value &p = g.values[n.inputs[i]];
+      if (p.shape != std::vector<int64_t>{x.shape.back()} || p.dtype != x.dtype)
+        throw Unsupported("layernormnorm weight/bias %" + p.name + " other than a [" + std::to_string(x.shape.back()) +
+                          "] " + std::string(dtypeShortName(x.dtype)) + " tensor (" + where + ")");
+    }
+  }
+  const DataFormat xf = deviceFormat(x.dtype, where);
+  const int64_t eps = elemsPerStick(xf);
+  auto labels = dimLabels(r);
+  const std::vector<int64_t> &N = x.shape;
+  std::vector<int64_t> adjusted = N;
+  adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
+  std::vector<bool> splittable(r, true);
+  if (!isScale && !isExx2)
+    ; // layernormnorm is elementwise: every dim, the stick dim in whole sticks
+  else
+    splittable[r - 1] = false; // one statistic per row: rows only
+  auto splits = divideWork(adjusted, splittable, maxCores);
+  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
+
+  KernelDraft kd;
+  SuperDsc &s = kd.s;
+  s.opFuncName = n.op;
+  s.name = std::to_string(index) + "_" + n.op;
+  s.exUnit = "sfp";
+  s.dims = labels;
+  s.N = N;
+  s.numWkSlicesPerDim = splits;
+  s.numCoresUsed = cores;
+  s.coreIdToWkSlice = coreSlices(splits, cores);
+  const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
+  std::vector<int> all(r, 1), sparse(r, 1), column(r, -1);
+  sparse[r - 1] = -2;
+  column[r - 1] = 1;
+  auto place = [&](int v, const std::vector<int> &scale, DataFormat f, const char *type) {
+    SdscTensor t;
+    t.ldsIdx = static_cast<int>(s.labeledDs.size());
+    t.dsName = "Tensor" + std::to_string(t.ldsIdx);
+    t.dsType = type;
+    t.scale = scale;
+    t.dataFormat = f;
+    placeTensor(s, t, perCore);
+    s.labeledDs.push_back(t);
+    kd.tensorValues.push_back(v);
+    return t.ldsIdx;
+  };
+  const DataFormat f32 = DataFormat::IEEE_FP32;
+  if (isExx2) {
+    s.primaryDsInfo["OUTPUT"] = genericLayout(labels, 32);
+    s.primaryDsInfo["KERNEL"] = genericLayout(labels, eps);
+    int in = place(n.inputs[0], all, xf, "KERNEL");
+    int o = place(n.output, sparse, f32, "OUTPUT");
+    s.inputs = {in, o}; // torch-spyre: a reduction accumulates into its output
+    s.inputConsts = {"", ""};
+    s.outputs = {o};
+    return kd;
+  }
+  if (isScale) {
+    s.primaryDsInfo["OUTPUT"] = genericLayout(labels, 32);
+    int in = place(n.inputs[0], sparse, f32, "OUTPUT");
+    int o = place(n.output, sparse, f32, "OUTPUT");
+    s.inputs = {in};
+    s.inputConsts = {""};
+    s.outputs = {o};
+    s.constants["eps"] = attrOr(n, "eps", 1e-5);
+    return kd;
+  }
+  s.primaryDsInfo["OUTPUT"] = genericLayout(labels, eps);
+  s.primaryDsInfo["KERNEL"] = genericLayout(labels, 32);
+  s.primaryDsInfo["INPUT"] = genericLayout({labels.back()}, eps);
+  s.inputs.push_back(place(n.inputs[0], all, xf, "OUTPUT"));
+  s.inputs.push_back(place(n.inputs[1], sparse, f32, "KERNEL"));
+  s.inputs.push_back(place(n.inputs[2], sparse, f32, "KERNEL"));
+  s.inputConsts = {"", "", ""};
+  size_t next = 3;
+  for (auto [present, name, value] : {std::tuple{hasW, "weight", 1.0}, std::tuple{hasB, "bias", 0.0}}) {
+    if (present) {
+      s.inputs.push_back(place(n.inputs[next++], column, xf, "INPUT"));
+      s.inputConsts.push_back("");
+    } else {
+      s.inputs.push_back(-1);
+      s.inputConsts.push_back(name);
+      s.constants[name] = value;
+    }
+  }
+  s.outputs = {place(n.output, all, xf, "OUTPUT")};
+  return kd;
+}
+
+} // namespace spyre::frontend::detail

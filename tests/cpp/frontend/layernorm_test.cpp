@@ -1,0 +1,203 @@
+// Layer norm as exx2 -> layernormscale -> layernormnorm through frontend, backend and both
+// engines, against a double-precision reference of the device-rounded inputs.
+#include "plan_runner.h"
+#include "spyre/frontend/compiler.h"
+#include "spyre/isa/dl16.h"
+#include "spyre/isa/backend.h"
+#include "spyre/isa/superdsc.h"
+#include "spyre/jit/jit_engine.h"
+#include <cmath>
+#include <gtest/gtest.h>
+#include <random>
+
+using namespace spyre;
+using namespace spyre::frontend;
+using V = std::vector<int64_t>;
+
+namespace {
+
+using test::numel;
+
+/// y = layer_norm(x) over the last dim; outputs y, the exx2 statistic and rstd.
+Graph layerNormGraph(const V &shape, HostType t, bool weight, bool bias, double eps) {
+  Graph g;
+  int x = g.addInput("x", shape, t);
+  std::vector<int> params;
+  if (weight)
+    params.push_back(g.addInput("w", {shape.back()}, t));
+  if (bias)
+    params.push_back(g.addInput("b", {shape.back()}, t));
+  V s2 = shape, s1 = shape;
+  s2.back() = 2;
+  s1.back() = 1;
+  int st = g.addNode("exx2", {x}, "stat", s2, HostType::F32);
+  int r = g.addNode("layernormscale", {st}, "rstd", s1, HostType::F32, {{"eps", Attr(eps)}});
+  std::vector<int> ins{x, st, r};
+  ins.insert(ins.end(), params.begin(), params.end());
+  std::map<std::string, Attr> attrs;
+  if (!weight)
+    attrs["weight"] = Attr(0.0);
+  if (!bias)
+    attrs["bias"] = Attr(0.0);
+  int y = g.addNode("layernormnorm", ins, "y", shape, t, attrs);
+  g.outputs = {y, st, r};
+  return g;
+}
+
+std::vector<float> randomValues(int64_t n, HostType t, std::mt19937 &gen, float mean, float sd) {
+  std::normal_distribution<float> nd(mean, sd);
+  std::vector<float> v(n);
+  for (auto &x : v) {
+    x = nd(gen);
+    if (t != HostType::F32)
+      x = dl16::round(dl16::halfToFloat(dl16::floatToHalf(x))); // what the card holds
+  }
+  return v;
+}
+
+} // namespace
+
+TEST(LayerNorm, ShapesCoresAndAffineVariants) {
+  struct Case {
+    V shape;
+    bool w, b;
+  };
+  std::vector<Case> cases = {
+      {{256}, true, true},          {{67}, true, false},          {{64, 64}, true, true},
+      {{67, 256}, true, true},      {{71, 129}, false, true},     {{64, 255}, true, true},
+      {{7, 5, 67}, false, false},   {{3, 67, 256}, true, true},   {{2, 3, 4, 71}, true, true},
+      {{2, 2, 7, 129}, true, false}, {{129, 1024}, true, true},
+  };
+  auto interp = sim::makeInterpreter();
+  jit::JitEngine jit;
+  std::mt19937 gen(11);
+  for (HostType t : {HostType::F16, HostType::F32}) {
+    for (const auto &c : cases) {
+      const int64_t C = c.shape.back(), rows = numel(c.shape) / C;
+      const double eps = 1e-5;
+      Graph g = layerNormGraph(c.shape, t, c.w, c.b, eps);
+      // A non-zero mean checks that the variance is not lost to cancellation.
+      std::vector<float> xv = randomValues(numel(c.shape), t, gen, 3.0f, 2.0f);
+      std::vector<float> wv = randomValues(C, t, gen, 1.0f, 0.5f), bv = randomValues(C, t, gen, 0.0f, 1.0f);
+      for (int cores : {1, 2, 7, 32}) {
+        isa::JobPlan plan = compileGraph(g, {cores, ""});
+        std::vector<std::vector<float>> outs[2];
+        int e = 0;
+        for (sim::Engine *engine : {interp.get(), static_cast<sim::Engine *>(&jit)}) {
+          test::PlanRunner r(plan, *engine);
+          size_t in = 0;
+          r.setInput(in++, xv);
+          if (c.w)
+            r.setInput(in++, wv);
+          if (c.b)
+            r.setInput(in++, bv);
+          r.run();
+          for (size_t o = 0; o < 3; ++o)
+            outs[e].push_back(r.output(o));
+          ++e;
+        }
+        ASSERT_EQ(outs[0], outs[1]) << "interpreter and JIT differ";
+        const auto &y = outs[0][0], &st = outs[0][1], &rs = outs[0][2];
+        for (int64_t row = 0; row < rows; ++row) {
+          double s = 0, s2 = 0;
+          for (int64_t j = 0; j < C; ++j) {
+            double v = xv[row * C + j];
+            s += v;
+            s2 += v * v;
+          }
+          double mean = s / C, ex2 = s2 / C, rstd = 1 / std::sqrt(std::max(ex2 - mean * mean, 0.0) + eps);
+          std::string at = "shape rank " + std::to_string(c.shape.size()) + " C=" + std::to_string(C) + " cores " +
+                           std::to_string(cores) + " row " + std::to_string(row);
+          ASSERT_NEAR(st[row * 2], mean, 1e-5 * (1 + std::fabs(mean))) << at;
+          ASSERT_NEAR(st[row * 2 + 1], ex2, 1e-5 * (1 + ex2)) << at;
+          ASSERT_NEAR(rs[row], rstd, 1e-3 * rstd) << at;
+          for (int64_t j = 0; j < C; ++j) {
+            double expect = (xv[row * C + j] - mean) * rstd * (c.w ? wv[j] : 1.0) + (c.b ? bv[j] : 0.0);
+            double tol = t == HostType::F32 ? 1e-4 * (1 + std::fabs(expect)) : 4e-3 * (1 + std::fabs(expect));
+            ASSERT_NEAR(y[row * C + j], expect, tol) << at << " col " << j;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(LayerNorm, SuperDscShape) {
+  Graph g = layerNormGraph({64, 256}, HostType::F16, true, true, 1e-5);
+  isa::JobPlan plan = compileGraph(g, {32, ""});
+  ASSERT_EQ(plan.launches.size(), 3u);
+  const auto &ex = plan.launches[0].sdsc, &sc = plan.launches[1].sdsc, &nm = plan.launches[2].sdsc;
+  EXPECT_EQ(ex.opFuncName, "exx2");
+  EXPECT_EQ(ex.numWkSlicesPerDim, (V{32, 1})); // rows only; the normalised dim stays whole
+  EXPECT_EQ(ex.tensor(ex.outputs[0]).scale, (std::vector<int>{1, -2}));
+  EXPECT_EQ(ex.tensor(ex.outputs[0]).dataFormat, DataFormat::IEEE_FP32);
+  EXPECT_EQ(sc.opFuncName, "layernormscale");
+  EXPECT_EQ(sc.constants.at("eps"), 1e-5);
+  EXPECT_EQ(nm.opFuncName, "layernormnorm");
+  EXPECT_EQ(nm.inputs.size(), 5u);
+}
+
+TEST(LayerNorm, MalformedSuperDscMessages) {
+  Graph g = layerNormGraph({64, 128}, HostType::F16, false, false, 1e-5);
+  isa::JobPlan plan = compileGraph(g, {2, ""});
+  auto expectError = [](isa::SuperDsc s, const std::string &msg) {
+    try {
+      isa::compileSuperDsc(s);
+      FAIL() << "expected an error containing: " << msg;
+    } catch (const std::exception &e) {
+      EXPECT_NE(std::string(e.what()).find(msg), std::string::npos) << e.what();
+    }
+  };
+  {
+    isa::SuperDsc s = plan.launches[0].sdsc; // exx2 writing DL16
+    s.labeledDs[1].dataFormat = DataFormat::SEN169_FP16;
+    s.primaryDsInfo["OUTPUT"].stickSize = {64};
+    expectError(s, "the exx2 output must be IEEE_FP32");
+  }
+  {
+    isa::SuperDsc s = plan.launches[0].sdsc; // exx2 reducing rows too
+    s.labeledDs[1].scale = {-1, -2};
+    s.numWkSlicesPerDim = {1, 1};
+    s.numCoresUsed = 1;
+    s.coreIdToWkSlice = {{0, 0}};
+    for (auto &t : s.labeledDs)
+      t.startAddress.resize(1);
+    expectError(s, "exx2 reduces exactly the stick dim out");
+  }
+  {
+    isa::SuperDsc s = plan.launches[1].sdsc; // layernormscale without eps
+    s.constants.clear();
+    expectError(s, "constantInfo_ has no 'eps' constant");
+  }
+  {
+    isa::SuperDsc s = plan.launches[1].sdsc; // layernormscale with a dense output
+    s.labeledDs[1].scale = {1, 1};
+    expectError(s, "the output of layernormscale must have scale_ -2 on out");
+  }
+  {
+    isa::SuperDsc s = plan.launches[2].sdsc; // layernormnorm with a dense statistic
+    s.labeledDs[1].scale = {1, 1};
+    expectError(s, "must be IEEE_FP32 with scale_ -2 on out");
+  }
+}
+
+TEST(LayerNorm, FrontendRejectsBadOperands) {
+  Graph g;
+  int x = g.addInput("x", {4, 64}, HostType::F16);
+  g.outputs = {g.addNode("exx2", {x}, "s", {4, 1}, HostType::F32)};
+  EXPECT_THROW(compileGraph(g), Error);
+  Graph h;
+  int y = h.addInput("x", {4, 64}, HostType::F16);
+  int w = h.addInput("w", {4, 64}, HostType::F16);
+  int st = h.addNode("exx2", {y}, "s", {4, 2}, HostType::F32);
+  int r = h.addNode("layernormscale", {st}, "r", {4, 1}, HostType::F32, {{"eps", Attr(1e-5)}});
+  h.outputs = {h.addNode("layernormnorm", {y, st, r, w}, "o", {4, 64}, HostType::F16, {{"bias", Attr(0.0)}})};
+  try {
+    compileGraph(h);
+    FAIL();
+  } catch (const Unsupported &e) {
+    EXPECT_NE(std::string(e.what()).find("Unsupported: layernormnorm weight/bias %w other than a [64] f16 tensor"),
+              std::string::npos)
+        << e.what();
+  }
+}
