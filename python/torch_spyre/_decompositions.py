@@ -15,7 +15,7 @@ import torch
 
 aten = torch.ops.aten
 
-__all__ = ["spyre_decompositions", "DECOMPOSITIONS"]
+__all__ = ["spyre_decompositions", "DECOMPOSITIONS", "exx2", "layernormscale", "layernormnorm"]
 
 DECOMPOSITIONS: dict[Any, Callable] = {}
 
@@ -49,10 +49,77 @@ def _log_softmax(x: torch.Tensor, dim: int, half_to_float: bool) -> torch.Tensor
     return aten._to_copy.default(out, dtype=torch.float32) if half_to_float else out
 
 
+# torch-spyre's layer norm ops (notes: layer_norm -> exx2 + layernormscale + layernormnorm). The
+# statistics are fp32 whatever x is: E[x] and E[x^2] accumulate in fp32 on the card, so the
+# variance E[x^2] - E[x]^2 keeps its precision for inputs whose mean is large next to their
+# spread. The bodies below are the CPU reference (CPU fallback, fake tensors).
+
+
+@torch.library.custom_op("spyre::exx2", mutates_args=())
+def exx2(x: torch.Tensor) -> torch.Tensor:
+    """Per row of the last dim: [E[x], E[x^2]] as fp32 (the EXX2 statistic)."""
+    xf = x.float()
+    return torch.stack([xf.mean(-1), (xf * xf).mean(-1)], -1)
+
+
+@exx2.register_fake
+def _exx2_fake(x: torch.Tensor) -> torch.Tensor:
+    return x.new_empty((*x.shape[:-1], 2), dtype=torch.float32)
+
+
+@torch.library.custom_op("spyre::layernormscale", mutates_args=())
+def layernormscale(stat: torch.Tensor, eps: float) -> torch.Tensor:
+    """rsqrt(max(E[x^2] - E[x]^2, 0) + eps) per row, fp32 [.., 1]."""
+    var = (stat[..., 1:2] - stat[..., 0:1] * stat[..., 0:1]).clamp_min(0)
+    return torch.rsqrt(var + eps)
+
+
+@layernormscale.register_fake
+def _layernormscale_fake(stat: torch.Tensor, eps: float) -> torch.Tensor:
+    return stat.new_empty((*stat.shape[:-1], 1), dtype=torch.float32)
+
+
+@torch.library.custom_op("spyre::layernormnorm", mutates_args=())
+def layernormnorm(x: torch.Tensor, stat: torch.Tensor, rstd: torch.Tensor, weight: torch.Tensor | None,
+                  bias: torch.Tensor | None) -> torch.Tensor:
+    """(x - E[x]) * rstd * weight + bias in fp32, rounded once to x's dtype."""
+    y = (x.float() - stat[..., 0:1]) * rstd
+    if weight is not None:
+        y = y * weight.float()
+    if bias is not None:
+        y = y + bias.float()
+    return y.to(x.dtype)
+
+
+@layernormnorm.register_fake
+def _layernormnorm_fake(x: torch.Tensor, stat: torch.Tensor, rstd: torch.Tensor, weight: torch.Tensor | None,
+                        bias: torch.Tensor | None) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+_LN_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _card_layer_norm(x: torch.Tensor, normalized_shape: Sequence[int], weight: torch.Tensor | None,
+                     bias: torch.Tensor | None) -> bool:
+    """The shapes the card's exx2 / layernormscale / layernormnorm take: the last dim only,
+    rank 1-4, float x, [C] weight and bias of x's dtype."""
+    if len(normalized_shape) != 1 or not 1 <= x.dim() <= 4 or x.dtype not in _LN_DTYPES or x.shape[-1] == 0:
+        return False
+    return all(p is None or (tuple(p.shape) == (x.shape[-1],) and p.dtype == x.dtype) for p in (weight, bias))
+
+
 @_register(aten.native_layer_norm.default)
 def _native_layer_norm(x: torch.Tensor, normalized_shape: Sequence[int], weight: torch.Tensor | None,
                        bias: torch.Tensor | None, eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     dims = _norm_dims(x, len(normalized_shape))
+    if _card_layer_norm(x, normalized_shape, weight, bias):
+        stat = torch.ops.spyre.exx2.default(x)
+        rstd = torch.ops.spyre.layernormscale.default(stat, eps)
+        out = torch.ops.spyre.layernormnorm.default(x, stat, rstd, weight, bias)
+        # native_layer_norm's mean / rstd outputs (dead in inference graphs, removed there).
+        return out, aten.mean.dim(x, dims, True), aten._to_copy.default(rstd, dtype=x.dtype)
+    # Other shapes: primitives in x's dtype.
     mean = aten.mean.dim(x, dims, True)
     xc = aten.sub.Tensor(x, mean)
     var = aten.mean.dim(aten.mul.Tensor(xc, xc), dims, True)

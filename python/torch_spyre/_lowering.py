@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 import torch
 
+from . import _decompositions  # noqa: F401  (defines the torch.ops.spyre custom ops lowered below)
+
 aten = torch.ops.aten
 
 __all__ = ["Unsupported", "FallbackWarning", "Tmp", "Lowered", "lower", "is_lowerable", "check_text",
@@ -402,7 +404,8 @@ def is_lowerable(op: Any) -> bool:
 
 
 def lowerable_ops() -> list[Any]:
-    return list(_LOWERINGS)
+    """The ATen overloads with a lowering (spyre:: custom ops only appear in traced graphs)."""
+    return [op for op in _LOWERINGS if op.namespace == "aten"]
 
 
 def lower(op: Any, args: tuple, kwargs: dict, env: Env) -> Lowered:
@@ -526,3 +529,30 @@ def _permute(env: Env, b: dict) -> Lowered:
     if r < 2 or perm != swap:
         raise Unsupported(f"permute {list(b['dims'])} (only swapping the last two dims runs on spyre)")
     return _unary(env, "transpose", b["self"])
+
+
+@_reg(torch.ops.spyre.exx2.default)
+def _exx2(env: Env, b: dict) -> Lowered:
+    return _unary(env, "exx2", b["x"])
+
+
+@_reg(torch.ops.spyre.layernormscale.default)
+def _layernormscale(env: Env, b: dict) -> Lowered:
+    return _unary(env, "layernormscale", b["stat"], eps=_scalar_value(env, b["eps"], "layernormscale eps"))
+
+
+@_reg(torch.ops.spyre.layernormnorm.default)
+def _layernormnorm(env: Env, b: dict) -> Lowered:
+    operands = [b["x"], b["stat"], b["rstd"]]
+    attrs: dict[str, Any] = {}
+    for key in ("weight", "bias"):
+        if b[key] is None:
+            attrs[key] = 0
+        else:
+            operands.append(b[key])
+    for o in operands:
+        if not _is_operand(env, o):
+            raise Unsupported(f"layernormnorm of {_describe(env, o)}")
+    L = Lowered()
+    L.add("layernormnorm", operands, **attrs)
+    return L

@@ -235,11 +235,25 @@ def test_graph_ir_translation(fn, shapes, expected):
     assert _ir_lines(fn, *shapes) == expected
 
 
-def test_layer_norm_decomposes_to_contract_ops_in_fp16():
+def test_layer_norm_lowers_to_the_card_ops():
+    # torch-spyre's layer norm: exx2 -> layernormscale -> layernormnorm, fp32 statistics only
+    # (native_layer_norm's mean / rstd outputs are dead here, except as graph outputs).
     text = graph_to_text(_aten_graph(lambda a, w, b: torch.nn.functional.layer_norm(a, (8,), w, b), (4, 8), (8,), (8,)))
     ops = [l.split("=")[1].split("(")[0].strip() for l in text.splitlines()[1:-2]]
-    assert ops == ["mean", "sub", "mul", "mean", "add", "rsqrt", "mul", "mul", "add"]
-    assert "f32" not in text
+    assert ops[:3] == ["exx2", "layernormscale", "layernormnorm"]
+    assert "exx2(%arg0_1) : f32[4, 2]" in text
+    assert "layernormscale(%exx2, eps=1e-05) : f32[4, 1]" in text
+    assert "layernormnorm(%arg0_1, %exx2, %layernormscale, %arg1_1, %arg2_1) : f16[4, 8]" in text
+
+
+def test_layer_norm_without_affine_fills_constants():
+    text = graph_to_text(_aten_graph(lambda a: torch.nn.functional.layer_norm(a, (8,)), (4, 8)))
+    assert "layernormnorm(%arg0_1, %exx2, %layernormscale, bias=0, weight=0) : f16[4, 8]" in text
+
+
+def test_layer_norm_over_two_dims_keeps_primitives():
+    text = graph_to_text(_aten_graph(lambda a: torch.nn.functional.layer_norm(a, (4, 8)), (2, 4, 8)))
+    assert "exx2" not in text and "f32" not in text
 
 
 def test_div_rounding_mode_is_not_lowered():

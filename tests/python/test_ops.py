@@ -275,6 +275,43 @@ def test_layer_norm(shape, affine):
         compare_with_cpu(lambda t: F.layer_norm(t, (n,)), x)
 
 
+LN_SHAPES = [(256,), (67,), (64, 71), (67, 129), (3, 64, 255), (2, 3, 7, 256), (2, 5, 64)]
+
+
+def _plans() -> str:
+    from torch_spyre._compile import compile_stats
+
+    return "\n".join(c.plan() for c in compile_stats.history[-4:])
+
+
+@pytest.mark.parametrize("shape", LN_SHAPES, ids=lambda s: _key([s]))
+@pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
+def test_layer_norm_runs_as_card_ops(shape, affine):
+    # exx2 -> layernormscale -> layernormnorm on the card, a mean far from 0 (cancellation).
+    n = shape[-1]
+    x = randn(shape, "ln_card", scale=2.0) + 4
+    if affine:
+        compare_with_cpu(lambda t, w_, b_: F.layer_norm(t, (n,), w_, b_), x, randn((n,), "w"), randn((n,), "b"),
+                         on_spyre=True)
+    else:
+        compare_with_cpu(lambda t: F.layer_norm(t, (n,)), x, on_spyre=True)
+    assert "exx2" in _plans() and "layernormnorm" in _plans()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "f32"])
+def test_layer_norm_dtypes(dtype):
+    x = randn((67, 129), "ln_dt", dtype=dtype)
+    compare_with_cpu(lambda t, w_, b_: F.layer_norm(t, (129,), w_, b_), x, randn((129,), "w", dtype=dtype),
+                     randn((129,), "b", dtype=dtype), on_spyre=True)
+
+
+@pytest.mark.parametrize("cores", ["1", "2", "7", "32"])
+def test_layer_norm_core_counts(cores, monkeypatch):
+    monkeypatch.setenv("SENCORES", cores)
+    x = randn((14, 64, 71), "ln_cores") - 1
+    compare_with_cpu(lambda t, w_: F.layer_norm(t, (71,), w_, None, eps=1e-3), x, randn((71,), "w"), on_spyre=True)
+
+
 @pytest.mark.parametrize("shape", [(256, 128), (4, 64, 128), (4, 17, 256, 128)], ids=lambda s: _key([s]))
 def test_rms_norm(shape):
     n = shape[-1]
