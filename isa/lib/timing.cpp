@@ -110,6 +110,10 @@ TimingReport timeKernel(const Kernel &k, const HardwareConfig &hw) {
     for (const Work &w : phases) {
       active = active || w.dmaOps > 0;
       rep.ddrBytes += w.ddrBytes;
+      rep.dmaOps += w.dmaOps;
+      rep.sfpTransStickOps += w.sfpTransOps;
+      rep.scalarOps += w.scalarOps;
+      rep.waits += w.waits;
       rep.lsuSticks += w.lsuSticks;
       rep.sfpStickOps += w.sfpOps + w.sfpTransOps;
       rep.ptMacs += w.ptMacs;
@@ -141,6 +145,31 @@ TimingReport timeKernel(const Kernel &k, const HardwareConfig &hw) {
   return rep;
 }
 
+UnitCycles TimingReport::phaseMax(int ph) const {
+  UnitCycles m;
+  for (const auto &core : perCorePhase) {
+    const UnitCycles &u = core[ph];
+    m.dma = std::max(m.dma, u.dma);
+    m.lsu = std::max(m.lsu, u.lsu);
+    m.sfp = std::max(m.sfp, u.sfp);
+    m.pt = std::max(m.pt, u.pt);
+    m.ring = std::max(m.ring, u.ring);
+    m.scalar = std::max(m.scalar, u.scalar);
+    m.sync = std::max(m.sync, u.sync);
+  }
+  return m;
+}
+
+UnitCycles TimingReport::totals() const {
+  UnitCycles t;
+  for (int ph = 0; ph < numPhases(); ++ph) {
+    UnitCycles m = phaseMax(ph);
+    t.dma += m.dma, t.lsu += m.lsu, t.sfp += m.sfp, t.pt += m.pt, t.ring += m.ring;
+    t.scalar += m.scalar, t.sync += m.sync;
+  }
+  return t;
+}
+
 std::string TimingReport::summary() const {
   std::string s;
   char buf[256];
@@ -152,24 +181,12 @@ std::string TimingReport::summary() const {
        perCorePhase.size(), activeCores, numPhases(), barriers);
   line("%-7s %12s %12s %12s %12s %12s %12s %12s %12s %12s\n", "phase", "dma", "lsu", "sfp", "pt",
        "ring", "scalar", "sync", "overlapped", "serial");
-  UnitCycles tot;
   for (int ph = 0; ph < numPhases(); ++ph) {
-    UnitCycles m; // max over cores, per unit
-    for (const auto &core : perCorePhase) {
-      const UnitCycles &u = core[ph];
-      m.dma = std::max(m.dma, u.dma);
-      m.lsu = std::max(m.lsu, u.lsu);
-      m.sfp = std::max(m.sfp, u.sfp);
-      m.pt = std::max(m.pt, u.pt);
-      m.ring = std::max(m.ring, u.ring);
-      m.scalar = std::max(m.scalar, u.scalar);
-      m.sync = std::max(m.sync, u.sync);
-    }
-    tot.dma += m.dma, tot.lsu += m.lsu, tot.sfp += m.sfp, tot.pt += m.pt, tot.ring += m.ring;
-    tot.scalar += m.scalar, tot.sync += m.sync;
+    UnitCycles m = phaseMax(ph);
     line("%-7d %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f\n", ph, m.dma, m.lsu,
          m.sfp, m.pt, m.ring, m.scalar, m.sync, phaseOverlappedCycles[ph], phaseSerialCycles[ph]);
   }
+  UnitCycles tot = totals();
   double ov = 0, se = 0;
   for (int ph = 0; ph < numPhases(); ++ph)
     ov += phaseOverlappedCycles[ph], se += phaseSerialCycles[ph];

@@ -128,6 +128,13 @@ private:
       if (in.imm < 0 || in.imm >= kLanes)
         fail(in, std::to_string(in.imm), "splat lane must be in 0..63");
       break;
+    case Opcode::LdPad: {
+      int64_t lanes = in.fmt == Format::DL16 ? kLanes : kLanes / 2;
+      if (in.imm < 0 || in.imm > lanes)
+        fail(in, std::to_string(in.imm),
+             "ld.pad lane count must be in 0.." + std::to_string(lanes) + " for " + std::string(formatName(in.fmt)));
+      break;
+    }
     case Opcode::Bar:
       if (depth > 0)
         fail(in, "", "barrier inside a loop; bar is only allowed at the top level");
@@ -149,6 +156,7 @@ public:
   void visit(const Instr &in, const ScalarState &s, uint64_t, int depth) override {
     switch (in.op) {
     case Opcode::Ld:
+    case Opcode::LdPad:
     case Opcode::St: {
       __int128 a = static_cast<__int128>(reg(in, s, in.lx.base)) + in.lx.offset;
       std::string op = lxText(in.lx);

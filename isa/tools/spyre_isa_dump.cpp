@@ -6,6 +6,8 @@
 #include "spyre/isa/listing.h"
 #include "spyre/isa/superdsc.h"
 #include "spyre/isa/timing.h"
+#include "spyre/isa/verifier.h"
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +33,40 @@ static void dumpKernel(const isa::Kernel &k, const isa::HardwareConfig &hw, bool
     std::cout << "\n" << isa::timeKernel(k, hw).summary() << "\n";
 }
 
+/// A listing names no argument sizes, so its DDR accesses are checked against 1 TiB buffers;
+/// every other rule (LX bounds, tokens, barriers, ring pairing...) is checked exactly.
+static isa::Kernel readListing(const fs::path &p) {
+  isa::Kernel k = isa::parseKernel(readFile(p), p.string());
+  isa::verifyKernel(k, std::vector<uint64_t>(k.args.size(), uint64_t{1} << 40));
+  return k;
+}
+
+/// The listings named by `inputs` (files, or directories whose *.lst files are taken in name
+/// order), shown in docs/isa.md by their path from `tests/` on.
+static std::vector<isa::DocKernel> docKernels(const std::vector<std::string> &inputs) {
+  std::vector<fs::path> files;
+  for (const auto &in : inputs) {
+    fs::path p(in);
+    if (fs::is_directory(p)) {
+      std::vector<fs::path> dir;
+      for (const auto &e : fs::directory_iterator(p))
+        if (e.path().extension() == ".lst")
+          dir.push_back(e.path());
+      std::sort(dir.begin(), dir.end());
+      files.insert(files.end(), dir.begin(), dir.end());
+    } else {
+      files.push_back(p);
+    }
+  }
+  std::vector<isa::DocKernel> out;
+  for (const auto &f : files) {
+    std::string shown = f.generic_string();
+    size_t t = shown.rfind("tests/");
+    out.push_back({t == std::string::npos ? f.filename().string() : shown.substr(t), readListing(f)});
+  }
+  return out;
+}
+
 static void dumpSdsc(const fs::path &p, const isa::HardwareConfig &hw, bool timing) {
   isa::SuperDsc s = isa::parseSuperDscText(readFile(p), p.filename().string());
   std::cout << "; ---- " << p.string() << "\n";
@@ -43,7 +79,8 @@ int main(int argc, char **argv) {
                                "SuperDSC (a bundle directory is read in bundle.mlir order) and its static\n"
                                "per-core/per-unit cycle summary. Options");
   opts.add_options()("help,h", "show this help")("no-timing", "print listings only")(
-      "doc", "print docs/isa.md (generated from the instruction table) and exit")(
+      "doc", "print docs/isa.md (generated from the instruction table) and exit; listing inputs (or\n"
+                  "directories of *.lst) become its section on hand-written kernels and their timing")(
       "input", po::value<std::vector<std::string>>(), "inputs");
   po::positional_options_description pos;
   pos.add("input", -1);
@@ -62,7 +99,8 @@ int main(int argc, char **argv) {
   try {
     isa::HardwareConfig hw = isa::HardwareConfig::fromEnv();
     if (vm.count("doc")) {
-      std::cout << isa::generateIsaDoc(hw);
+      std::cout << isa::generateIsaDoc(
+          hw, docKernels(vm.count("input") ? vm["input"].as<std::vector<std::string>>() : std::vector<std::string>{}));
       return 0;
     }
     if (!vm.count("input")) {
@@ -88,7 +126,7 @@ int main(int argc, char **argv) {
         for (const auto &f : files)
           dumpSdsc(p / f, hw, timing);
       } else if (p.extension() == ".lst") {
-        dumpKernel(isa::parseKernel(readFile(p), p.string()), hw, timing);
+        dumpKernel(readListing(p), hw, timing);
       } else {
         dumpSdsc(p, hw, timing);
       }

@@ -526,7 +526,26 @@ private:
     });
   }
 
+  /// ld.pad: the plain load, then the lanes from n on (up to the format's stick width) take
+  /// the fill immediate rounded to the format — a select against a constant lane mask.
+  void lowerLdPad(const Instr &in) {
+    Instr ld = in;
+    ld.op = Opcode::Ld;
+    lowerInstr(ld);
+    unsigned width = in.fmt == Format::DL16 ? kLanes : kLanes / 2;
+    SmallVector<Constant *, 64> keep;
+    for (unsigned l = 0; l < kLanes; ++l)
+      keep.push_back(b_.getInt1(l < static_cast<uint64_t>(in.imm) || l >= width));
+    Value *fill = ConstantVector::getSplat(ElementCount::getFixed(kLanes),
+                                           ConstantFP::get(f32_, isa::roundTo(in.fmt, in.fimm)));
+    writeV(in.v[0], b_.CreateSelect(ConstantVector::get(keep), readV(in.v[0]), fill));
+  }
+
   void lowerInstr(const Instr &in) {
+    if (in.op == Opcode::LdPad) {
+      lowerLdPad(in);
+      return;
+    }
     if (outOfLine_ && (in.op == Opcode::Ld || in.op == Opcode::St || isa::isSfp(in.op))) {
       lowerOutOfLine(in);
       return;

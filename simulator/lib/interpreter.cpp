@@ -178,7 +178,8 @@ private:
         }
       return;
     }
-    case Opcode::Ld: {
+    case Opcode::Ld:
+    case Opcode::LdPad: {
       float *v = cs.v[in.v[0]];
       const uint8_t *p = lxPtr(in, c, in.lx, 128);
       if (in.fmt == Format::DL16) {
@@ -190,6 +191,11 @@ private:
       } else {
         std::memcpy(v, p, 128);
         std::memset(v + 32, 0, 128);
+      }
+      if (in.op == Opcode::LdPad) {
+        float fill = roundTo(in.fmt, in.fimm);
+        for (int64_t l = in.imm; l < (in.fmt == Format::DL16 ? kLanes : kLanes / 2); ++l)
+          v[l] = fill;
       }
       return;
     }

@@ -5,11 +5,19 @@
 #include "spyre/isa/hardware_config.h"
 #include "spyre/isa/program.h"
 #include <string>
+#include <vector>
 
 namespace spyre::isa {
 
-/// The Markdown of docs/isa.md for `hw`.
-std::string generateIsaDoc(const HardwareConfig &hw);
+/// A checked-in hand-written kernel whose static timing docs/isa.md reports.
+struct DocKernel {
+  std::string file; ///< as shown in the document, e.g. "tests/kernels/vector_add_32.lst"
+  Kernel kernel;
+};
+
+/// The Markdown of docs/isa.md for `hw`; `examples` adds the timing section of hand-written
+/// kernels (computed here with timeKernel, so the numbers follow the model and `hw`).
+std::string generateIsaDoc(const HardwareConfig &hw, const std::vector<DocKernel> &examples = {});
 
 /// The assembly syntax of one instruction derived from its operand kinds, e.g.
 /// "add.{dl16,f32} vd, va, vb" or "dma.in lx[ra+off], ddr[arg+rb+off], shape=(n2,n1,n0) -> tK".

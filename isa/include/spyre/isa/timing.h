@@ -32,8 +32,13 @@ struct TimingReport {
   double overlappedUs = 0, serialUs = 0;
   // Work counters over all cores.
   uint64_t ddrBytes = 0, lsuSticks = 0, sfpStickOps = 0, ptMacs = 0, ringBytes = 0;
+  uint64_t dmaOps = 0, sfpTransStickOps = 0, scalarOps = 0, waits = 0; ///< of which / also counted
 
   int numPhases() const { return static_cast<int>(phaseOverlappedCycles.size()); }
+  /// Per phase the max over cores of each unit.
+  UnitCycles phaseMax(int phase) const;
+  /// Σ over phases of phaseMax: the "total" row of summary().
+  UnitCycles totals() const;
   /// Human-readable table: per phase the max over cores of each unit, totals, µs in both modes.
   std::string summary() const;
 };
