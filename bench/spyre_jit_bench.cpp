@@ -286,6 +286,7 @@ struct Options {
   int threads = 1, cores = 32, reps = 20, interpReps = 0;
   double interpBudgetS = 30;
   bool native = true;
+  std::string dumpDir; ///< --dump: listings, LLVM IR and objects of the JIT run
 };
 
 struct RunStats {
@@ -406,7 +407,7 @@ WorkloadResult runWorkload(const std::string &name, const frontend::Graph &g, co
   WorkloadResult w;
   w.name = name;
   sim::trace::setLabel(name);
-  isa::JobPlan plan = frontend::compileGraph(g, {o.cores, ""});
+  isa::JobPlan plan = frontend::compileGraph(g, {o.cores, o.dumpDir});
   w.kernels = plan.launches.size();
   w.flops = graphFlops(g);
   for (const auto &b : plan.buffers)
@@ -442,8 +443,8 @@ WorkloadResult runWorkload(const std::string &name, const frontend::Graph &g, co
   if (runJit) {
     progress(name + ": JIT compile (" + std::to_string(w.kernels) + " kernel(s))");
     jit::clearMemoryCache();
-    jit::JitEngine engine({o.tier, "", "off", true});
-    sim::Executable exe(plan, engine);
+    jit::JitEngine engine({o.tier, o.dumpDir, "off", true});
+    sim::Executable exe(plan, engine, o.dumpDir);
     w.backendMs = exe.compileMs();
     w.coldPrepareMs = exe.prepareMs();
     {
@@ -647,7 +648,9 @@ int main(int argc, char **argv) {
       "native", po::value<std::string>()->default_value("on"), "libtorch CPU baseline: on or off")(
       "compile-reps", po::value<int>()->default_value(5),
       "single-op mode: JIT prepare-time repetitions per kernel and tier (O0, O2): cold (no cache), memory-cache hit "
-      "and disk-cache hit (private temporary directory); 0 skips")("json", "print JSON instead of a table");
+      "and disk-cache hit (private temporary directory); 0 skips")(
+      "dump", po::value<std::string>(), "write SuperDSC, ISA listings, LLVM IR (before/after passes) and objects here")(
+      "json", "print JSON instead of a table");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, opts), vm);
@@ -679,6 +682,10 @@ int main(int argc, char **argv) {
       throw Error("unknown --engine '" + o.engine + "' (jit, interp, both)");
     std::string nat = vm["native"].as<std::string>();
     o.native = nat == "on" ? true : nat == "off" ? false : throw Error("bad --native " + nat + " (on, off)");
+    if (vm.count("dump")) {
+      o.dumpDir = vm["dump"].as<std::string>();
+      std::filesystem::create_directories(o.dumpDir);
+    }
 
     std::vector<WorkloadResult> results;
     std::vector<CompileResult> compiles;

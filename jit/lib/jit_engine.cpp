@@ -188,6 +188,12 @@ orc::JITTargetMachineBuilder hostMachineBuilder(OptTier tier) {
   jtmb.setCPU(host.cpu);
   jtmb.addFeatures(std::vector<std::string>{host.features});
   jtmb.setCodeGenOptLevel(tier == OptTier::O0 ? CodeGenOptLevel::None : CodeGenOptLevel::Default);
+  // The x86-64 JIT default is the large code model: every constant-pool load becomes movabs +
+  // load and FastISel gives up on most of the O0 code (3x slower code generation). JITLink
+  // places all sections of one object in one allocation and reaches external functions (memcpy,
+  // the runtime helpers) through GOT/PLT stubs, so the small PIC model is safe.
+  jtmb.setCodeModel(CodeModel::Small);
+  jtmb.setRelocationModel(Reloc::PIC_);
   return jtmb;
 }
 

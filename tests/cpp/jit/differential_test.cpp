@@ -104,7 +104,9 @@ void countInstrs(const std::vector<isa::Instr> &body, Totals &t) {
 void runDifferential(int count, uint64_t seed, int batch, int o2Every, RandomKernelOptions opts) {
   KernelGenerator gen(seed, opts);
   auto interp = sim::makeInterpreter();
-  jit::JitEngine o0({jit::OptTier::O0, "", "off", false}), o2({jit::OptTier::O2, "", "off", false});
+  const char *dump = std::getenv("SPYRE_DIFF_DUMP"); // LLVM IR and objects of every batch
+  std::string dumpDir = dump ? dump : "";
+  jit::JitEngine o0({jit::OptTier::O0, dumpDir, "off", false}), o2({jit::OptTier::O2, dumpDir, "off", false});
   Machine mi(opts), mj(opts);
   Totals totals;
   auto t0 = std::chrono::steady_clock::now();
