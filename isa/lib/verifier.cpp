@@ -165,6 +165,7 @@ public:
                          std::to_string(lxBytes_) + ")");
       if (a % 128 != 0)
         fail(in, op, "LX address " + num(a) + " is not 128-byte aligned");
+      touch(in, op, a, a + 128, in.op == Opcode::St);
       return;
     }
     case Opcode::PtTr: {
@@ -180,6 +181,7 @@ public:
                            std::to_string(lxBytes_) + ")");
         if (lo % 128 != 0)
           fail(in, op, "LX address " + num(lo) + " is not 128-byte aligned");
+        touch(in, op, lo, lo + R * C * 2, a == &in.lx);
       }
       return;
     }
@@ -193,7 +195,7 @@ public:
                          ": M must be >= 1 and N, K positive multiples of 64");
       if (in.op == Opcode::PtMm && in.imms[2] != 0 && in.imms[2] != 1)
         fail(in, std::to_string(in.imms[2]), "acc must be 0 or 1");
-      auto range = [&](const LxAddr &a, int64_t bytes, const char *what) {
+      auto range = [&](const LxAddr &a, int64_t bytes, const char *what, bool write) {
         __int128 lo = static_cast<__int128>(reg(in, s, a.base)) + a.offset;
         std::string op = lxText(a);
         if (lo < 0 || lo + bytes > lxBytes_)
@@ -201,14 +203,15 @@ public:
                            ") is outside the usable LX [0, " + std::to_string(lxBytes_) + ")");
         if (lo % 128 != 0)
           fail(in, op, "LX address " + num(lo) + " is not 128-byte aligned");
+        touch(in, op, lo, lo + bytes, write);
       };
       if (in.op == Opcode::PtMm) {
-        range(in.lx, N / 32 * M * 128, "C");
-        range(in.lx2, K / 64 * M * 128, "A");
-        range(in.lx3, N / 64 * K * 128, "B");
+        range(in.lx, N / 32 * M * 128, "C", true);
+        range(in.lx2, K / 64 * M * 128, "A", false);
+        range(in.lx3, N / 64 * K * 128, "B", false);
       } else {
-        range(in.lx, N / 64 * M * 128, "D");
-        range(in.lx2, N / 32 * M * 128, "C");
+        range(in.lx, N / 64 * M * 128, "D", true);
+        range(in.lx2, N / 32 * M * 128, "C", false);
       }
       return;
     }
@@ -227,14 +230,19 @@ public:
                          std::to_string(lxBytes_) + ")");
       if (lo % 128 != 0)
         fail(in, op, "LX address " + num(lo) + " is not 128-byte aligned");
+      touch(in, op, lo, lo + n * 128, in.op != Opcode::RingSend);
       return;
     }
     case Opcode::DmaIn:
-    case Opcode::DmaOut:
+    case Opcode::DmaOut: {
       dmaRows(in, s, true);
       dmaRows(in, s, false);
-      issue(in);
+      auto [lo, hi] = dmaLxSpan(in, s);
+      tokenFree(in);
+      touch(in, lxText(in.lx), lo, hi, in.op == Opcode::DmaIn);
+      issue(in, lo, hi);
       return;
+    }
     case Opcode::Wait:
       for (int t : in.tokens) {
         if (!outstanding_[t] && !issued_[t])
@@ -260,6 +268,7 @@ private:
   int64_t lxBytes_;
   int phase_ = 0;
   std::array<const Instr *, kNumTokens> outstanding_{};
+  std::array<std::pair<__int128, __int128>, kNumTokens> span_{}; ///< LX bytes of an outstanding DMA
   std::array<bool, kNumTokens> issued_{};
 
   [[noreturn]] void fail(const Instr &in, const std::string &operand, const std::string &what) const {
@@ -305,12 +314,50 @@ private:
                          std::to_string(2 - dim) + " is not a multiple of 128, so DMA rows are misaligned");
   }
 
-  void issue(const Instr &in) {
+  /// The LX bytes a DMA touches, as one interval from its lowest to its highest row.
+  std::pair<__int128, __int128> dmaLxSpan(const Instr &in, const ScalarState &s) const {
+    const DmaShape &d = in.dma;
+    __int128 base = static_cast<__int128>(reg(in, s, in.lx.base)) + in.lx.offset;
+    __int128 lo = base, hi = base;
+    for (int64_t i2 : {int64_t{0}, d.n[0] - 1})
+      for (int64_t i1 : {int64_t{0}, d.n[1] - 1}) {
+        __int128 start = base + static_cast<__int128>(i2) * d.lxStride[0] + static_cast<__int128>(i1) * d.lxStride[1];
+        lo = std::min(lo, start);
+        hi = std::max(hi, start);
+      }
+    return {lo, hi + static_cast<__int128>(d.n[2]) * 128};
+  }
+
+  /// Asynchronous DMA: LX that an outstanding dma.in is filling may not be read or written, and
+  /// LX that an outstanding dma.out is reading may not be written, until its token is waited.
+  /// (This is what lets the engines complete a DMA at issue without any observable difference.)
+  void touch(const Instr &in, const std::string &op, __int128 lo, __int128 hi, bool write) const {
+    for (int t = 0; t < kNumTokens; ++t) {
+      const Instr *dma = outstanding_[t];
+      if (!dma || dma == &in || hi <= span_[t].first || span_[t].second <= lo)
+        continue;
+      bool filling = dma->op == Opcode::DmaIn;
+      if (!filling && !write)
+        continue;
+      fail(in, op, std::string(write ? "writes" : "reads") + " LX [" + num(lo) + ", " + num(hi) + ") while " +
+                       detail::mnemonicText(*dma) + " at line " + std::to_string(dma->line) + " (token t" +
+                       std::to_string(t) + ") is still " + (filling ? "filling" : "reading") + " LX [" +
+                       num(span_[t].first) + ", " + num(span_[t].second) + "); wait t" + std::to_string(t) +
+                       " first");
+    }
+  }
+
+  void tokenFree(const Instr &in) const {
     int t = in.outToken;
     if (const Instr *prev = outstanding_[t])
       fail(in, "-> t" + std::to_string(t),
            "token t" + std::to_string(t) + " reused while still outstanding (issued by " +
                detail::mnemonicText(*prev) + " at line " + std::to_string(prev->line) + ", not yet waited)");
+  }
+
+  void issue(const Instr &in, __int128 lo, __int128 hi) {
+    int t = in.outToken;
+    span_[t] = {lo, hi};
     outstanding_[t] = &in;
     issued_[t] = true;
   }

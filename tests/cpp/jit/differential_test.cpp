@@ -177,7 +177,10 @@ TEST(Differential, GeneratedKernelsPassTheVerifier) {
   KernelGenerator gen(123);
   for (int i = 0; i < 500; ++i)
     gen.next();
-  EXPECT_LT(gen.rejected(), 25u) << gen.lastRejection();
+  // The generator retries rejected candidates. It does not model the LX spans of outstanding
+  // DMAs, so the verifier's DMA-race rule (no access to LX a pending DMA fills, no write to LX a
+  // pending dma.out reads) rejects ~6 % of candidates; more would mean a generator bug.
+  EXPECT_LT(gen.rejected(), 50u) << gen.lastRejection();
 }
 
 TEST(Differential, RandomKernelsBitExact) {

@@ -19,7 +19,8 @@ namespace spyre::isa {
 /// top level; every core reaches the same number of barriers; every LX access (ld/st, every
 /// DMA row) inside [0, lxBytes) and 128-byte aligned; every DMA row inside its argument's
 /// [0, argBytes[i]); no token reissued while outstanding; no wait on a token not issued in the
-/// phase; every token waited before its phase ends; no 64-bit overflow in address arithmetic.
+/// phase; every token waited before its phase ends; no 64-bit overflow in address arithmetic;
+/// no access to LX an outstanding dma.in fills and no write to LX an outstanding dma.out reads.
 void verifyKernel(const Kernel &k, const std::vector<uint64_t> &argBytes,
                   int64_t lxBytes = 1677721);
 
