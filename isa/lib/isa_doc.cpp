@@ -316,7 +316,17 @@ std::string generateIsaDoc(const HardwareConfig &hw, const std::vector<DocKernel
       "  NaN/infinity code with its sign — no saturation;\n"
       "- **NaN** encodes to 0x7FFF; decoding `sign|0x7FFF` gives ±infinity, so NaN reads back as +inf;\n"
       "- decoding is exact (every DL16 value is an fp32 value); every `.dl16` SFP result is rounded\n"
-      "  to DL16 (fp32 → DL16 → fp32) after each instruction.\n\n");
+      "  to DL16 (fp32 → DL16 → fp32) after each instruction.\n\n"
+      "**Transcendental functions.** Each has one implementation, `sfpApply` in `isa/lib/sfp.cpp`,\n"
+      "which the interpreter runs and the JIT calls (a vectorised whole-stick helper), so the two\n"
+      "engines are bit-identical by construction and the differential tests check it:\n\n"
+      "| instruction | implementation (fp32) | accuracy against libm `expf` / `logf` / … |\n|---|---|---|\n"
+      "| `exp` | own branch-free exp: Cody-Waite reduction, degree-6 polynomial; below 2^-126 flushes to 0 | ≤ 3 ulp over [−87, 88] (`SfpMath.ExpWithinThreeUlpOfLibm`); after DL16 rounding equal to DL16-rounded libm for > 99.9 % of DL16 inputs |\n"
+      "| `sigmoid`, `silu` | 1 / (1 + exp(−x)), x / (1 + exp(−x)) with the exp above | the exp error plus one division rounding |\n"
+      "| `log`, `tanh`, `gelu.erf`, `softplus` | the host libm in fp32 (`logf`, `tanhf`, `erff`, `log1pf`) | glibc's fp32 functions are < 1 ulp; a host with another libm may round differently (both engines still agree) |\n"
+      "| `sqrt`, `div`, `recip` | IEEE fp32 operations | correctly rounded |\n"
+      "| `rsqrt` | 1 / sqrt(x), two roundings | ≤ 1 ulp |\n"
+      "| `gelu` (tanh form) | 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) with `tanhf` | as `tanh` plus 5 roundings |\n\n");
 
   add("## 6. Verifier rules\n\n"
       "`verifyKernel(kernel, argBytes, lxBytes = " + std::to_string(hw.lxUsableBytes) + ")` throws one\n"
