@@ -86,6 +86,9 @@ private:
   // DL16 codes of decoded values (decode(c) -> c): encode(decode(c)) == c for every code, so
   // storing or rounding a value that came from DL16 needs no re-encoding.
   DenseMap<Value *, Value *> codeOf_;
+  // DL16-rounded values -> the value before rounding (encode(round(y)) == encode(y)), so a
+  // rounded result that is only stored is encoded once and the rounding itself is dead code.
+  DenseMap<Value *, Value *> preRound_;
   int tblCount_ = 0;
   // The O0 tier: vector registers stay in CoreState and ld/st/SFP instructions call the shared
   // implementations (what the interpreter runs), so the IR is small and compiles fast.
@@ -181,38 +184,68 @@ private:
   }
 
   Value *splat(uint32_t c) { return ConstantVector::getSplat(ElementCount::getFixed(kLanes), b_.getInt32(c)); }
+  /// A 32-bit constant shaped like `like` (a <64 x i32> vector or an i32 scalar).
+  Value *c32(Value *like, uint32_t c) {
+    return like->getType()->isVectorTy() ? splat(c) : static_cast<Value *>(b_.getInt32(c));
+  }
 
-  // DL16 -> fp32: the integer algorithm of dl16::toFloat on 64 lanes.
+  // The DL16 codec. Same results as dl16::toFloat / dl16::fromFloat for every input (the
+  // differential tests and DL16 codec tests check all 65536 codes and fp32 specials), but written
+  // for few vector instructions (AVX-512 has only two ports for 512-bit ALU operations, so the
+  // instruction count per lane is what bounds ld/st/SFP throughput):
+  //  decode:  t = code << 17 (sign shifted out; t == 0 for +-0, 0xFFFE0000 for the inf code),
+  //           magnitude = (t >> 3) + (96 << 23) with those two fixed up, sign = bit 31 of the
+  //           sign-extended code;
+  //  encode:  rel = ((mag + 0x2000 - (96 << 23)) >>s 14) clamped to [0, 0x7FFF] is the code
+  //           body (flush to zero below, the inf/NaN code above), sign kept unless NaN;
+  //  round:   decode(encode(x)) directly in fp32: mag rounded = (mag + 0x2000) & ~0x3FFF, then
+  //           the same flush/overflow limits.
+
+  /// DL16 -> fp32 on 64 lanes (or one scalar i16).
   Value *decode(Value *h16) {
-    Value *h = b_.CreateZExt(h16, vi32_);
-    Value *sign = b_.CreateShl(b_.CreateAnd(h, splat(0x8000)), splat(16));
-    Value *body = b_.CreateAnd(h, splat(0x7FFF));
-    Value *normal = b_.CreateOr(sign, b_.CreateShl(b_.CreateAdd(body, splat(96u << 9)), splat(14)));
-    Value *inf = b_.CreateOr(sign, splat(0x7F800000));
-    Value *u = b_.CreateSelect(b_.CreateICmpEQ(body, splat(0x7FFF)), inf, normal);
-    u = b_.CreateSelect(b_.CreateICmpEQ(body, splat(0)), sign, u);
-    Value *f = b_.CreateBitCast(u, vf_);
+    bool vec = h16->getType()->isVectorTy();
+    Value *w = b_.CreateSExt(h16, vec ? static_cast<Type *>(vi32_) : i32_);
+    Value *t = b_.CreateShl(w, c32(w, 17));
+    Value *mag = b_.CreateAdd(b_.CreateLShr(t, c32(w, 3)), c32(w, 96u << 23));
+    mag = b_.CreateSelect(b_.CreateICmpEQ(t, c32(w, 0)), c32(w, 0), mag);
+    mag = b_.CreateSelect(b_.CreateICmpEQ(t, c32(w, 0xFFFE0000u)), c32(w, 0x7F800000), mag);
+    Value *u = b_.CreateOr(mag, b_.CreateAnd(w, c32(w, 0x80000000u)));
+    Value *f = b_.CreateBitCast(u, vec ? static_cast<Type *>(vf_) : f32_);
     codeOf_[f] = h16;
     return f;
   }
-  // fp32 -> DL16: the integer algorithm of dl16::fromFloat on 64 lanes.
+  /// The sign bit of fp32 lanes `u` (shifted right by `shift`), cleared for NaN (which encodes
+  /// to the positive inf/NaN code).
+  Value *signUnlessNaN(Value *u, Value *mag, unsigned shift) {
+    Value *s = b_.CreateAnd(b_.CreateLShr(u, c32(u, shift)), c32(u, 0x80000000u >> shift));
+    return b_.CreateSelect(b_.CreateICmpULE(mag, c32(u, 0x7F800000)), s, c32(u, 0));
+  }
+  /// fp32 -> DL16 codes on 64 lanes.
   Value *encode(Value *x) {
+    if (auto it = preRound_.find(x); it != preRound_.end())
+      x = it->second; // encode(round(y)) == encode(y)
     if (auto it = codeOf_.find(x); it != codeOf_.end())
       return it->second;
     Value *u = b_.CreateBitCast(x, vi32_);
-    Value *sign = b_.CreateAnd(b_.CreateLShr(u, splat(16)), splat(0x8000));
     Value *mag = b_.CreateAnd(u, splat(0x7FFFFFFF));
-    Value *r = b_.CreateLShr(b_.CreateAdd(mag, splat(0x2000)), splat(14));
-    Value *rel = b_.CreateSub(r, splat(96u << 9));
-    Value *code = b_.CreateSelect(b_.CreateICmpUGE(rel, splat(0x7FFF)), splat(0x7FFF), rel);
-    code = b_.CreateSelect(b_.CreateICmpULT(r, splat((96u << 9) + 1)), splat(0), code);
-    Value *res = b_.CreateOr(sign, code);
-    res = b_.CreateSelect(b_.CreateICmpUGT(mag, splat(0x7F800000)), splat(0x7FFF), res);
-    return b_.CreateTrunc(res, vi16_);
+    Value *rel = b_.CreateAShr(b_.CreateAdd(mag, splat(0x2000u - (96u << 23))), splat(14));
+    rel = intrinsic(Intrinsic::smax, {rel, splat(0)}, {vi32_});
+    rel = intrinsic(Intrinsic::smin, {rel, splat(0x7FFF)}, {vi32_});
+    return b_.CreateTrunc(b_.CreateOr(rel, signUnlessNaN(u, mag, 16)), vi16_);
   }
   Value *roundTo(Format f, Value *x) {
-    if (f == Format::DL16)
-      return decode(encode(x));
+    if (f == Format::DL16) {
+      if (codeOf_.count(x)) // already a DL16 value
+        return x;
+      Value *u = b_.CreateBitCast(x, vi32_);
+      Value *mag = b_.CreateAnd(u, splat(0x7FFFFFFF));
+      Value *r = b_.CreateAnd(b_.CreateAdd(mag, splat(0x2000)), splat(0xFFFFC000u));
+      r = b_.CreateSelect(b_.CreateICmpULT(r, splat((96u << 23) | 0x4000)), splat(0), r);
+      r = b_.CreateSelect(b_.CreateICmpUGE(r, splat(0x4FFFC000)), splat(0x7F800000), r);
+      Value *res = asFloat(b_.CreateOr(r, signUnlessNaN(u, mag, 0)));
+      preRound_[res] = x;
+      return res;
+    }
     // f32: canonical NaN, as isa::roundTo.
     return b_.CreateSelect(b_.CreateFCmpUNO(x, x), asFloat(splat(isa::kCanonicalNaN)), x);
   }
@@ -463,7 +496,7 @@ private:
           Value *kt = b_.CreateUDiv(k, b_.getInt64(64)), *kk = b_.CreateURem(k, b_.getInt64(64));
           Value *aAddr = b_.CreateInBoundsGEP(i8_, A, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(kt, b_.getInt64(M)), i), b_.getInt64(128)), b_.CreateMul(kk, b_.getInt64(2))));
           Value *aH = b_.CreateAlignedLoad(i16_, aAddr, Align(2));
-          Value *aV = decode(b_.CreateVectorSplat(kLanes, aH));
+          Value *aV = b_.CreateVectorSplat(kLanes, decode(aH));
           Value *bAddr = b_.CreateInBoundsGEP(i8_, B, b_.CreateMul(b_.CreateAdd(b_.CreateMul(nt, b_.getInt64(K)), k), b_.getInt64(128)));
           Value *bV = decode(b_.CreateAlignedLoad(vi16_, bAddr, Align(2)));
           Function *fma = Intrinsic::getDeclaration(&m_, Intrinsic::fma, {vf_});

@@ -1,0 +1,88 @@
+// The JIT's DL16 codec (jit/lib/lowering.cpp: decode, encode, fp32-domain rounding) against the
+// interpreter (dl16::toFloat / fromFloat) on every DL16 code and on fp32 patterns around every
+// rounding, flush and overflow boundary, NaNs and infinities, at both tiers.
+#include "jit_test_util.h"
+#include "spyre/isa/listing.h"
+#include "spyre/isa/verifier.h"
+#include "spyre/jit/jit_engine.h"
+#include <gtest/gtest.h>
+
+using namespace spyre;
+using namespace spyre::testing;
+
+namespace {
+
+const char *kCodecKernel = R"(.kernel codec cores=1
+.args codes floats out
+.core 0
+    li        r1, 0
+    dma.in    lx[0x0], ddr[codes+r1], shape=(1,1,1024) -> t0
+    dma.in    lx[0x20000], ddr[floats+r1], shape=(1,1,1024) -> t1
+    wait      t0, t1
+    bcast.f32 v15, 1
+    li        r2, 0x40000
+    loop 1024 {
+        ld.dl16   v0, lx[r1]
+        unpack    v1, v2, v0
+        st.f32    lx[r2], v1
+        st.f32    lx[r2+0x80], v2
+        ld.f32    v3, lx[r1+0x20000]
+        st.dl16   lx[r2+0x100], v3
+        mul.dl16  v4, v3, v15
+        st.f32    lx[r2+0x180], v4
+        add.dl16  v5, v0, v0
+        st.dl16   lx[r2+0x200], v5
+        addi      r1, r1, 128
+        addi      r2, r2, 640
+    }
+    li        r1, 0
+    dma.out   ddr[out+r1], lx[0x40000], shape=(1,1,5120) -> t2
+    wait      t2
+)";
+
+std::vector<uint8_t> allCodes() {
+  std::vector<uint8_t> b(65536 * 2);
+  for (uint32_t c = 0; c < 65536; ++c) {
+    uint16_t h = static_cast<uint16_t>(c);
+    std::memcpy(&b[2 * c], &h, 2);
+  }
+  return b;
+}
+
+/// fp32 bit patterns: every boundary of the DL16 rounding (the half-ulp tie, just below and
+/// above it) for every exponent, NaN payloads of both signs, infinities, zeros, subnormals.
+std::vector<uint8_t> boundaryFloats() {
+  std::vector<uint32_t> v;
+  for (uint32_t e = 0; e < 256; ++e)
+    for (uint32_t f : {0u, 1u, 0x1FFFu, 0x2000u, 0x2001u, 0x3FFFu, 0x4000u, 0x5FFFu, 0x6000u, 0x7FDFFFu, 0x7FE000u,
+                       0x7FFFFFu, 0x400000u, 0x7FC000u, 0x7FBFFFu})
+      for (uint32_t s : {0u, 0x80000000u})
+        v.push_back(s | e << 23 | f);
+  std::mt19937 g(11);
+  while (v.size() < 32768)
+    v.push_back(static_cast<uint32_t>(g()));
+  v.resize(32768);
+  std::vector<uint8_t> b(v.size() * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+} // namespace
+
+TEST(Dl16Codec, JitMatchesInterpreterOnEveryCode) {
+  isa::Kernel k = isa::parseKernel(kCodecKernel);
+  std::vector<std::vector<uint8_t>> args{allCodes(), boundaryFloats(), std::vector<uint8_t>(5120 * 128)};
+  isa::verifyKernel(k, {args[0].size(), args[1].size(), args[2].size()});
+  auto interp = sim::makeInterpreter();
+  RunResult want = runPrepared(*interp->prepare(k), args);
+  for (jit::OptTier tier : {jit::OptTier::O2, jit::OptTier::O0}) {
+    jit::JitEngine jit({tier, "", "off", false});
+    RunResult got = runPrepared(*jit.prepare(k), args);
+    ASSERT_EQ(got.ddr.size(), want.ddr.size());
+    for (size_t i = 0; i < want.ddr.size(); i += 2)
+      ASSERT_TRUE(std::memcmp(&got.ddr[i], &want.ddr[i], 2) == 0)
+          << (tier == jit::OptTier::O2 ? "O2" : "O0") << ": output byte " << i << " (block " << i % (5 * 128) / 128
+          << " of stick " << i / (5 * 128) << ")";
+    EXPECT_TRUE(got.regs == want.regs);
+  }
+}
