@@ -135,24 +135,33 @@ void placeTensor(const SuperDsc &s, SdscTensor &t, const std::vector<int64_t> &p
   int64_t eps = elemsPerStick(t.dataFormat);
   struct Dim {
     int d;
-    int64_t extent;
+    int64_t extent, alloc;
     bool isStick;
   };
   std::vector<Dim> dims;
   for (auto li = lay.layoutDimOrder.rbegin(); li != lay.layoutDimOrder.rend(); ++li) {
     int d = s.dimIndex(*li);
     bool isStick = *li == stick;
-    dims.push_back({d, t.scale[d] != 1 ? 1 : isStick ? (s.N[d] + eps - 1) / eps : s.N[d], isStick});
+    int64_t extent = t.scale[d] != 1 ? 1 : isStick ? (s.N[d] + eps - 1) / eps : s.N[d];
+    int64_t alloc = extent;
+    if (t.isView() && t.scale[d] == 1 && t.maxDimSizes[d] != -1) // a view: the allocation's strides
+      alloc = isStick ? (t.maxDimSizes[d] + eps - 1) / eps : t.maxDimSizes[d];
+    dims.push_back({d, extent, alloc, isStick});
   }
   std::vector<int64_t> strideBytes(dims.size());
   int64_t st = kStickBytes;
   for (size_t j = dims.size(); j-- > 0;) {
     strideBytes[j] = st;
-    st *= dims[j].extent;
+    st *= dims[j].alloc;
   }
+  int64_t viewOff = 0;
+  if (t.isView())
+    for (size_t j = 0; j < dims.size(); ++j)
+      if (t.scale[dims[j].d] == 1)
+        viewOff += (dims[j].isStick ? t.offsets[dims[j].d] / eps : t.offsets[dims[j].d]) * strideBytes[j];
   t.startAddress.clear();
   for (int c = 0; c < s.numCoresUsed; ++c) {
-    int64_t off = 0;
+    int64_t off = viewOff;
     for (size_t j = 0; j < dims.size(); ++j)
       if (dims[j].extent > 1)
         off += s.coreIdToWkSlice[c][dims[j].d] * (dims[j].isStick ? perCore[dims[j].d] / eps : perCore[dims[j].d]) *
@@ -178,7 +187,7 @@ const std::map<std::string, PointwiseDesc> &pointwiseOps() {
       {"rsqrt", {"rsqrt", 1, false}},     {"reciprocal", {"reciprocal", 1, false}}, {"exp", {"exp", 1, false}},
       {"log", {"log", 1, false}},         {"tanh", {"tanh", 1, false}},        {"sigmoid", {"sigmoid", 1, false}},
       {"silu", {"silu", 1, false}},       {"gelu", {"gelufwd", 1, false}},     {"softplus", {"softplus", 1, false}},
-      {"clamp", {"clip", 1, false}},      {"clone", {"identity", 1, false}},
+      {"clamp", {"clip", 1, false}},      {"clone", {"identity", 1, false}},   {"expand", {"identity", 1, false}},
   };
   return ops;
 }
@@ -817,6 +826,8 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
       kd = transposeKernel(g, n, ni, opts.maxCores);
     else if (isLayerNormOp(n.op))
       kd = layerNormKernel(g, n, ni, opts.maxCores);
+    else if (n.op == "slice")
+      kd = sliceKernel(g, n, ni, opts.maxCores);
     else
       throw Unsupported("op '" + n.op + "' (" + where + ")");
     isa::KernelLaunch launch;

@@ -26,7 +26,8 @@ isa::SdscLayout genericLayout(const std::vector<std::string> &l, int64_t eps);
 /// Elements of each iteration dim one core covers (dims in stickDims split in whole sticks).
 std::vector<int64_t> perCoreElems(const std::vector<int64_t> &N, const std::vector<int64_t> &splits,
                                   const std::vector<size_t> &stickDims, int64_t eps);
-/// Per-core start addresses of t (segment = ldsIdx) from its layout class and perCore.
+/// Per-core start addresses of t (segment = ldsIdx) from its layout class and perCore; a view
+/// (t.maxDimSizes / t.offsets set) steps with its allocation's strides from its first stick.
 void placeTensor(const isa::SuperDsc &s, isa::SdscTensor &t, const std::vector<int64_t> &perCore);
 double attrOr(const Node &n, const char *key, double dflt);
 /// Unsupported for any attribute not in `allowed` (alpha=1 is always accepted).
@@ -35,5 +36,8 @@ void checkAttrs(const Node &n, const std::string &where, std::initializer_list<c
 // Op builders in layernorm_ops.cpp.
 bool isLayerNormOp(const std::string &op);
 KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+
+// Op builders in data_ops.cpp.
+KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCores);
 
 } // namespace spyre::frontend::detail

@@ -17,7 +17,7 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts);
 } // namespace detail
 
 int64_t sdscTensorBytes(const SuperDsc &s, const SdscTensor &t) {
-  return detail::tensorGeom(s, t, s.primaryDsInfo.at(t.dsType).stickDimOrder[0]).bytes;
+  return detail::tensorGeom(s, t, s.primaryDsInfo.at(t.dsType).stickDimOrder[0], /*allowView=*/true).bytes;
 }
 
 Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {

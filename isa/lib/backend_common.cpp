@@ -16,7 +16,7 @@ Format formatOf(const SuperDsc &s, DataFormat f) {
   throw Unsupported(std::string(dataFormatName(f)) + " tensors in " + s.name);
 }
 
-TensorGeom tensorGeom(const SuperDsc &s, const SdscTensor &t, const std::string &stickDim) {
+TensorGeom tensorGeom(const SuperDsc &s, const SdscTensor &t, const std::string &stickDim, bool allowView) {
   TensorGeom g;
   g.t = &t;
   g.fmt = formatOf(s, t.dataFormat);
@@ -27,15 +27,24 @@ TensorGeom tensorGeom(const SuperDsc &s, const SdscTensor &t, const std::string 
   if (own.stickSize[0] != elemsPerStick(t.dataFormat))
     throw Error(where(s) + ": stickSize_ " + std::to_string(own.stickSize[0]) + " of layout " + t.dsType +
                 " does not match " + std::string(dataFormatName(t.dataFormat)));
+  if (t.isView() && !allowView)
+    throw Unsupported("a view of a larger allocation (maxDimSizes_/offsets_ of " + t.dsName + ") as an operand of " +
+                      s.opFuncName + " in " + s.name);
   int64_t eps = elemsPerStick(t.dataFormat);
   int sd = s.dimIndex(stickDim);
   g.stickPresent = t.scale[sd] == 1;
+  std::vector<int64_t> alloc; // allocation extent per device dim (the view's extent if no view)
   for (auto it = own.layoutDimOrder.rbegin(); it != own.layoutDimOrder.rend(); ++it) {
     int d = s.dimIndex(*it);
     TensorDim td;
     td.iterDim = d;
     td.present = t.scale[d] == 1;
-    td.extent = !td.present ? 1 : *it == stickDim ? (s.N[d] + eps - 1) / eps : s.N[d];
+    bool isStick = *it == stickDim;
+    td.extent = !td.present ? 1 : isStick ? (s.N[d] + eps - 1) / eps : s.N[d];
+    int64_t a = td.extent;
+    if (t.isView() && td.present && t.maxDimSizes[d] != -1)
+      a = isStick ? (t.maxDimSizes[d] + eps - 1) / eps : t.maxDimSizes[d];
+    alloc.push_back(a);
     g.dims.push_back(td);
   }
   for (size_t d = 0; d < s.dims.size(); ++d)
@@ -43,11 +52,19 @@ TensorGeom tensorGeom(const SuperDsc &s, const SdscTensor &t, const std::string 
       throw Error(where(s) + ": " + t.dsName + " has scale_ 1 on " + s.dims[d] + " but its layout " + t.dsType +
                   " does not list that dim");
   int64_t stride = kStickBytes;
-  for (auto it = g.dims.rbegin(); it != g.dims.rend(); ++it) {
-    it->strideBytes = stride;
-    stride *= it->extent;
+  for (size_t k = g.dims.size(); k-- > 0;) {
+    g.dims[k].strideBytes = stride;
+    stride *= alloc[k];
   }
   g.bytes = stride;
+  if (t.isView())
+    for (const auto &td : g.dims) {
+      int64_t off = td.present ? t.offsets[td.iterDim] : 0;
+      bool isStick = td.iterDim == sd;
+      g.viewOffsetBytes += (isStick ? off / eps : off) * td.strideBytes;
+      if (isStick)
+        g.laneOffset = off % eps;
+    }
   g.segment = static_cast<int>(t.startAddress[0] / kSegmentBytes);
   if (g.segment >= kMaxSegments)
     throw Error(where(s) + ": start address of " + t.dsName + " lies outside the " + std::to_string(kMaxSegments) +

@@ -34,7 +34,11 @@ struct TensorGeom {
   }
   bool stickPresent = true;     ///< the stick (elem) dim is not broadcast/reduced
   int segment = 0;              ///< kernel argument index
-  int64_t bytes = 0;            ///< whole device extent
+  int64_t bytes = 0;            ///< whole device extent (of the allocation, for a view)
+  /// A view (SdscTensor::maxDimSizes): extents stay the op's, strides are the allocation's;
+  /// the view starts viewOffsetBytes into it, plus laneOffset elements into its first stick.
+  int64_t viewOffsetBytes = 0;
+  int64_t laneOffset = 0;
 };
 
 std::string where(const SuperDsc &s);
@@ -42,7 +46,8 @@ Format formatOf(const SuperDsc &s, DataFormat f);
 
 /// Device dims of tensor t (outer -> inner) from its own layout class; its stick dim must be
 /// `stickDim` (the op's). Dims its layout does not list are broadcast (extent 1).
-TensorGeom tensorGeom(const SuperDsc &s, const SdscTensor &t, const std::string &stickDim);
+/// Views of larger allocations (maxDimSizes_/offsets_) are Unsupported unless allowView.
+TensorGeom tensorGeom(const SuperDsc &s, const SdscTensor &t, const std::string &stickDim, bool allowView = false);
 
 /// Per-core slice [lo, lo+len) of the op's iteration dim d in device units of that dim.
 struct Slice {

@@ -15,6 +15,7 @@
 #include <map>
 
 namespace spyre::isa::detail {
+Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts);
 namespace {
 
 struct PwDesc {
@@ -34,7 +35,7 @@ const std::map<std::string, PwDesc> &pointwiseTable() {
       {"log", {Opcode::Log, 1}},          {"tanh", {Opcode::Tanh, 1}},         {"sigmoid", {Opcode::Sigmoid, 1}},
       {"silu", {Opcode::Silu, 1}},        {"gelufwd", {Opcode::Gelu, 1}},      {"softplus", {Opcode::Softplus, 1}},
       {"clip", {Opcode::Clip, 1}},        {"identity", {Opcode::Ld, 1}},       {"layernormscale", {Opcode::Rsqrt, 1}},
-      {"layernormnorm", {Opcode::Fma, 5}},
+      {"layernormnorm", {Opcode::Fma, 5}},   {"slice", {Opcode::Ld, 1}},
   };
   return t;
 }
@@ -65,7 +66,7 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   if (layout.layoutDimOrder.size() != s.dims.size())
     throw Error(where(s) + ": the output layout must list every iteration dim");
   const std::string &stickDim = layout.stickDimOrder[0];
-  TensorGeom out = tensorGeom(s, outT, stickDim);
+  TensorGeom out = tensorGeom(s, outT, stickDim, /*allowView=*/true);
   const bool lnScale = s.opFuncName == "layernormscale", lnNorm = s.opFuncName == "layernormnorm";
   // layernormscale maps one sparse stick per row to one sparse stick per row.
   const int sdIdx = s.dimIndex(stickDim);
@@ -97,7 +98,7 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
       const SdscTensor &t = s.tensor(s.inputs[i]);
       if (t.inLx)
         throw Unsupported("LX-resident tensors (memOrg_ lx) in " + s.name);
-      in.g = tensorGeom(s, t, stickDim);
+      in.g = tensorGeom(s, t, stickDim, /*allowView=*/true);
       // The layer-norm statistics: one fp32 stick per row (scale_ -2 on the stick dim).
       const bool stats = (lnNorm && (i == 1 || i == 2)) || lnScale;
       if (stats) {
@@ -135,6 +136,17 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   if (computeFmt == Format::I32)
     throw Unsupported("int32 pointwise ops in " + s.name);
 
+  // A view starting inside a stick (slice of the stick dim at an offset that is not a stick
+  // multiple) moves lanes: a copy through the PE array (backend_data.cpp).
+  bool laneShift = out.laneOffset != 0;
+  for (const auto &in : ins)
+    laneShift |= !in.isConst && in.g.laneOffset != 0;
+  if (laneShift) {
+    if (pw.op != Opcode::Ld)
+      throw Unsupported("a view whose stick dim starts inside a stick as an operand of " + s.opFuncName + " in " +
+                        s.name + " (only identity / slice copies move lanes)");
+    return compileLaneShift(s, opts);
+  }
   // Per-core slice of the output (device units), offsets of every tensor.
   const size_t J = out.dims.size();
   std::vector<std::vector<Slice>> slices(s.numCoresUsed, std::vector<Slice>(J));
@@ -142,7 +154,7 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
     for (size_t j = 0; j < J; ++j)
       slices[c][j] = coreSlice(s, c, out.dims[j].iterDim, out.dims[j].extent);
   auto offsets = [&](const TensorGeom &g) {
-    std::vector<int64_t> off(s.numCoresUsed, 0);
+    std::vector<int64_t> off(s.numCoresUsed, g.viewOffsetBytes);
     for (int c = 0; c < s.numCoresUsed; ++c)
       for (size_t j = 0; j < J; ++j) {
         int k = g.dimOf(out.dims[j].iterDim);

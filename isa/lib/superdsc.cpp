@@ -74,7 +74,16 @@ ojson writeSuperDsc(const SuperDsc &s) {
     node["component_"] = t.inLx ? "lx" : "hbm";
     const auto &layout = s.primaryDsInfo.at(t.dsType);
     node["layoutDimOrder_"] = layout.layoutDimOrder;
-    node["maxDimSizes_"] = std::vector<int>(layout.layoutDimOrder.size(), -1);
+    std::vector<int64_t> maxSizes(layout.layoutDimOrder.size(), -1), offs(layout.layoutDimOrder.size(), 0);
+    if (t.isView())
+      for (size_t k = 0; k < layout.layoutDimOrder.size(); ++k) {
+        int d = s.dimIndex(layout.layoutDimOrder[k]);
+        maxSizes[k] = t.maxDimSizes.at(d);
+        offs[k] = t.offsets.at(d);
+      }
+    node["maxDimSizes_"] = maxSizes;
+    if (t.isView())
+      node["offsets_"] = offs;
     node["indirectAllocType_"] = "no_indirection";
     ojson data = ojson::object();
     for (int c = 0; c < nc; ++c)
@@ -373,6 +382,34 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
         t = &x;
     if (!t)
       r.fail(np + "/ldsIdx_", "no labeledDs_ entry with ldsIdx_ " + std::to_string(idx));
+    // maxDimSizes_ / offsets_ (layoutDimOrder_ order): a view of a larger allocation.
+    if (auto ms = tree[i].find("maxDimSizes_"); ms != tree[i].end()) {
+      const auto &order = s.primaryDsInfo.at(t->dsType).layoutDimOrder;
+      std::vector<int64_t> sizes = r.integers(*ms, np + "/maxDimSizes_");
+      std::vector<int64_t> offs(sizes.size(), 0);
+      if (auto os = tree[i].find("offsets_"); os != tree[i].end())
+        offs = r.integers(*os, np + "/offsets_");
+      if (sizes.size() != order.size() || offs.size() != order.size())
+        r.fail(np + "/maxDimSizes_", "expected " + std::to_string(order.size()) +
+                                         " entries (one per layoutDimOrder_ dim) in maxDimSizes_ and offsets_");
+      bool view = false;
+      for (size_t k = 0; k < sizes.size(); ++k)
+        view |= sizes[k] != -1 || offs[k] != 0;
+      if (view) {
+        t->maxDimSizes.assign(s.dims.size(), -1);
+        t->offsets.assign(s.dims.size(), 0);
+        for (size_t k = 0; k < order.size(); ++k) {
+          int d = s.dimIndex(order[k]);
+          int64_t size = sizes[k] == -1 ? s.N[d] : sizes[k];
+          if (offs[k] < 0 || offs[k] + s.N[d] > size)
+            r.fail(np + "/offsets_", "the view [" + std::to_string(offs[k]) + ", " + std::to_string(offs[k] + s.N[d]) +
+                                         ") of dim " + order[k] + " does not fit its allocation of " +
+                                         std::to_string(size));
+          t->maxDimSizes[d] = sizes[k];
+          t->offsets[d] = offs[k];
+        }
+      }
+    }
     const ojson &sa = r.field(tree[i], np, "startAddressCoreCorelet_");
     const ojson &data = r.field(sa, np + "/startAddressCoreCorelet_", "data_");
     t->startAddress.assign(s.numCoresUsed, 0);

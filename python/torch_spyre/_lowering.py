@@ -404,8 +404,10 @@ def is_lowerable(op: Any) -> bool:
 
 
 def lowerable_ops() -> list[Any]:
-    """The ATen overloads with a lowering (spyre:: custom ops only appear in traced graphs)."""
-    return [op for op in _LOWERINGS if op.namespace == "aten"]
+    """The ATen overloads with a lowering that eager mode may run as kernels: spyre:: custom ops
+    only appear in traced graphs, and view ops (slice, expand) must stay views in eager mode;
+    only compiled graphs materialise them."""
+    return [op for op in _LOWERINGS if op.namespace == "aten" and not op.is_view]
 
 
 def lower(op: Any, args: tuple, kwargs: dict, env: Env) -> Lowered:
@@ -556,3 +558,33 @@ def _layernormnorm(env: Env, b: dict) -> Lowered:
     L = Lowered()
     L.add("layernormnorm", operands, **attrs)
     return L
+
+
+@_reg(aten.slice.Tensor)
+def _slice(env: Env, b: dict) -> Lowered:
+    """A materialised slice (step 1) of any dim; on the stick dim at any offset."""
+    x = b["self"]
+    t = env.tensor(x)
+    if t is None or len(t[0]) == 0:
+        raise Unsupported(f"slice of {_describe(env, x)}")
+    shape = t[0]
+    dim = b["dim"] % len(shape)
+    step = b.get("step") or 1
+    if step != 1:
+        raise Unsupported(f"slice with step {step}")
+    size = shape[dim]
+    start, end = b.get("start"), b.get("end")
+    start = 0 if start is None else (start + size if start < 0 else start)
+    end = size if end is None else (end + size if end < 0 else end)
+    start, end = max(0, min(start, size)), max(0, min(end, size))
+    if end <= start:
+        raise Unsupported(f"an empty slice [{start}, {end}) of dim {dim}")
+    if (start, end) == (0, size):
+        return _unary(env, "clone", x)
+    return _unary(env, "slice", x, dim=dim, start=start, end=end)
+
+
+@_reg(aten.expand.default)
+def _expand(env: Env, b: dict) -> Lowered:
+    """Materialised broadcast (the identity SuperDSC with scale -1 input dims)."""
+    return _unary(env, "expand", b["self"])

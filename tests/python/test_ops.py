@@ -472,3 +472,45 @@ ON_SPYRE = [
 def test_runs_on_spyre(name, fn, arity):
     args = [dl16(randn(_S, f"{name}{i}")) for i in range(arity)]
     compare_with_cpu(fn, *args, on_spyre=True)
+
+
+# ---- data ops: slice / narrow / expand materialised on the card --------------------------------
+
+SLICES = [
+    ((256,), lambda a: a[3:200]),
+    ((67,), lambda a: a[1:2]),
+    ((67, 256), lambda a: a[:, 64:256]),
+    ((71, 255), lambda a: a[:, 7:71]),
+    ((129, 129), lambda a: a[1:, 1:]),
+    ((3, 67, 129), lambda a: a[:, 2:66].narrow(2, 65, 64)),
+    ((2, 3, 71, 256), lambda a: a[1:2, :, :, 63:255]),
+    ((2, 7, 4, 67), lambda a: a.narrow(2, 1, 2)),
+]
+
+
+@pytest.mark.parametrize("shape,fn", SLICES, ids=[_key([s]) for s, _ in SLICES])
+def test_slice_runs_on_spyre(shape, fn):
+    compare_with_cpu(lambda a: fn(a) * 2, dl16(randn(shape, "slice")), on_spyre=True, run_eager=False)
+    assert "slice" in _plans()
+
+
+@pytest.mark.parametrize("cores", ["1", "2", "7", "32"])
+def test_slice_core_counts(cores, monkeypatch):
+    monkeypatch.setenv("SENCORES", cores)
+    compare_with_cpu(lambda a: a[:, :, 5:134] + 1, dl16(randn((14, 64, 255), "slice_cores")), on_spyre=True,
+                     run_eager=False)
+
+
+def test_slice_eager_stays_a_view():
+    x = randn((8, 128), "view").to("spyre")
+    v = x[:, 3:67]
+    assert v._base is x and v.data_ptr() != 0
+    torch.testing.assert_close(v.cpu(), x.cpu()[:, 3:67])
+
+
+@pytest.mark.parametrize("shapes", [((67, 1), (67, 255)), ((1, 71), (64, 71)), ((3, 1, 129), (3, 67, 129)),
+                                    ((256,), (2, 7, 256)), ((2, 1, 4, 1), (2, 3, 4, 67))],
+                         ids=lambda s: _key(s))
+def test_expand_contiguous_runs_on_spyre(shapes):
+    src, dst = shapes
+    compare_with_cpu(lambda a: a.expand(dst).contiguous(), randn(src, "expand"), on_spyre=True, run_eager=False)

@@ -32,6 +32,13 @@ struct SdscTensor {
   DataFormat dataFormat = DataFormat::SEN169_FP16;
   bool inLx = false;              ///< memOrg_ lx only (LX-resident, same offset on every core)
   std::vector<uint64_t> startAddress; ///< per core (segment base + slice offset, or LX offset)
+  /// A view of a larger allocation (slice / cat), per iteration dim in N_ order; empty = the
+  /// tensor is exactly N_. maxDimSizes[d]: the allocation's extent in elements (-1 = N_[d]);
+  /// offsets[d]: the view's first element. JSON: the allocate node's maxDimSizes_ and offsets_,
+  /// both in layoutDimOrder_ order. Start addresses include the offsets (on the stick dim
+  /// rounded down to a whole stick).
+  std::vector<int64_t> maxDimSizes, offsets;
+  bool isView() const { return !maxDimSizes.empty(); }
 };
 
 struct SuperDsc {

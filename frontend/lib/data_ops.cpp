@@ -1,0 +1,90 @@
+// Data movement ops that copy between device layouts without arithmetic.
+//   slice(%x, dim=d, start=s, end=e) : x's dtype, dim d of size e - s (step 1)
+//     -> SuperDSC `slice`: the output's iteration space; the input is a view of x
+//        (maxDimSizes_ = x's size and offsets_ = s on dim d). On the stick dim an offset that is
+//        not a stick multiple moves lanes (the backend copies through the PE array; DL16 only,
+//        the stick dim is then not split over cores).
+#include "kernel_draft.h"
+#include "spyre/frontend/compiler.h"
+#include "spyre/isa/error.h"
+#include <numeric>
+
+namespace spyre::frontend::detail {
+
+using isa::SdscTensor;
+using isa::SuperDsc;
+
+KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
+  const Value &out = g.values[n.output];
+  const std::string where = "node %" + out.name + " = " + n.op;
+  checkAttrs(n, where, {"dim", "start", "end"});
+  if (n.inputs.size() != 1)
+    throw Error(where + ": slice takes one tensor operand");
+  const Value &x = g.values[n.inputs[0]];
+  const size_t r = x.shape.size();
+  if (r == 0)
+    throw Error(where + ": slice of a 0-d tensor");
+  const int64_t dim = static_cast<int64_t>(attrOr(n, "dim", 0)), start = static_cast<int64_t>(attrOr(n, "start", 0)),
+                end = static_cast<int64_t>(attrOr(n, "end", 0));
+  if (dim < 0 || dim >= static_cast<int64_t>(r) || start < 0 || end > x.shape[dim] || start >= end)
+    throw Error(where + ": slice [" + std::to_string(start) + ", " + std::to_string(end) + ") of dim " +
+                std::to_string(dim) + " is outside " + std::to_string(r) + "-d shape");
+  std::vector<int64_t> expect = x.shape;
+  expect[dim] = end - start;
+  if (out.shape != expect || out.dtype != x.dtype)
+    throw Error(where + ": the output of a slice must be x's dtype with dim " + std::to_string(dim) + " of size " +
+                std::to_string(end - start));
+  for (int64_t d : x.shape)
+    if (d == 0)
+      throw Unsupported("empty tensors in " + where);
+  const DataFormat fmt = deviceFormat(x.dtype, where);
+  const int64_t eps = elemsPerStick(fmt);
+  const bool laneShift = static_cast<size_t>(dim) == r - 1 && start % eps != 0;
+  if (laneShift && fmt != DataFormat::SEN169_FP16)
+    throw Unsupported("a slice of the last dim starting inside a stick of a " + std::string(dtypeShortName(x.dtype)) +
+                      " tensor (" + where + "; fp16/bf16 only)");
+  auto labels = dimLabels(r);
+  const std::vector<int64_t> &N = out.shape;
+  std::vector<int64_t> adjusted = N;
+  adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
+  std::vector<bool> splittable(r, true);
+  if (laneShift)
+    splittable[r - 1] = false;
+  auto splits = divideWork(adjusted, splittable, maxCores);
+  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
+  KernelDraft kd;
+  SuperDsc &s = kd.s;
+  s.opFuncName = "slice";
+  s.name = std::to_string(index) + "_slice";
+  s.exUnit = "sfp";
+  s.dims = labels;
+  s.N = N;
+  s.numWkSlicesPerDim = splits;
+  s.numCoresUsed = cores;
+  s.coreIdToWkSlice = coreSlices(splits, cores);
+  s.primaryDsInfo["OUTPUT"] = genericLayout(labels, eps);
+  const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
+  for (int i = 0; i < 2; ++i) {
+    SdscTensor t;
+    t.ldsIdx = i;
+    t.dsName = "Tensor" + std::to_string(i);
+    t.dsType = "OUTPUT";
+    t.scale.assign(r, 1);
+    t.dataFormat = fmt;
+    if (i == 0) {
+      t.maxDimSizes.assign(r, -1);
+      t.offsets.assign(r, 0);
+      t.maxDimSizes[dim] = x.shape[dim];
+      t.offsets[dim] = start;
+    }
+    placeTensor(s, t, perCore);
+    s.labeledDs.push_back(t);
+  }
+  s.inputs = {0};
+  s.inputConsts = {""};
+  s.outputs = {1};
+  kd.tensorValues = {n.inputs[0], n.output};
+  return kd;
+}
+
+} // namespace spyre::frontend::detail

@@ -1,0 +1,150 @@
+// Lane-moving copies: a slice of the stick dim whose first element is not at a stick boundary
+// (an input view with a lane offset). The SFP has no lane shift, so the copy goes through the PE
+// array twice, as a restickify would: per block of 64 rows, the input sticks that cover the
+// view are transposed (columns become sticks), the view's columns are then whole sticks starting
+// `lane` sticks in, and transposing those back gives the output sticks.
+//
+//   S  (64 rows x inT tiles, sticked on the column)      DMA in
+//   D  = S^T: stick c holds column c of the 64 rows       pt.tr R=64 C=inT*64
+//   D2 = (D + lane sticks)^T: output tiles x 64 rows      pt.tr R=outT*64 C=64
+//   D2 -> output rows of this block                       DMA out
+//
+// Columns are processed in groups of G output tiles (G + 1 input tiles) to fit in LX. Padding
+// rows of a partial 64-row block are never written back, so their (stale) contents do not
+// matter: pt.tr moves DL16 data without arithmetic.
+#include "backend_common.h"
+#include <functional>
+
+namespace spyre::isa::detail {
+
+Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
+  if (s.inputs.size() != 1 || s.inputs[0] < 0 || s.outputs.size() != 1)
+    throw Error(where(s) + ": a lane-moving copy takes one input tensor and one output");
+  const SdscTensor &inT = s.tensor(s.inputs[0]), &outT = s.tensor(s.outputs[0]);
+  const SdscLayout &layout = s.primaryDsInfo.at(outT.dsType);
+  const std::string &stickDim = layout.stickDimOrder[0];
+  const int sd = s.dimIndex(stickDim);
+  TensorGeom in = tensorGeom(s, inT, stickDim, true), out = tensorGeom(s, outT, stickDim, true);
+  if (in.fmt != Format::DL16 || out.fmt != Format::DL16)
+    throw Unsupported("a slice of the stick dim inside a stick of " + std::string(formatName(in.fmt)) + " tensors in " +
+                      s.name + " (DL16 only: it moves lanes through the PE array)");
+  if (out.laneOffset != 0)
+    throw Unsupported("writing into a view that starts inside a stick (" + outT.dsName + " in " + s.name + ")");
+  for (size_t d = 0; d < s.dims.size(); ++d)
+    if (inT.scale[d] != 1)
+      throw Unsupported("broadcasting in a lane-moving copy in " + s.name);
+  if (s.primaryDsInfo.at(inT.dsType).layoutDimOrder != layout.layoutDimOrder)
+    throw Unsupported("a lane-moving copy between different layouts in " + s.name);
+  if (s.numWkSlicesPerDim[sd] != 1)
+    throw Unsupported("splitting the stick dim of a lane-moving copy over cores in " + s.name);
+  const int64_t lane = in.laneOffset, N = s.N[sd], outTiles = (N + 63) / 64;
+  // The row dim: the innermost device dim (layoutDimOrder_[0]) unless it is the stick dim.
+  const int rowDim = layout.layoutDimOrder[0] == stickDim ? -1 : s.dimIndex(layout.layoutDimOrder[0]);
+  auto strideOf = [](const TensorGeom &g, int d) {
+    int k = g.dimOf(d);
+    return k >= 0 ? g.dims[k].strideBytes : 0;
+  };
+  const int64_t inTile = strideOf(in, sd), outTile = strideOf(out, sd);
+  const int64_t inRow = rowDim >= 0 ? strideOf(in, rowDim) : 0, outRow = rowDim >= 0 ? strideOf(out, rowDim) : 0;
+  // Column groups: G output tiles need G + 1 input tiles; S, D (one spare tile for the shifted
+  // read) and D2 must fit in LX.
+  const int64_t tileBytes = 64 * kStickBytes;
+  int64_t G = outTiles;
+  while (G > 1 && ((G + 1) + (G + 2) + G) * tileBytes > opts.lxBytes)
+    --G;
+  if (((G + 1) + (G + 2) + G) * tileBytes > opts.lxBytes)
+    throw Unsupported("a lane-moving copy does not fit in LX in " + s.name);
+  const int64_t lxS = 0, lxD = (G + 1) * tileBytes, lxD2 = lxD + (G + 2) * tileBytes;
+
+  // Per-core offsets: every non-stick dim may be split.
+  std::vector<int64_t> inOff(s.numCoresUsed, in.viewOffsetBytes), outOff(s.numCoresUsed, out.viewOffsetBytes);
+  std::vector<int> batch;
+  for (const auto &td : out.dims)
+    if (td.iterDim != sd && td.iterDim != rowDim)
+      batch.push_back(td.iterDim);
+  for (int c = 0; c < s.numCoresUsed; ++c)
+    for (const auto &td : out.dims) {
+      if (td.iterDim == sd)
+        continue;
+      Slice sl = coreSlice(s, c, td.iterDim, td.extent);
+      inOff[c] += sl.lo * strideOf(in, td.iterDim);
+      outOff[c] += sl.lo * strideOf(out, td.iterDim);
+    }
+  checkStartAddresses(s, in, inOff);
+  checkStartAddresses(s, out, outOff);
+  if (in.segment == out.segment)
+    throw Unsupported("input and output in one segment in " + s.name);
+  const int64_t rows = rowDim >= 0 ? coreSlice(s, 0, rowDim, s.N[rowDim]).len : 1;
+
+  Kernel k = newKernel(s, {&in, &out});
+  ProgramBuilder pb;
+  Instr t1 = mk(Opcode::Tbl);
+  t1.r = {1, -1};
+  t1.table = inOff;
+  pb.emit(t1);
+  Instr t2 = mk(Opcode::Tbl);
+  t2.r = {2, -1};
+  t2.table = outOff;
+  pb.emit(t2);
+  auto transpose = [&](int64_t dst, int64_t src, int64_t R, int64_t C) {
+    Instr tr = mk(Opcode::PtTr);
+    tr.lx = {-1, dst};
+    tr.lx2 = {-1, src};
+    tr.imm = R;
+    tr.imms = {C, 0, 0};
+    pb.emit(tr);
+  };
+  // One block: `nr` rows, `gt` output tiles from `it` input tiles at the current r1/r2.
+  auto block = [&](int64_t nr, int64_t gt, int64_t it) {
+    pb.dmaBoxStrided(true, in.segment, 1, 0, -1, lxS, {{it, inTile, tileBytes}, {nr, inRow, kStickBytes}}, 0, 20, 21);
+    transpose(lxD, lxS, 64, it * 64);
+    transpose(lxD2, lxD + lane * kStickBytes, gt * 64, 64);
+    pb.dmaBoxStrided(false, out.segment, 2, 0, -1, lxD2, {{gt, outTile, tileBytes}, {nr, outRow, kStickBytes}}, 1, 20,
+                     21);
+  };
+  auto columns = [&](int64_t nr) {
+    const int64_t full = outTiles / G, rest = outTiles % G;
+    // Full groups except possibly the last group of the row: a group that is not the last
+    // always has its G + 1 input tiles inside the allocation.
+    int64_t loopGroups = rest ? full : full - 1;
+    pb.loop(loopGroups, {{1, G * inTile}, {2, G * outTile}}, [&] { block(nr, G, G + 1); });
+    int64_t lastTiles = rest ? rest : G, lastCols = N - (outTiles - lastTiles) * 64;
+    int64_t lastIn = (lane + lastCols + 63) / 64;
+    if (loopGroups > 0) {
+      pb.emit(addi(1, 1, loopGroups * G * inTile));
+      pb.emit(addi(2, 2, loopGroups * G * outTile));
+    }
+    block(nr, lastTiles, lastIn);
+    if (loopGroups > 0) {
+      pb.emit(addi(1, 1, -loopGroups * G * inTile));
+      pb.emit(addi(2, 2, -loopGroups * G * outTile));
+    }
+  };
+  std::function<void(size_t)> nest = [&](size_t b) {
+    if (b < batch.size()) {
+      int d = batch[b];
+      pb.loop(coreSlice(s, 0, d, s.N[d]).len, {{1, strideOf(in, d)}, {2, strideOf(out, d)}}, [&] { nest(b + 1); });
+      return;
+    }
+    pb.loop(rows / 64, {{1, 64 * inRow}, {2, 64 * outRow}}, [&] { columns(64); });
+    if (rows % 64) {
+      int64_t done = rows / 64 * 64;
+      if (done) {
+        pb.emit(addi(1, 1, done * inRow));
+        pb.emit(addi(2, 2, done * outRow));
+      }
+      columns(rows % 64);
+      if (done) {
+        pb.emit(addi(1, 1, -done * inRow));
+        pb.emit(addi(2, 2, -done * outRow));
+      }
+    }
+  };
+  nest(0);
+  pb.finishSpmd(k);
+  k.comment = "op=" + s.opFuncName + " lane shift " + std::to_string(lane) + " columns=" + std::to_string(N) +
+              " rows/core=" + std::to_string(rows) + " groups of " + std::to_string(G) + " tiles";
+  return k;
+}
+
+} // namespace spyre::isa::detail
