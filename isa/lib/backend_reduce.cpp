@@ -151,7 +151,7 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
   Kernel k = newKernel(s, {&in, &out});
 
   // Registers: r1/r2 DDR offsets of input/output, r10/r11 LX offsets, r20/r21 DMA scratch.
-  // Vectors: v0 loaded stick, v1 accumulator, v12 lane mask, v13 mask value, v14 scale.
+  // Vectors: v0 loaded stick, v1 accumulator, v14 scale.
   ProgramBuilder pb;
   int64_t inBlock = kStickBytes, outBlock = kStickBytes;
   for (size_t j = c0; j < J; ++j) {
@@ -184,13 +184,6 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
   }
   const int64_t validLanes = s.N[sd] % eps;
   const bool mask = stickReduced && validLanes != 0;
-  if (mask) {
-    emitLaneMask(pb, validLanes);
-    Instr mv = mk(Opcode::Bcast, Format::F32);
-    mv.v = {13, -1, -1, -1};
-    mv.fimm = identity;
-    pb.emit(mv);
-  }
   if (base == "mean" || exx2) {
     Instr sc = mk(Opcode::Bcast, Format::F32);
     sc.v = {14, -1, -1, -1};
@@ -276,15 +269,16 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
         // r12 walks the reduced box from this output stick's first input stick.
         pb.emit(addi(12, 10, 0));
         auto accumulate = [&](bool masked) {
-          Instr ld = mk(Opcode::Ld, fmt);
+          // The last, partly filled stick of a reduced row: ld.pad puts the reduction's
+          // identity into the padded lanes.
+          Instr ld = mk(masked ? Opcode::LdPad : Opcode::Ld, fmt);
           ld.v = {0, -1, -1, -1};
           ld.lx = {12, 0};
-          pb.emit(ld);
           if (masked) {
-            Instr sel = mk(Opcode::Sel, Format::F32);
-            sel.v = {0, 12, 0, 13};
-            pb.emit(sel);
+            ld.imm = validLanes;
+            ld.fimm = identity;
           }
+          pb.emit(ld);
           Instr c = mk(combine, Format::F32);
           c.v = {1, 1, 0, -1};
           pb.emit(c);
