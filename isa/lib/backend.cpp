@@ -25,6 +25,10 @@ Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
     return detail::compilePointwise(s, opts);
   if (detail::isReductionOp(s.opFuncName))
     return detail::compileReduction(s, opts);
+  // Only the SFP lowerings stage above lxReservedBytes_ (and read/write memOrg_ lx operands).
+  if (s.lxReservedBytes > 0)
+    throw Unsupported("lxReservedBytes_ (LX-resident tensors live across the kernel) in " + s.opFuncName +
+                      " kernel " + s.name);
   if (detail::isMatmulOp(s.opFuncName))
     return detail::compileMatmul(s, opts);
   if (detail::isConvertOp(s.opFuncName))

@@ -92,6 +92,21 @@ void checkStartAddresses(const SuperDsc &s, const TensorGeom &g, const std::vect
   }
 }
 
+int64_t lxResidentAddress(const SuperDsc &s, const TensorGeom &g, int64_t sliceBytes) {
+  const uint64_t a = g.t->startAddress.at(0);
+  for (int c = 1; c < s.numCoresUsed; ++c)
+    if (g.t->startAddress[c] != a)
+      throw Error(where(s) + ": LX-resident " + g.t->dsName + " starts at LX " + std::to_string(g.t->startAddress[c]) +
+                  " on core " + std::to_string(c) + " but at " + std::to_string(a) + " on core 0 (memOrg_ lx needs one address)");
+  if (a % kStickBytes != 0 || static_cast<int64_t>(a) + sliceBytes > s.lxReservedBytes)
+    throw Error(where(s) + ": LX-resident " + g.t->dsName + " at LX [" + std::to_string(a) + ", " +
+                std::to_string(a + sliceBytes) + ") is not a 128-byte aligned range inside lxReservedBytes_ " +
+                std::to_string(s.lxReservedBytes));
+  if (g.t->isView() || g.laneOffset != 0)
+    throw Unsupported("LX-resident views in " + s.name);
+  return static_cast<int64_t>(a);
+}
+
 Kernel newKernel(const SuperDsc &s, const std::vector<const TensorGeom *> &tensors) {
   Kernel k;
   k.name = s.name;

@@ -58,6 +58,11 @@ Slice coreSlice(const SuperDsc &s, int core, int iterDim, int64_t deviceExtent);
 /// Checks the descriptor's start addresses of `g` against segment + per-core offsets.
 void checkStartAddresses(const SuperDsc &s, const TensorGeom &g, const std::vector<int64_t> &coreOffsets);
 
+/// An LX-resident operand (memOrg_ lx): each core holds its own slice, densely in the tensor's
+/// dim order (outer -> inner, `sliceBytes` in all), at the same 128-byte aligned LX address on
+/// every core, inside the kernel's reserved LX (SuperDsc::lxReservedBytes). Returns the address.
+int64_t lxResidentAddress(const SuperDsc &s, const TensorGeom &g, int64_t sliceBytes);
+
 /// A kernel for s: sanitised name, all of s's cores, one argument per segment up to the highest
 /// one used, named after the tensor in it ("segN" for unused segments).
 Kernel newKernel(const SuperDsc &s, const std::vector<const TensorGeom *> &tensors);

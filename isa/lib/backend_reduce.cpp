@@ -52,8 +52,6 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
   for (int sc : inT.scale)
     if (sc != 1)
       throw Error(where(s) + ": the input of a reduction must have scale_ 1 on every dim");
-  if (inT.inLx || outT.inLx)
-    throw Unsupported("LX-resident tensors (memOrg_ lx) in " + s.name);
   std::vector<bool> reduced(s.dims.size(), false);
   bool stickReduced = false;
   int64_t count = 1;
@@ -101,19 +99,37 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
       }
     return off;
   };
-  checkStartAddresses(s, in, offsets(in));
-  checkStartAddresses(s, out, offsets(out));
+  if (!inT.inLx)
+    checkStartAddresses(s, in, offsets(in));
+  if (!outT.inLx)
+    checkStartAddresses(s, out, offsets(out));
   if (in.segment == out.segment)
     throw Unsupported("input and output in one segment in " + s.name);
   std::vector<int64_t> len(J);
   for (size_t j = 0; j < J; ++j)
     len[j] = slices[0][j].len;
   auto isRed = [&](size_t j) { return reduced[in.dims[j].iterDim]; };
+  auto outSpans = [&](size_t j) { return out.spans(in.dims[j].iterDim); };
+
+  // An LX-resident operand (memOrg_ lx) holds the core's whole slice densely in LX: it is
+  // walked in place with these strides (input order) instead of being staged by DMA.
+  std::vector<int64_t> inCanon(J, 0), outCanon(J, 0);
+  int64_t inSlice = kStickBytes, outSlice = kStickBytes;
+  for (size_t j = J; j-- > 0;) {
+    inCanon[j] = len[j] > 1 ? inSlice : 0;
+    inSlice *= len[j];
+    if (outSpans(j)) {
+      outCanon[j] = len[j] > 1 ? outSlice : 0;
+      outSlice *= len[j];
+    }
+  }
+  const int64_t inLxAddr = inT.inLx ? lxResidentAddress(s, in, inSlice) : -1;
+  const int64_t outLxAddr = outT.inLx ? lxResidentAddress(s, out, outSlice) : -1;
+  const int64_t lxStage = s.lxReservedBytes; // staging above the graph's LX-resident tensors
 
   // Blocking: reduced dims are always whole in a block (no accumulation across blocks); kept
   // dims before c0 are walked one index at a time, kept dim c0 in chunks, later dims whole.
   // c0 == J means every kept dim is walked one index at a time (one output stick per block).
-  auto outSpans = [&](size_t j) { return out.spans(in.dims[j].iterDim); };
   auto lenIn = [&](size_t j, size_t c0, int64_t chunk) -> int64_t {
     if (isRed(j))
       return len[j];
@@ -127,23 +143,24 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
       if (outSpans(j))
         bo *= l;
     }
-    return bi + bo;
+    return (inT.inLx ? 0 : bi) + (outT.inLx ? 0 : bo);
   };
+  const int64_t stageBytes = opts.lxBytes - lxStage;
   size_t c0 = 0;
   int64_t chunk = 1;
   for (;; ++c0) {
     if (c0 < J && isRed(c0))
       continue;
     if (c0 == J) {
-      if (blockBytes(J, 1) > opts.lxBytes)
+      if (blockBytes(J, 1) > stageBytes)
         throw Unsupported("a reduction row of " + s.name + " that does not fit in LX (" +
                           std::to_string(blockBytes(J, 1)) + " bytes)");
       break;
     }
     chunk = len[c0];
-    while (chunk > 1 && (len[c0] % chunk != 0 || blockBytes(c0, chunk) > opts.lxBytes))
+    while (chunk > 1 && (len[c0] % chunk != 0 || blockBytes(c0, chunk) > stageBytes))
       --chunk;
-    if (blockBytes(c0, chunk) <= opts.lxBytes)
+    if (blockBytes(c0, chunk) <= stageBytes)
       break;
   }
   auto blockLen = [&](size_t j) -> int64_t { return lenIn(j, c0, chunk); };
@@ -159,15 +176,24 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
     if (outSpans(j))
       outBlock *= blockLen(j);
   }
-  const int64_t lxIn = 0, lxOut = inBlock;
-  Instr t1 = mk(Opcode::Tbl);
-  t1.r = {1, -1};
-  t1.table = offsets(in);
-  pb.emit(t1);
-  Instr t2 = mk(Opcode::Tbl);
-  t2.r = {2, -1};
-  t2.table = offsets(out);
-  pb.emit(t2);
+  const int64_t lxIn = lxStage, lxOut = lxStage + (inT.inLx ? 0 : inBlock);
+  // r1 / r2: the block's DDR offset, or for an LX-resident operand its LX address.
+  if (inT.inLx) {
+    emitLi(pb, 1, inLxAddr);
+  } else {
+    Instr t1 = mk(Opcode::Tbl);
+    t1.r = {1, -1};
+    t1.table = offsets(in);
+    pb.emit(t1);
+  }
+  if (outT.inLx) {
+    emitLi(pb, 2, outLxAddr);
+  } else {
+    Instr t2 = mk(Opcode::Tbl);
+    t2.r = {2, -1};
+    t2.table = offsets(out);
+    pb.emit(t2);
+  }
   const Opcode combine = base == "max" ? Opcode::Max : base == "min" ? Opcode::Min : Opcode::Add;
   const float identity = base == "max" ? -INFINITY : base == "min" ? INFINITY : 0.0f;
   if (exx2) {
@@ -193,7 +219,8 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
   auto ddrAdv = [&](size_t j, int64_t units) {
     int ko = out.dimOf(in.dims[j].iterDim);
     int64_t os = ko >= 0 && out.dims[ko].extent > 1 ? out.dims[ko].strideBytes : 0;
-    return std::vector<std::pair<int, int64_t>>{{1, units * in.dims[j].strideBytes}, {2, units * os}};
+    return std::vector<std::pair<int, int64_t>>{{1, units * (inT.inLx ? inCanon[j] : in.dims[j].strideBytes)},
+                                                {2, units * (outT.inLx ? outCanon[j] : os)}};
   };
   // Dense LX strides of the input block (input order) and output block.
   std::vector<int64_t> inLx(J, 0), outLx(J, 0);
@@ -206,6 +233,10 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
       if (outSpans(j))
         so *= blockLen(j);
     }
+    if (inT.inLx)
+      inLx = inCanon;
+    if (outT.inLx)
+      outLx = outCanon;
   }
   std::function<void(size_t)> outer = [&](size_t j) {
     if (j < c0 && j < J) {
@@ -225,15 +256,16 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
           ++jj;
         outBox.push_back({td.extent > 1 && jj < J ? blockLen(jj) : 1, td.strideBytes});
       }
-      pb.dmaBox(true, in.segment, 1, 0, -1, lxIn, inBox, 0, 20, 21);
-      Instr l0 = mk(Opcode::Li);
-      l0.r = {10, -1};
-      l0.imm = lxIn;
-      pb.emit(l0);
-      Instr l1 = mk(Opcode::Li);
-      l1.r = {11, -1};
-      l1.imm = lxOut;
-      pb.emit(l1);
+      if (inT.inLx) {
+        pb.emit(addi(10, 1, 0));
+      } else {
+        pb.dmaBox(true, in.segment, 1, 0, -1, lxIn, inBox, 0, 20, 21);
+        emitLi(pb, 10, lxIn);
+      }
+      if (outT.inLx)
+        pb.emit(addi(11, 2, 0));
+      else
+        emitLi(pb, 11, lxOut);
       // Loop nest: kept dims of the block, then reduced dims with the stick tile innermost.
       std::vector<size_t> kept, red;
       for (size_t jj = 0; jj < J; ++jj) {
@@ -354,7 +386,8 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
         pb.emit(st);
       };
       keptNest(0);
-      pb.dmaBox(false, out.segment, 2, 0, -1, lxOut, outBox, 1, 20, 21);
+      if (!outT.inLx)
+        pb.dmaBox(false, out.segment, 2, 0, -1, lxOut, outBox, 1, 20, 21);
     });
   };
   outer(0);

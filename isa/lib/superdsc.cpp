@@ -150,6 +150,8 @@ ojson writeSuperDsc(const SuperDsc &s) {
   top["coreFoldProp_"] = {{"factor_", nc}, {"label_", "core"}};
   top["coreletFoldProp_"] = {{"factor_", 1}, {"label_", "corelet"}};
   top["numCoresUsed_"] = nc;
+  if (s.lxReservedBytes > 0)
+    top["lxReservedBytes_"] = s.lxReservedBytes;
   ojson c2d = ojson::object(), slices = ojson::object(), c2s = ojson::object(), sched = ojson::object();
   for (int c = 0; c < nc; ++c) {
     c2d[std::to_string(c)] = 0;
@@ -251,6 +253,12 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
   s.numCoresUsed = static_cast<int>(r.integer(r.field(top, tp, "numCoresUsed_"), tp + "/numCoresUsed_"));
   if (s.numCoresUsed < 1 || s.numCoresUsed > 32)
     r.fail(tp + "/numCoresUsed_", "expected 1..32, got " + std::to_string(s.numCoresUsed));
+  if (auto it = top.find("lxReservedBytes_"); it != top.end()) {
+    s.lxReservedBytes = r.integer(*it, tp + "/lxReservedBytes_");
+    if (s.lxReservedBytes < 0 || s.lxReservedBytes % 128 != 0 || s.lxReservedBytes > 1677721)
+      r.fail(tp + "/lxReservedBytes_", "expected a multiple of 128 in [0, 1677721], got " +
+                                          std::to_string(s.lxReservedBytes));
+  }
   const ojson &dscs = r.field(top, tp, "dscs_");
   if (!dscs.is_array() || dscs.size() != 1)
     r.fail(tp + "/dscs_", "expected an array with exactly one DSC");

@@ -57,6 +57,10 @@ struct SuperDsc {
   std::vector<int> inputs, outputs;
   std::vector<std::string> inputConsts;
   std::map<std::string, double> constants; ///< constantInfo_ (name -> value)
+  /// Our extension (JSON `lxReservedBytes_`, written when > 0): LX [0, n) holds LX-resident
+  /// tensors of the graph that are live across this kernel; the kernel touches it only through
+  /// its own memOrg_ lx operands and stages everything else above it.
+  int64_t lxReservedBytes = 0;
 
   int dimIndex(const std::string &label) const;
   const SdscTensor &tensor(int ldsIdx) const;
