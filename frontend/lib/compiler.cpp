@@ -1,5 +1,6 @@
 #include "spyre/frontend/compiler.h"
 #include "kernel_draft.h"
+#include "lx_planning.h"
 #include "spyre/isa/error.h"
 #include <algorithm>
 #include <cstdlib>
@@ -804,7 +805,8 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
     plan.outputs.push_back(isInput ? bufferOf[v] : bufferFor(v, BufferSpec::Kind::Output, static_cast<int>(i)));
   }
 
-  std::vector<std::string> files;
+  // Split to one op per kernel, layout, work division: one drafted SuperDSC per node.
+  std::vector<KernelDraft> drafts;
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     const Node &n = g.nodes[ni];
     const Value &out = g.values[n.output];
@@ -828,10 +830,30 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
       kd = layerNormKernel(g, n, ni, opts.maxCores);
     else if (n.op == "slice")
       kd = sliceKernel(g, n, ni, opts.maxCores);
+    else if (n.op == "permute")
+      kd = permuteKernel(g, n, ni, opts.maxCores);
     else
       throw Unsupported("op '" + n.op + "' (" + where + ")");
+    drafts.push_back(std::move(kd));
+  }
+
+  // LX planning: intermediates that stay in the cores' LX between kernels (no DDR buffer).
+  LxPlanningResult lx;
+  if (opts.lxPlanning)
+    lx = planLxResidency(g, drafts, opts.lxPlanBytes);
+  if (!opts.dumpDir.empty() && opts.lxPlanning)
+    writeFile(opts.dumpDir + "/lx_plan.txt", lx.summary);
+
+  // Emission: SuperDSC JSON + launches binding kernel arguments (segments) to buffers.
+  std::vector<std::string> files;
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    const KernelDraft &kd = drafts[ni];
     isa::KernelLaunch launch;
     for (int v : kd.tensorValues) {
+      if (lx.lxValues.count(v)) {
+        launch.argBuffers.push_back(-1); // LX-resident: no DDR buffer behind this segment
+        continue;
+      }
       auto outIt = std::find(g.outputs.begin(), g.outputs.end(), v);
       bool isGraphOut = outIt != g.outputs.end();
       launch.argBuffers.push_back(bufferFor(v, isGraphOut ? BufferSpec::Kind::Output : BufferSpec::Kind::Intermediate,
@@ -864,7 +886,7 @@ std::string JobPlan::summary() const {
   for (const auto &l : launches) {
     s += "launch " + l.sdscFile + " (" + l.sdsc.opFuncName + ", " + std::to_string(l.sdsc.numCoresUsed) + " cores) args";
     for (int b : l.argBuffers)
-      s += " " + std::to_string(b);
+      s += b < 0 ? std::string(" lx") : " " + std::to_string(b);
     s += "\n";
   }
   return s;

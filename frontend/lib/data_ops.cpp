@@ -4,6 +4,10 @@
 //        (maxDimSizes_ = x's size and offsets_ = s on dim d). On the stick dim an offset that is
 //        not a stick multiple moves lanes (the backend copies through the PE array; DL16 only,
 //        the stick dim is then not split over cores).
+//   permute(%x, dims=[p0, ..]) : x's dtype, output dim k = input dim p_k (materialised)
+//     -> SuperDSC `ReStickifyOpHBM` over x's dims: the output's layout class is the generic
+//        layout of the permuted dims. Same stick dim: stick copies (sfp); a new stick dim: the
+//        PE-array transpose (pt; DL16 only; the new stick dim stays on one core).
 #include "kernel_draft.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/isa/error.h"
@@ -77,6 +81,84 @@ KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCore
       t.maxDimSizes[dim] = x.shape[dim];
       t.offsets[dim] = start;
     }
+    placeTensor(s, t, perCore);
+    s.labeledDs.push_back(t);
+  }
+  s.inputs = {0};
+  s.inputConsts = {""};
+  s.outputs = {1};
+  kd.tensorValues = {n.inputs[0], n.output};
+  return kd;
+}
+
+KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
+  const Value &out = g.values[n.output];
+  const std::string where = "node %" + out.name + " = " + n.op;
+  checkAttrs(n, where, {"dims"});
+  if (n.inputs.size() != 1)
+    throw Error(where + ": permute takes one tensor operand");
+  const Value &x = g.values[n.inputs[0]];
+  const size_t r = x.shape.size();
+  auto it = n.attrs.find("dims");
+  if (it == n.attrs.end() || it->second.values.size() != r)
+    throw Error(where + ": permute needs dims=[..] with one entry per dim of x");
+  std::vector<size_t> perm;
+  std::vector<bool> seen(r, false);
+  for (double v : it->second.values) {
+    if (v < 0 || v >= static_cast<double>(r) || seen[static_cast<size_t>(v)])
+      throw Error(where + ": dims is not a permutation of 0.." + std::to_string(r - 1));
+    perm.push_back(static_cast<size_t>(v));
+    seen[perm.back()] = true;
+  }
+  std::vector<int64_t> expect;
+  for (size_t p : perm)
+    expect.push_back(x.shape[p]);
+  if (out.shape != expect || out.dtype != x.dtype)
+    throw Error(where + ": the output of a permute must be x's dtype with the permuted shape");
+  for (int64_t d : x.shape)
+    if (d == 0)
+      throw Unsupported("empty tensors in " + where);
+  const DataFormat fmt = deviceFormat(x.dtype, where);
+  const int64_t eps = elemsPerStick(fmt);
+  const size_t cDim = r - 1, rDim = perm[r - 1]; // input and output stick dims (input dim ids)
+  const bool restick = cDim != rDim;
+  if (restick && fmt != DataFormat::SEN169_FP16)
+    throw Unsupported("a permute that changes the last dim of a " + std::string(dtypeShortName(x.dtype)) + " tensor (" +
+                      where + "; fp16/bf16 only: it goes through the PE array)");
+  auto labels = dimLabels(r);
+  std::vector<std::string> outLabels;
+  for (size_t p : perm)
+    outLabels.push_back(labels[p]);
+  const std::vector<int64_t> &N = x.shape;
+  std::vector<int64_t> adjusted = N;
+  adjusted[cDim] = (N[cDim] + eps - 1) / eps;
+  std::vector<bool> splittable(r, true);
+  if (restick)
+    splittable[rDim] = false; // rows of the PE-array transpose stay on one core
+  auto splits = divideWork(adjusted, splittable, maxCores);
+  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
+  KernelDraft kd;
+  SuperDsc &s = kd.s;
+  s.opFuncName = "ReStickifyOpHBM";
+  s.name = std::to_string(index) + "_restickify";
+  s.exUnit = restick ? "pt" : "sfp";
+  s.dims = labels;
+  s.N = N;
+  s.numWkSlicesPerDim = splits;
+  s.numCoresUsed = cores;
+  s.coreIdToWkSlice = coreSlices(splits, cores);
+  s.primaryDsInfo["INPUT"] = genericLayout(labels, eps);
+  s.primaryDsInfo["OUTPUT"] = genericLayout(outLabels, eps);
+  // The input's stick dim splits in sticks; in the output (sticked elsewhere) the same split
+  // moves whole rows, which placeTensor handles per tensor.
+  const std::vector<int64_t> perCore = perCoreElems(N, splits, {cDim}, eps);
+  for (int i = 0; i < 2; ++i) {
+    SdscTensor t;
+    t.ldsIdx = i;
+    t.dsName = "Tensor" + std::to_string(i);
+    t.dsType = i == 0 ? "INPUT" : "OUTPUT";
+    t.scale.assign(r, 1);
+    t.dataFormat = fmt;
     placeTensor(s, t, perCore);
     s.labeledDs.push_back(t);
   }

@@ -39,5 +39,6 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
 
 // Op builders in data_ops.cpp.
 KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCores);
 
 } // namespace spyre::frontend::detail

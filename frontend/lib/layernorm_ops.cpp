@@ -91,11 +91,11 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
   const std::vector<int64_t> &N = x.shape;
   std::vector<int64_t> adjusted = N;
   adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
+  // layernormnorm is elementwise (every dim, the stick dim in whole sticks); the statistics ops
+  // make one value per row, so only rows split.
   std::vector<bool> splittable(r, true);
-  if (!isScale && !isExx2)
-    ; // layernormnorm is elementwise: every dim, the stick dim in whole sticks
-  else
-    splittable[r - 1] = false; // one statistic per row: rows only
+  if (isScale || isExx2)
+    splittable[r - 1] = false;
   auto splits = divideWork(adjusted, splittable, maxCores);
   int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
 

@@ -16,6 +16,7 @@
 
 namespace spyre::isa::detail {
 Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts);
+Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts);
 namespace {
 
 struct PwDesc {
@@ -35,7 +36,7 @@ const std::map<std::string, PwDesc> &pointwiseTable() {
       {"log", {Opcode::Log, 1}},          {"tanh", {Opcode::Tanh, 1}},         {"sigmoid", {Opcode::Sigmoid, 1}},
       {"silu", {Opcode::Silu, 1}},        {"gelufwd", {Opcode::Gelu, 1}},      {"softplus", {Opcode::Softplus, 1}},
       {"clip", {Opcode::Clip, 1}},        {"identity", {Opcode::Ld, 1}},       {"layernormscale", {Opcode::Rsqrt, 1}},
-      {"layernormnorm", {Opcode::Fma, 5}},   {"slice", {Opcode::Ld, 1}},
+      {"layernormnorm", {Opcode::Fma, 5}},   {"slice", {Opcode::Ld, 1}},          {"ReStickifyOpHBM", {Opcode::Ld, 1}},
   };
   return t;
 }
@@ -56,6 +57,11 @@ bool isPointwiseOp(const std::string &opFunc) { return pointwiseTable().count(op
 
 Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   const PwDesc pw = pointwiseTable().at(s.opFuncName);
+  // ReStickifyOpHBM: a copy between layouts. Keeping the stick dim it moves whole sticks (this
+  // walk, each tensor in its own layout order); changing it goes through the PE array.
+  if (s.opFuncName == "ReStickifyOpHBM" && s.inputs.size() == 1 && s.inputs[0] >= 0 && s.outputs.size() == 1 &&
+      s.primaryDsInfo.at(s.tensor(s.inputs[0]).dsType).stickDimOrder != s.primaryDsInfo.at(s.tensor(s.outputs[0]).dsType).stickDimOrder)
+    return compileTranspose(s, opts);
   if (s.exUnit != "sfp")
     throw Error(where(s) + ": computeOp_ exUnit must be 'sfp' for a pointwise op, got '" + s.exUnit + "'");
   if (static_cast<int>(s.inputs.size()) != pw.arity || s.outputs.size() != 1)

@@ -11,15 +11,21 @@ bool isTransposeOp(const std::string &op) { return op == "transpose"; }
 
 Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
   if (s.inputs.size() != 1 || s.outputs.size() != 1 || s.inputs[0] < 0)
-    throw Error(where(s) + ": transpose takes one input tensor and one output");
-  const int dR = s.dimIndex("mb"), dC = s.dimIndex("out");
-  if (dR < 0 || dC < 0)
-    throw Error(where(s) + ": transpose needs dims mb (rows) and out (columns)");
+    throw Error(where(s) + ": " + s.opFuncName + " takes one input tensor and one output");
   const SdscTensor &xT = s.tensor(s.inputs[0]), &yT = s.tensor(s.outputs[0]);
   auto stickOf = [&](const SdscTensor &t) { return s.primaryDsInfo.at(t.dsType).stickDimOrder[0]; };
-  if (stickOf(xT) != "out" || stickOf(yT) != "mb")
+  // Columns: the input's stick dim; rows: the output's (for `transpose`, out and mb).
+  const std::string cName = stickOf(xT), rName = stickOf(yT);
+  if (s.opFuncName == "transpose" && (cName != "out" || rName != "mb"))
     throw Error(where(s) + ": transpose input must be sticked on out and the output on mb");
-  TensorGeom x = tensorGeom(s, xT, "out"), y = tensorGeom(s, yT, "mb");
+  if (cName == rName)
+    throw Error(where(s) + ": a transpose must change the stick dim (both tensors are sticked on " + cName + ")");
+  const int dR = s.dimIndex(rName), dC = s.dimIndex(cName);
+  for (const SdscTensor *t : {&xT, &yT})
+    for (int sc : t->scale)
+      if (sc != 1)
+        throw Error(where(s) + ": every tensor of a restickify must have scale_ 1 on every dim");
+  TensorGeom x = tensorGeom(s, xT, cName), y = tensorGeom(s, yT, rName);
   if (x.fmt != Format::DL16 || y.fmt != Format::DL16)
     throw Unsupported("transpose of " + std::string(formatName(x.fmt)) + " tensors in " + s.name + " (DL16 only)");
   if (s.numWkSlicesPerDim[dR] != 1)
@@ -93,7 +99,7 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
       p.body.pop_back();
     k.programs.push_back(std::move(p));
   }
-  k.comment = "op=transpose R=" + std::to_string(R) + " C=" + std::to_string(C) + " cores=" + std::to_string(k.numCores);
+  k.comment = "op=" + s.opFuncName + " R=" + std::to_string(R) + " C=" + std::to_string(C) + " cores=" + std::to_string(k.numCores);
   return k;
 }
 

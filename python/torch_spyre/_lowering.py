@@ -508,56 +508,41 @@ def _t(env: Env, b: dict) -> Lowered:
     return _transpose_last_two(env, b["self"], "t")
 
 
+def _permutation(env: Env, x: Any, perm: list[int], what: str) -> Lowered:
+    """The identity is a copy, a swap of the last two dims the device transpose, anything else
+    the general restickify (IR permute -> ReStickifyOpHBM)."""
+    t = env.tensor(x)
+    if t is None:
+        raise Unsupported(f"{what} of {_describe(env, x)}")
+    r = len(t[0])
+    if r == 0:
+        return _unary(env, "clone", x)
+    perm = [p % r for p in perm]
+    if sorted(perm) != list(range(r)):
+        raise Unsupported(f"{what} with dims {perm}")
+    if perm == list(range(r)):
+        return _unary(env, "clone", x)
+    if perm == list(range(r - 2)) + [r - 1, r - 2]:
+        return _unary(env, "transpose", x)
+    return _unary(env, "permute", x, dims=perm)
+
+
 @_reg(aten.transpose.int)
 def _transpose(env: Env, b: dict) -> Lowered:
     t = env.tensor(b["self"])
     if t is None:
         raise Unsupported(f"transpose of {_describe(env, b['self'])}")
     r = len(t[0])
-    d0, d1 = sorted(d % r for d in (b["dim0"], b["dim1"])) if r else (0, 0)
-    if r < 2 or (d0, d1) != (r - 2, r - 1):
-        raise Unsupported(f"transpose of dims {b['dim0']}, {b['dim1']} of a rank-{r} tensor (last two only)")
-    return _unary(env, "transpose", b["self"])
+    perm = list(range(r))
+    if r:
+        d0, d1 = b["dim0"] % r, b["dim1"] % r
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+    return _permutation(env, b["self"], perm, "transpose")
 
 
 @_reg(aten.permute.default)
 def _permute(env: Env, b: dict) -> Lowered:
-    t = env.tensor(b["self"])
-    if t is None:
-        raise Unsupported(f"permute of {_describe(env, b['self'])}")
-    r = len(t[0])
-    perm = [p % r for p in b["dims"]]
-    swap = list(range(r - 2)) + [r - 1, r - 2]
-    if r < 2 or perm != swap:
-        raise Unsupported(f"permute {list(b['dims'])} (only swapping the last two dims runs on spyre)")
-    return _unary(env, "transpose", b["self"])
-
-
-@_reg(torch.ops.spyre.exx2.default)
-def _exx2(env: Env, b: dict) -> Lowered:
-    return _unary(env, "exx2", b["x"])
-
-
-@_reg(torch.ops.spyre.layernormscale.default)
-def _layernormscale(env: Env, b: dict) -> Lowered:
-    return _unary(env, "layernormscale", b["stat"], eps=_scalar_value(env, b["eps"], "layernormscale eps"))
-
-
-@_reg(torch.ops.spyre.layernormnorm.default)
-def _layernormnorm(env: Env, b: dict) -> Lowered:
-    operands = [b["x"], b["stat"], b["rstd"]]
-    attrs: dict[str, Any] = {}
-    for key in ("weight", "bias"):
-        if b[key] is None:
-            attrs[key] = 0
-        else:
-            operands.append(b[key])
-    for o in operands:
-        if not _is_operand(env, o):
-            raise Unsupported(f"layernormnorm of {_describe(env, o)}")
-    L = Lowered()
-    L.add("layernormnorm", operands, **attrs)
-    return L
+    return _permutation(env, b["self"], list(b["dims"]), "permute")
 
 
 @_reg(aten.slice.Tensor)
@@ -588,3 +573,30 @@ def _slice(env: Env, b: dict) -> Lowered:
 def _expand(env: Env, b: dict) -> Lowered:
     """Materialised broadcast (the identity SuperDSC with scale -1 input dims)."""
     return _unary(env, "expand", b["self"])
+
+
+@_reg(torch.ops.spyre.exx2.default)
+def _exx2(env: Env, b: dict) -> Lowered:
+    return _unary(env, "exx2", b["x"])
+
+
+@_reg(torch.ops.spyre.layernormscale.default)
+def _layernormscale(env: Env, b: dict) -> Lowered:
+    return _unary(env, "layernormscale", b["stat"], eps=_scalar_value(env, b["eps"], "layernormscale eps"))
+
+
+@_reg(torch.ops.spyre.layernormnorm.default)
+def _layernormnorm(env: Env, b: dict) -> Lowered:
+    operands = [b["x"], b["stat"], b["rstd"]]
+    attrs: dict[str, Any] = {}
+    for key in ("weight", "bias"):
+        if b[key] is None:
+            attrs[key] = 0
+        else:
+            operands.append(b[key])
+    for o in operands:
+        if not _is_operand(env, o):
+            raise Unsupported(f"layernormnorm of {_describe(env, o)}")
+    L = Lowered()
+    L.add("layernormnorm", operands, **attrs)
+    return L

@@ -514,3 +514,41 @@ def test_slice_eager_stays_a_view():
 def test_expand_contiguous_runs_on_spyre(shapes):
     src, dst = shapes
     compare_with_cpu(lambda a: a.expand(dst).contiguous(), randn(src, "expand"), on_spyre=True, run_eager=False)
+
+
+PERMUTES = [
+    ((67, 129), (1, 0)),
+    ((3, 67, 129), (1, 0, 2)),
+    ((3, 67, 129), (2, 1, 0)),
+    ((5, 71, 66), (2, 0, 1)),
+    ((2, 3, 71, 256), (3, 1, 0, 2)),
+    ((2, 3, 67, 64), (0, 2, 1, 3)),
+    ((2, 7, 4, 255), (1, 3, 2, 0)),
+]
+
+
+@pytest.mark.parametrize("shape,perm", PERMUTES, ids=[f"{_key([s])}_{''.join(map(str, p))}" for s, p in PERMUTES])
+def test_permute_runs_on_spyre(shape, perm):
+    compare_with_cpu(lambda a: a.permute(perm).contiguous() + 1, dl16(randn(shape, "perm")), on_spyre=True,
+                     run_eager=False)
+    r = len(shape)
+    expected = "transpose" if list(perm) == list(range(r - 2)) + [r - 1, r - 2] else "ReStickifyOpHBM"
+    assert expected in "\n".join(s for c in _history() for s in c.superdscs())
+
+
+def _history():
+    from torch_spyre._compile import compile_stats
+
+    return compile_stats.history[-2:]
+
+
+@pytest.mark.parametrize("cores", ["1", "2", "7", "32"])
+def test_permute_core_counts(cores, monkeypatch):
+    monkeypatch.setenv("SENCORES", cores)
+    compare_with_cpu(lambda a: a.transpose(0, 2).contiguous(), dl16(randn((14, 64, 129), "perm_cores")),
+                     on_spyre=True, run_eager=False)
+
+
+def test_permute_f32_keeping_the_last_dim():
+    compare_with_cpu(lambda a: a.permute(1, 0, 2).contiguous(), randn((7, 67, 129), "perm32", dtype=torch.float32),
+                     on_spyre=True, run_eager=False)

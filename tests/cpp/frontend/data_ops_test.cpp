@@ -171,3 +171,64 @@ TEST(DataOps, LaneShiftIntoAnOpIsUnsupported) {
         << e.what();
   }
 }
+
+TEST(DataOps, PermuteAnyDims) {
+  struct Case {
+    V shape;
+    std::vector<double> perm;
+  };
+  std::vector<Case> cases = {
+      {{67, 129}, {1, 0}},          {{64, 64}, {1, 0}},           {{3, 67, 129}, {1, 0, 2}},
+      {{3, 67, 129}, {2, 1, 0}},    {{3, 67, 129}, {0, 2, 1}},    {{5, 71, 66}, {2, 0, 1}},
+      {{2, 3, 71, 256}, {3, 1, 0, 2}}, {{2, 3, 67, 64}, {0, 2, 1, 3}}, {{2, 7, 4, 255}, {1, 3, 2, 0}},
+      {{4, 3, 2, 67}, {3, 2, 1, 0}},
+  };
+  for (HostType t : {HostType::F16, HostType::F32}) {
+    for (const auto &c : cases) {
+      V outShape;
+      for (double p : c.perm)
+        outShape.push_back(c.shape[static_cast<size_t>(p)]);
+      Graph g;
+      int x = g.addInput("x", c.shape, t);
+      g.outputs = {g.addNode("permute", {x}, "y", outShape, t, {{"dims", Attr(c.perm)}})};
+      bool restick = c.perm.back() != static_cast<double>(c.shape.size() - 1);
+      if (restick && t == HostType::F32) {
+        EXPECT_THROW(compileGraph(g), Unsupported);
+        continue;
+      }
+      std::vector<float> xv = iotaValues(numel(c.shape), t);
+      for (int cores : {1, 2, 7, 32}) {
+        auto y = runBoth(g, cores, xv);
+        EXPECT_EQ(compileGraph(g, {cores, ""}).launches[0].sdsc.opFuncName, "ReStickifyOpHBM");
+        for (int64_t i = 0; i < numel(outShape); ++i) {
+          auto co = unravel(i, outShape);
+          std::vector<int64_t> ci(c.shape.size());
+          for (size_t k = 0; k < co.size(); ++k)
+            ci[static_cast<size_t>(c.perm[k])] = co[k];
+          ASSERT_EQ(y[i], xv[ravel(ci, c.shape)]) << "rank " << c.shape.size() << " cores " << cores << " at " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(DataOps, MalformedRestickify) {
+  Graph g;
+  int x = g.addInput("x", {64, 128}, HostType::F16);
+  g.outputs = {g.addNode("permute", {x}, "y", {128, 64}, HostType::F16, {{"dims", Attr(std::vector<double>{1, 0})}})};
+  isa::JobPlan plan = compileGraph(g, {2, ""});
+  isa::SuperDsc s = plan.launches[0].sdsc;
+  s.labeledDs[1].scale = {1, -1};
+  try {
+    isa::compileSuperDsc(s);
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("every tensor of a restickify must have scale_ 1 on every dim"),
+              std::string::npos)
+        << e.what();
+  }
+  Graph h;
+  int y = h.addInput("x", {4, 8}, HostType::F16);
+  h.outputs = {h.addNode("permute", {y}, "z", {8, 4}, HostType::F16, {{"dims", Attr(std::vector<double>{0, 0})}})};
+  EXPECT_THROW(compileGraph(h), Error);
+}
