@@ -294,11 +294,68 @@ private:
   Value *asInt(Value *v) { return b_.CreateBitCast(v, vi32_); }
   Value *asFloat(Value *v) { return b_.CreateBitCast(v, vf_); }
   Value *select01(Value *cond) { return b_.CreateSelect(cond, fsplat(1.0f), fsplat(0.0f)); }
+  /// A float constant shaped like `like` (a float vector of any width, or a float).
+  Constant *fc(Value *like, float x) { return ConstantFP::get(like->getType(), x); }
+  /// An i32 constant shaped like the float value `like`.
+  Constant *ic(Value *like, uint32_t x) {
+    Type *t = like->getType();
+    if (auto *vt = dyn_cast<FixedVectorType>(t))
+      return ConstantInt::get(FixedVectorType::get(i32_, vt->getNumElements()), x);
+    return ConstantInt::get(i32_, x);
+  }
   Value *nanMaxMin(Value *a, Value *b, bool isMax) {
     Value *uno = b_.CreateFCmpUNO(a, b);
     Value *pick = isMax ? b_.CreateFCmpOGT(a, b) : b_.CreateFCmpOLT(a, b);
     Value *r = b_.CreateSelect(pick, a, b);
-    return b_.CreateSelect(uno, asFloat(splat(isa::kCanonicalNaN)), r);
+    return b_.CreateSelect(uno, b_.CreateBitCast(ic(a, isa::kCanonicalNaN), a->getType()), r);
+  }
+
+  /// isa::sfpExp (expApprox in isa/lib/sfp.cpp) as vector IR: the same fp32 operations in the
+  /// same order (separate multiplies and adds: the C++ is compiled without FMA contraction), so
+  /// the results are bit-identical. The Dl16Codec/differential tests compare it with the
+  /// interpreter.
+  Value *expApprox(Value *x) {
+    const float hi = 88.72283f, lo = -87.33654f;
+    Value *xc = b_.CreateSelect(b_.CreateFCmpOGT(x, fc(x, hi)), fc(x, hi),
+                                b_.CreateSelect(b_.CreateFCmpOLT(x, fc(x, lo)), fc(x, lo), x));
+    Value *t = b_.CreateFMul(xc, fc(x, 1.44269504f));
+    Value *n = b_.CreateFSub(b_.CreateFAdd(t, fc(x, 12582912.0f)), fc(x, 12582912.0f));
+    Value *r = b_.CreateFSub(xc, b_.CreateFMul(n, fc(x, 0.693359375f)));
+    r = b_.CreateFAdd(r, b_.CreateFMul(n, fc(x, 2.12194440e-4f)));
+    Value *p = fc(x, 1.0f / 720.0f);
+    for (float c : {1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f})
+      p = b_.CreateFAdd(b_.CreateFMul(p, r), fc(x, c));
+    // fptosi of a NaN n is poison, but every NaN lane is replaced by the canonical NaN below.
+    Value *e = b_.CreateAdd(b_.CreateFPToSI(n, ic(x, 0)->getType()), ic(x, 127));
+    e = b_.CreateSelect(b_.CreateICmpSLT(e, ic(x, 1)), ic(x, 1), e);
+    Value *scale = b_.CreateBitCast(b_.CreateShl(e, ic(x, 23)), x->getType());
+    Value *y = b_.CreateFMul(p, scale);
+    y = b_.CreateSelect(b_.CreateFCmpOGT(x, fc(x, hi)), fc(x, INFINITY), y);
+    y = b_.CreateSelect(b_.CreateFCmpOLT(x, fc(x, lo)), fc(x, 0.0f), y);
+    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), b_.CreateBitCast(ic(x, isa::kCanonicalNaN), x->getType()), y);
+  }
+
+  /// rsum/rmax/rmin: the pairwise halving tree of isa::sfpApply (x[i] op= x[i + s] for s = n/2
+  /// .. 1) as vector ops on the halves, then the rounded lane 0 in lanes 0..n-1 and 0 above.
+  Value *reduceStick(Opcode op, Format f, Value *a) {
+    unsigned n = f == Format::DL16 ? kLanes : kLanes / 2;
+    Value *x = a;
+    for (unsigned s = n / 2; s >= 1; s /= 2) {
+      SmallVector<int, 64> lo, hi;
+      for (unsigned i = 0; i < s; ++i) {
+        lo.push_back(static_cast<int>(i));
+        hi.push_back(static_cast<int>(i + s));
+      }
+      Value *l = b_.CreateShuffleVector(x, lo), *h = b_.CreateShuffleVector(x, hi);
+      x = op == Opcode::Rsum ? b_.CreateFAdd(l, h) : nanMaxMin(l, h, op == Opcode::Rmax);
+    }
+    Value *r = b_.CreateExtractElement(x, uint64_t{0});
+    // isa::roundTo on the scalar: DL16 rounding through the 64-lane path keeps one codec.
+    Value *rv = roundTo(f, b_.CreateVectorSplat(kLanes, r));
+    SmallVector<Constant *, 64> keep;
+    for (unsigned l = 0; l < kLanes; ++l)
+      keep.push_back(b_.getInt1(l < n));
+    return b_.CreateSelect(ConstantVector::get(keep), rv, Constant::getNullValue(vf_));
   }
   Value *intrinsic(Intrinsic::ID id, std::vector<Value *> args, std::vector<Type *> types) {
     Function *f = Intrinsic::getDeclaration(&m_, id, types);
@@ -459,8 +516,22 @@ private:
       writeV(in.v[0], roundTo(f, r));
       return;
     }
+    case Opcode::Exp: writeV(in.v[0], roundTo(f, expApprox(V(1)))); return;
+    case Opcode::Sigmoid: {
+      Value *e = expApprox(b_.CreateFNeg(V(1)));
+      writeV(in.v[0], roundTo(f, b_.CreateFDiv(fsplat(1.0f), b_.CreateFAdd(fsplat(1.0f), e))));
+      return;
+    }
+    case Opcode::Silu: {
+      Value *a = V(1), *e = expApprox(b_.CreateFNeg(a));
+      writeV(in.v[0], roundTo(f, b_.CreateFDiv(a, b_.CreateFAdd(fsplat(1.0f), e))));
+      return;
+    }
+    case Opcode::Rsum:
+    case Opcode::Rmax:
+    case Opcode::Rmin: writeV(in.v[0], reduceStick(in.op, f, V(1))); return;
     default:
-      // Transcendentals and intra-stick reductions: the shared reference implementation.
+      // log, tanh, gelu, gelu.erf, softplus use the host libm: the shared implementation.
       callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]);
       return;
     }

@@ -1,6 +1,7 @@
 // The JIT's DL16 codec (jit/lib/lowering.cpp: decode, encode, fp32-domain rounding) against the
 // interpreter (dl16::toFloat / fromFloat) on every DL16 code and on fp32 patterns around every
-// rounding, flush and overflow boundary, NaNs and infinities, at both tiers.
+// rounding, flush and overflow boundary, NaNs and infinities, at both tiers; and the inline
+// exp/sigmoid/silu (isa::sfpExp as IR) and stick reductions on a dense sweep of the exp range.
 #include "jit_test_util.h"
 #include "spyre/isa/listing.h"
 #include "spyre/isa/verifier.h"
@@ -40,6 +41,52 @@ const char *kCodecKernel = R"(.kernel codec cores=1
     wait      t2
 )";
 
+const char *kTransKernel = R"(.kernel trans cores=1
+.args codes floats out
+.core 0
+    li        r1, 0
+    dma.in    lx[0x0], ddr[codes+r1], shape=(1,1,1024) -> t0
+    dma.in    lx[0x20000], ddr[floats+r1], shape=(1,1,1024) -> t1
+    wait      t0, t1
+    li        r2, 0x40000
+    loop 1024 {
+        ld.dl16   v0, lx[r1]
+        ld.f32    v3, lx[r1+0x20000]
+        exp.f32   v4, v3
+        st.f32    lx[r2], v4
+        sigmoid.f32 v4, v3
+        st.f32    lx[r2+0x80], v4
+        silu.f32  v4, v3
+        st.f32    lx[r2+0x100], v4
+        exp.dl16  v5, v0
+        st.dl16   lx[r2+0x180], v5
+        sigmoid.dl16 v5, v0
+        st.dl16   lx[r2+0x200], v5
+        silu.dl16 v5, v0
+        st.dl16   lx[r2+0x280], v5
+        rsum.f32  v6, v3
+        rmax.f32  v7, v3
+        rmin.dl16 v8, v0
+        rsum.dl16 v9, v0
+        addi      r1, r1, 128
+        addi      r2, r2, 768
+    }
+    li        r1, 0
+    dma.out   ddr[out+r1], lx[0x40000], shape=(1,1,6144) -> t2
+    wait      t2
+)";
+
+/// fp32 values densely covering the exp range [-100, 100] (where the clamps and the subnormal
+/// flush are), plus the boundary patterns.
+std::vector<uint8_t> sweepFloats(const std::vector<uint8_t> &boundary) {
+  std::vector<uint8_t> b = boundary;
+  for (size_t i = 0; i < 16384; ++i) {
+    float x = -100.0f + 200.0f * static_cast<float>(i) / 16384.0f;
+    std::memcpy(&b[4 * (16384 + i)], &x, 4);
+  }
+  return b;
+}
+
 std::vector<uint8_t> allCodes() {
   std::vector<uint8_t> b(65536 * 2);
   for (uint32_t c = 0; c < 65536; ++c) {
@@ -67,11 +114,8 @@ std::vector<uint8_t> boundaryFloats() {
   return b;
 }
 
-} // namespace
-
-TEST(Dl16Codec, JitMatchesInterpreterOnEveryCode) {
-  isa::Kernel k = isa::parseKernel(kCodecKernel);
-  std::vector<std::vector<uint8_t>> args{allCodes(), boundaryFloats(), std::vector<uint8_t>(5120 * 128)};
+void expectSame(const char *listing, std::vector<std::vector<uint8_t>> args) {
+  isa::Kernel k = isa::parseKernel(listing);
   isa::verifyKernel(k, {args[0].size(), args[1].size(), args[2].size()});
   auto interp = sim::makeInterpreter();
   RunResult want = runPrepared(*interp->prepare(k), args);
@@ -81,8 +125,17 @@ TEST(Dl16Codec, JitMatchesInterpreterOnEveryCode) {
     ASSERT_EQ(got.ddr.size(), want.ddr.size());
     for (size_t i = 0; i < want.ddr.size(); i += 2)
       ASSERT_TRUE(std::memcmp(&got.ddr[i], &want.ddr[i], 2) == 0)
-          << (tier == jit::OptTier::O2 ? "O2" : "O0") << ": output byte " << i << " (block " << i % (5 * 128) / 128
-          << " of stick " << i / (5 * 128) << ")";
-    EXPECT_TRUE(got.regs == want.regs);
+          << k.name << " " << (tier == jit::OptTier::O2 ? "O2" : "O0") << ": output byte " << i;
+    EXPECT_TRUE(got.regs == want.regs) << k.name;
   }
+}
+
+} // namespace
+
+TEST(Dl16Codec, JitMatchesInterpreterOnEveryCode) {
+  expectSame(kCodecKernel, {allCodes(), boundaryFloats(), std::vector<uint8_t>(5120 * 128)});
+}
+
+TEST(Dl16Codec, InlineExpAndReductionsMatchInterpreter) {
+  expectSame(kTransKernel, {allCodes(), sweepFloats(boundaryFloats()), std::vector<uint8_t>(6144 * 128)});
 }
