@@ -817,36 +817,42 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
                           "; use keepdim=True");
     KernelDraft kd;
     if (pointwiseOps().count(n.op))
-      kd = pointwiseKernel(g, n, ni, opts.maxCores);
+      kd = pointwiseKernel(g, n, drafts.size(), opts.maxCores);
     else if (n.op == "sum" || n.op == "mean" || n.op == "amax" || n.op == "amin")
-      kd = reductionKernel(g, n, ni, opts.maxCores);
+      kd = reductionKernel(g, n, drafts.size(), opts.maxCores);
     else if (n.op == "matmul")
-      kd = matmulKernel(g, n, ni, opts.maxCores);
+      kd = matmulKernel(g, n, drafts.size(), opts.maxCores);
     else if (n.op == "to_dtype")
-      kd = convertKernel(g, n, ni, opts.maxCores);
+      kd = convertKernel(g, n, drafts.size(), opts.maxCores);
     else if (n.op == "transpose")
-      kd = transposeKernel(g, n, ni, opts.maxCores);
+      kd = transposeKernel(g, n, drafts.size(), opts.maxCores);
     else if (isLayerNormOp(n.op))
-      kd = layerNormKernel(g, n, ni, opts.maxCores);
+      kd = layerNormKernel(g, n, drafts.size(), opts.maxCores);
     else if (n.op == "slice")
-      kd = sliceKernel(g, n, ni, opts.maxCores);
+      kd = sliceKernel(g, n, drafts.size(), opts.maxCores);
     else if (n.op == "permute")
-      kd = permuteKernel(g, n, ni, opts.maxCores);
-    else
+      kd = permuteKernel(g, n, drafts.size(), opts.maxCores);
+    else if (n.op == "cat") {
+      // One copy per operand (numbered in launch order, after every earlier draft).
+      for (KernelDraft &part : catKernels(g, n, drafts.size(), opts.maxCores))
+        drafts.push_back(std::move(part));
+      continue;
+    } else
       throw Unsupported("op '" + n.op + "' (" + where + ")");
     drafts.push_back(std::move(kd));
   }
 
-  // LX planning: intermediates that stay in the cores' LX between kernels (no DDR buffer).
+  // LX planning: intermediates that stay in the cores' LX between kernels (no DDR buffer). The
+  // planner pairs drafts with nodes, so graphs with a cat (several drafts) keep DDR buffers.
   LxPlanningResult lx;
-  if (opts.lxPlanning)
+  if (opts.lxPlanning && drafts.size() == g.nodes.size())
     lx = planLxResidency(g, drafts, opts.lxPlanBytes);
   if (!opts.dumpDir.empty() && opts.lxPlanning)
     writeFile(opts.dumpDir + "/lx_plan.txt", lx.summary);
 
   // Emission: SuperDSC JSON + launches binding kernel arguments (segments) to buffers.
   std::vector<std::string> files;
-  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+  for (size_t ni = 0; ni < drafts.size(); ++ni) {
     const KernelDraft &kd = drafts[ni];
     isa::KernelLaunch launch;
     for (int v : kd.tensorValues) {

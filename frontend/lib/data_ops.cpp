@@ -8,6 +8,10 @@
 //     -> SuperDSC `ReStickifyOpHBM` over x's dims: the output's layout class is the generic
 //        layout of the permuted dims. Same stick dim: stick copies (sfp); a new stick dim: the
 //        PE-array transpose (pt; DL16 only; the new stick dim stays on one core).
+//   cat(%a, %b, .., dim=d) : the operands joined along d
+//     -> one SuperDSC `identity` per operand, over that operand's dims, whose output is a view of
+//        the cat's buffer (maxDimSizes_ = its size, offsets_ = the operand's start on d). Along
+//        the stick dim every start must be a stick multiple (a write cannot move lanes).
 #include "kernel_draft.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/isa/error.h"
@@ -167,6 +171,79 @@ KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCo
   s.outputs = {1};
   kd.tensorValues = {n.inputs[0], n.output};
   return kd;
+}
+
+std::vector<KernelDraft> catKernels(const Graph &g, const Node &n, size_t index, int maxCores) {
+  const Value &out = g.values[n.output];
+  const std::string where = "node %" + out.name + " = " + n.op;
+  checkAttrs(n, where, {"dim"});
+  if (n.inputs.empty())
+    throw Error(where + ": cat of no tensors");
+  const size_t r = out.shape.size();
+  const int64_t dim = static_cast<int64_t>(attrOr(n, "dim", 0));
+  if (r == 0 || dim < 0 || dim >= static_cast<int64_t>(r))
+    throw Error(where + ": cat dim " + std::to_string(dim) + " of a rank-" + std::to_string(r) + " output");
+  const DataFormat fmt = deviceFormat(out.dtype, where);
+  const int64_t eps = elemsPerStick(fmt);
+  int64_t offset = 0;
+  std::vector<KernelDraft> kds;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Value &x = g.values[n.inputs[i]];
+    std::vector<int64_t> expect = out.shape;
+    expect[dim] = x.shape.size() == r ? x.shape[dim] : -1;
+    if (x.shape != expect || x.dtype != out.dtype)
+      throw Error(where + ": operand %" + x.name + " does not match the output but for dim " + std::to_string(dim));
+    for (int64_t d : x.shape)
+      if (d == 0)
+        throw Unsupported("empty tensors in " + where);
+    if (static_cast<size_t>(dim) == r - 1 && offset % eps != 0)
+      throw Unsupported("cat along the last dim at offset " + std::to_string(offset) + ", not a multiple of " +
+                        std::to_string(eps) + " elements (" + where + ": the copy would have to move lanes)");
+    auto labels = dimLabels(r);
+    const std::vector<int64_t> &N = x.shape;
+    std::vector<int64_t> adjusted = N;
+    adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
+    auto splits = divideWork(adjusted, std::vector<bool>(r, true), maxCores);
+    int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
+    KernelDraft kd;
+    SuperDsc &s = kd.s;
+    s.opFuncName = "identity";
+    s.name = std::to_string(index + i) + "_identity";
+    s.exUnit = "sfp";
+    s.dims = labels;
+    s.N = N;
+    s.numWkSlicesPerDim = splits;
+    s.numCoresUsed = cores;
+    s.coreIdToWkSlice = coreSlices(splits, cores);
+    s.primaryDsInfo["OUTPUT"] = genericLayout(labels, eps);
+    const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
+    for (int k = 0; k < 2; ++k) {
+      SdscTensor t;
+      t.ldsIdx = k;
+      t.dsName = "Tensor" + std::to_string(k);
+      t.dsType = "OUTPUT";
+      t.scale.assign(r, 1);
+      t.dataFormat = fmt;
+      if (k == 1) {
+        t.maxDimSizes.assign(r, -1);
+        t.offsets.assign(r, 0);
+        t.maxDimSizes[dim] = out.shape[dim];
+        t.offsets[dim] = offset;
+      }
+      placeTensor(s, t, perCore);
+      s.labeledDs.push_back(t);
+    }
+    s.inputs = {0};
+    s.inputConsts = {""};
+    s.outputs = {1};
+    kd.tensorValues = {n.inputs[i], n.output};
+    kds.push_back(std::move(kd));
+    offset += x.shape[dim];
+  }
+  if (offset != out.shape[dim])
+    throw Error(where + ": the operands' dim " + std::to_string(dim) + " sizes add up to " + std::to_string(offset) +
+                ", not " + std::to_string(out.shape[dim]));
+  return kds;
 }
 
 } // namespace spyre::frontend::detail

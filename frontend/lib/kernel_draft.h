@@ -40,5 +40,7 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
 // Op builders in data_ops.cpp.
 KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCores);
 KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+/// One identity copy per operand into its part of the output (numbered from `index`).
+std::vector<KernelDraft> catKernels(const Graph &g, const Node &n, size_t index, int maxCores);
 
 } // namespace spyre::frontend::detail

@@ -569,6 +569,28 @@ def _slice(env: Env, b: dict) -> Lowered:
     return _unary(env, "slice", x, dim=dim, start=start, end=end)
 
 
+@_reg(aten.cat.default)
+def _cat(env: Env, b: dict) -> Lowered:
+    """One copy per operand into its part of the output (empty operands are dropped)."""
+    xs = list(b["tensors"])
+    shapes = [env.tensor(x) for x in xs]
+    if not xs or any(t is None for t in shapes) or not all(_is_operand(env, x) for x in xs):
+        raise Unsupported("cat of non-tensor operands")
+    rank = max(len(t[0]) for t in shapes)
+    if rank == 0:
+        raise Unsupported("cat of 0-d tensors")
+    dim = b.get("dim", 0) % rank
+    keep = [x for x, t in zip(xs, shapes) if not (len(t[0]) == 1 and t[0][0] == 0)]
+    if not keep:
+        raise Unsupported("cat of empty tensors")
+    L = Lowered()
+    if len(keep) == 1:
+        L.add("clone", keep)
+    else:
+        L.add("cat", keep, dim=dim)
+    return L
+
+
 @_reg(aten.expand.default)
 def _expand(env: Env, b: dict) -> Lowered:
     """Materialised broadcast (the identity SuperDSC with scale -1 input dims)."""

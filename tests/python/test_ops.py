@@ -552,3 +552,24 @@ def test_permute_core_counts(cores, monkeypatch):
 def test_permute_f32_keeping_the_last_dim():
     compare_with_cpu(lambda a: a.permute(1, 0, 2).contiguous(), randn((7, 67, 129), "perm32", dtype=torch.float32),
                      on_spyre=True, run_eager=False)
+
+
+CATS = [
+    ([(64,), (67,)], 0),
+    ([(67, 129), (4, 129), (1, 129)], 0),
+    ([(67, 64), (67, 128), (67, 71)], 1),
+    ([(3, 5, 255), (3, 2, 255)], 1),
+    ([(2, 3, 7, 64), (2, 3, 7, 129)], -1),
+]
+
+
+@pytest.mark.parametrize("shapes,dim", CATS, ids=[f"{_key(s)}_d{d}" for s, d in CATS])
+def test_cat_runs_on_spyre(shapes, dim):
+    xs = [randn(s, f"cat{i}") for i, s in enumerate(shapes)]
+    compare_with_cpu(lambda *a: torch.cat(a, dim) * 2, *xs, on_spyre=True, run_eager=False)
+
+
+def test_cat_along_the_stick_at_an_unaligned_offset_falls_back():
+    fb = compare_with_cpu(lambda a, b: torch.cat([a, b], -1), randn((4, 67), "c0"), randn((4, 64), "c1"),
+                          run_eager=False)
+    assert fb["compile"]
