@@ -39,6 +39,15 @@ const GoldenCase kCases[] = {
     {"decode_pv_ksplit", "graph(%p: f16[1, 1024], %v: f16[1024, 128]) {\n  %o = matmul(%p, %v) : f16[1, 128]\n  return (%o)\n}\n",
      8},
     {"upcast_f32", "graph(%x: f16[8, 100]) {\n  %w = to_dtype(%x) : f32[8, 100]\n  return (%w)\n}\n", 4},
+    {"layer_norm_64x129",
+     "graph(%x: f16[64, 129], %w: f16[129], %b: f16[129]) {\n  %s = exx2(%x) : f32[64, 2]\n"
+     "  %r = layernormscale(%s, eps=1e-05) : f32[64, 1]\n  %y = layernormnorm(%x, %s, %r, %w, %b) : f16[64, 129]\n"
+     "  return (%y)\n}\n",
+     4},
+    {"slice_lane_shift_130x200",
+     "graph(%x: f16[130, 200]) {\n  %y = slice(%x, dim=1, start=5, end=195) : f16[130, 190]\n  return (%y)\n}\n", 2},
+    {"permute_restickify_3x67x129",
+     "graph(%x: f16[3, 67, 129]) {\n  %y = permute(%x, dims=[2, 1, 0]) : f16[129, 67, 3]\n  return (%y)\n}\n", 3},
 };
 
 std::string readFile(const std::string &p) {
