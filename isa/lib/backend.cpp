@@ -20,15 +20,21 @@ int64_t sdscTensorBytes(const SuperDsc &s, const SdscTensor &t) {
   return detail::tensorGeom(s, t, s.primaryDsInfo.at(t.dsType).stickDimOrder[0], /*allowView=*/true).bytes;
 }
 
+bool supportsLxResidentOperands(const std::string &op) {
+  if (op == "ReStickifyOpHBM" || op == "layernormscale" || op == "layernormnorm" || op == "exx2")
+    return false;
+  return detail::isPointwiseOp(op) || detail::isReductionOp(op);
+}
+
 Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
+  // Only the SFP lowerings stage above lxReservedBytes_ (and read/write memOrg_ lx operands).
+  if (s.lxReservedBytes > 0 && !supportsLxResidentOperands(s.opFuncName))
+    throw Unsupported("lxReservedBytes_ (LX-resident tensors live across the kernel) in " + s.opFuncName +
+                      " kernel " + s.name);
   if (detail::isPointwiseOp(s.opFuncName))
     return detail::compilePointwise(s, opts);
   if (detail::isReductionOp(s.opFuncName))
     return detail::compileReduction(s, opts);
-  // Only the SFP lowerings stage above lxReservedBytes_ (and read/write memOrg_ lx operands).
-  if (s.lxReservedBytes > 0)
-    throw Unsupported("lxReservedBytes_ (LX-resident tensors live across the kernel) in " + s.opFuncName +
-                      " kernel " + s.name);
   if (detail::isMatmulOp(s.opFuncName))
     return detail::compileMatmul(s, opts);
   if (detail::isConvertOp(s.opFuncName))

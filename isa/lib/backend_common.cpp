@@ -65,7 +65,8 @@ TensorGeom tensorGeom(const SuperDsc &s, const SdscTensor &t, const std::string 
       if (isStick)
         g.laneOffset = off % eps;
     }
-  g.segment = static_cast<int>(t.startAddress[0] / kSegmentBytes);
+  // An LX-resident tensor has no DDR segment; it keeps its ldsIdx_ as its (unused) argument.
+  g.segment = t.inLx ? t.ldsIdx : static_cast<int>(t.startAddress[0] / kSegmentBytes);
   if (g.segment >= kMaxSegments)
     throw Error(where(s) + ": start address of " + t.dsName + " lies outside the " + std::to_string(kMaxSegments) +
                 " kernel argument segments");

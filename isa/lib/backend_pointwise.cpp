@@ -84,7 +84,7 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   }
   if (lnScale && outT.dataFormat != DataFormat::IEEE_FP32)
     throw Error(where(s) + ": the layernormscale output must be IEEE_FP32");
-  if (outT.inLx)
+  if (outT.inLx && (lnScale || lnNorm))
     throw Unsupported("LX-resident tensors (memOrg_ lx) in " + s.name);
 
   // Inputs: tensors (possibly broadcast) or constants.
@@ -102,7 +102,7 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
       in.value = static_cast<float>(s.constants.at(s.inputConsts[i]));
     } else {
       const SdscTensor &t = s.tensor(s.inputs[i]);
-      if (t.inLx)
+      if (t.inLx && (lnScale || lnNorm))
         throw Unsupported("LX-resident tensors (memOrg_ lx) in " + s.name);
       in.g = tensorGeom(s, t, stickDim, /*allowView=*/true);
       // The layer-norm statistics: one fp32 stick per row (scale_ -2 on the stick dim).
@@ -148,6 +148,11 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   for (const auto &in : ins)
     laneShift |= !in.isConst && in.g.laneOffset != 0;
   if (laneShift) {
+    bool lxOperand = outT.inLx;
+    for (const auto &in : ins)
+      lxOperand |= !in.isConst && in.g.t->inLx;
+    if (lxOperand)
+      throw Unsupported("LX-resident tensors (memOrg_ lx) in a lane-moving copy " + s.name);
     if (pw.op != Opcode::Ld)
       throw Unsupported("a view whose stick dim starts inside a stick as an operand of " + s.opFuncName + " in " +
                         s.name + " (only identity / slice copies move lanes)");
@@ -175,7 +180,8 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
       tensors.push_back(&in.g);
   tensors.push_back(&out);
   for (const TensorGeom *g : tensors) {
-    checkStartAddresses(s, *g, offsets(*g));
+    if (!g->t->inLx)
+      checkStartAddresses(s, *g, offsets(*g));
     for (const TensorGeom *h : tensors)
       if (h != g && h->segment == g->segment && h->t->ldsIdx != g->t->ldsIdx)
         throw Unsupported("two tensors in one segment in " + s.name);
@@ -192,9 +198,32 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
     int k = g.dimOf(out.dims[j].iterDim);
     return k >= 0 && g.dims[k].extent > 1 ? g.dims[k].strideBytes : 0;
   };
+  // An LX-resident operand (memOrg_ lx) holds the core's whole slice densely in its own dim
+  // order (outer -> inner) and is walked in place: canon[i][j] is its LX stride along output
+  // dim j. Everything else is staged by DMA above the graph's LX-resident tensors.
+  const int nt = static_cast<int>(tensors.size());
+  std::vector<std::vector<int64_t>> canon(nt, std::vector<int64_t>(J, 0));
+  std::vector<int64_t> lxAddr(nt, -1);
+  for (int i = 0; i < nt; ++i) {
+    const TensorGeom &g = *tensors[i];
+    if (!g.t->inLx)
+      continue;
+    int64_t st = kStickBytes;
+    for (size_t k = g.dims.size(); k-- > 0;) {
+      for (size_t j = 0; j < J; ++j)
+        if (out.dims[j].iterDim == g.dims[k].iterDim && g.dims[k].extent > 1) {
+          canon[i][j] = len[j] > 1 ? st : 0;
+          st *= len[j];
+        }
+    }
+    lxAddr[i] = lxResidentAddress(s, g, st);
+  }
+  const int64_t lxStage = s.lxReservedBytes, stageBytes = opts.lxBytes - lxStage;
   auto blockBytes = [&](size_t c0, int64_t chunk) {
     int64_t total = 0;
     for (const TensorGeom *g : tensors) {
+      if (g->t->inLx)
+        continue;
       int64_t b = kStickBytes;
       if (spans(*g, c0))
         b *= chunk;
@@ -211,13 +240,13 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
     if (c0 == J)
       throw Unsupported("a single stick per operand does not fit in LX in " + s.name);
     chunk = len[c0];
-    while (chunk > 1 && blockBytes(c0, chunk) > opts.lxBytes) {
+    while (chunk > 1 && blockBytes(c0, chunk) > stageBytes) {
       int64_t c = chunk - 1;
       while (c > 1 && len[c0] % c != 0)
         --c;
       chunk = c;
     }
-    if (blockBytes(c0, chunk) <= opts.lxBytes)
+    if (blockBytes(c0, chunk) <= stageBytes)
       break;
   }
 
@@ -226,11 +255,12 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   // Registers: r1.. DDR offset per tensor, r10.. LX offset per tensor in the compute loop,
   // r20/r21 DMA scratch. Vector registers: v0..v2 inputs, v4 result, v8.. constants.
   ProgramBuilder pb;
-  const int nt = static_cast<int>(tensors.size());
   std::vector<int64_t> lxBase(nt);
-  int64_t lxCursor = 0;
+  int64_t lxCursor = lxStage;
   for (int i = 0; i < nt; ++i) {
     lxBase[i] = lxCursor;
+    if (tensors[i]->t->inLx)
+      continue;
     int64_t b = kStickBytes;
     if (spans(*tensors[i], c0))
       b *= chunk;
@@ -243,6 +273,10 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
     Instr tbl = mk(Opcode::Tbl);
     tbl.r = {1 + i, -1};
     tbl.table = offsets(*tensors[i]);
+    if (tensors[i]->t->inLx) { // r(1+i): the LX address of the block instead of a DDR offset
+      emitLi(pb, 1 + i, lxAddr[i]);
+      continue;
+    }
     pb.emit(tbl);
   }
   if (lnScale) {
@@ -263,7 +297,7 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   auto ddrAdv = [&](size_t j, int64_t units) {
     std::vector<std::pair<int, int64_t>> adv;
     for (int i = 0; i < nt; ++i)
-      adv.push_back({1 + i, units * strideAlong(*tensors[i], j)});
+      adv.push_back({1 + i, units * (tensors[i]->t->inLx ? canon[i][j] : strideAlong(*tensors[i], j))});
     return adv;
   };
   std::function<void(size_t)> outerLoops = [&](size_t j) {
@@ -292,9 +326,14 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
       };
       int tok = 0;
       for (int i = 0; i + 1 < nt; ++i)
-        pb.dmaBox(true, tensors[i]->segment, 1 + i, 0, -1, lxBase[i], boxOf(*tensors[i]), tok++ % 15, 20, 21);
+        if (!tensors[i]->t->inLx)
+          pb.dmaBox(true, tensors[i]->segment, 1 + i, 0, -1, lxBase[i], boxOf(*tensors[i]), tok++ % 15, 20, 21);
       // Compute: walk the output block, every tensor's LX offset register advancing densely.
       for (int i = 0; i < nt; ++i) {
+        if (tensors[i]->t->inLx) {
+          pb.emit(addi(10 + i, 1 + i, 0));
+          continue;
+        }
         Instr li = mk(Opcode::Li);
         li.r = {10 + i, -1};
         li.imm = lxBase[i];
@@ -303,6 +342,10 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
       // LX stride of each tensor along each output dim: dense over its own box.
       std::vector<std::vector<int64_t>> lxStride(nt, std::vector<int64_t>(J, 0));
       for (int i = 0; i < nt; ++i) {
+        if (tensors[i]->t->inLx) {
+          lxStride[i] = canon[i];
+          continue;
+        }
         auto box = boxOf(*tensors[i]);
         int64_t st = kStickBytes;
         for (size_t k = box.size(); k-- > 0;) {
@@ -388,7 +431,8 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
         pb.emit(st);
       };
       inner(c0);
-      pb.dmaBox(false, out.segment, nt, 0, -1, lxBase[nt - 1], boxOf(out), 15, 20, 21);
+      if (!outT.inLx)
+        pb.dmaBox(false, out.segment, nt, 0, -1, lxBase[nt - 1], boxOf(out), 15, 20, 21);
     });
   };
   outerLoops(0);

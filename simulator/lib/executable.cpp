@@ -25,8 +25,8 @@ Executable::Executable(isa::JobPlan plan, Engine &engine, const std::string &dum
     // Every generated kernel must pass the verifier before an engine sees it: the JIT trusts
     // its addresses.
     std::vector<uint64_t> argBytes;
-    for (int b : l.argBuffers)
-      argBytes.push_back(static_cast<uint64_t>(plan_.buffers[b].layout.deviceBytes()));
+    for (int b : l.argBuffers) // -1: an LX-resident operand, no DDR behind its segment
+      argBytes.push_back(b < 0 ? 0 : static_cast<uint64_t>(plan_.buffers[b].layout.deviceBytes()));
     isa::verifyKernel(cl.kernel, argBytes);
     isa::TimingReport rep = isa::timeKernel(cl.kernel, hw);
     cl.simulatedUs = rep.overlappedUs;
@@ -61,8 +61,8 @@ void Executable::run(Runtime &rt, uint8_t *ddr, uint64_t ddrSize, const std::vec
     args.ddr = ddr;
     args.ddrSize = ddrSize;
     for (int b : l.argBuffers) {
-      args.base.push_back(bufferAddr[b]);
-      args.size.push_back(static_cast<uint64_t>(plan_.buffers[b].layout.deviceBytes()));
+      args.base.push_back(b < 0 ? 0 : bufferAddr[b]);
+      args.size.push_back(b < 0 ? 0 : static_cast<uint64_t>(plan_.buffers[b].layout.deviceBytes()));
     }
     const bool tracing = trace::enabled(); // SPYRE_TRACE: simulated-time timeline
     auto t0 = std::chrono::steady_clock::now();

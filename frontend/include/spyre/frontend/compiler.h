@@ -3,6 +3,7 @@
 // (torch-spyre pass 3), SuperDSC emission, bundling.
 #pragma once
 #include "spyre/frontend/graph.h"
+#include "spyre/frontend/lx_planner.h"
 #include "spyre/isa/job_plan.h"
 #include <string>
 
@@ -10,7 +11,12 @@ namespace spyre::frontend {
 
 struct CompileOptions {
   int maxCores = 32;       ///< SENCORES
-  std::string dumpDir;     ///< if set: graph.txt, sdsc_N.json, bundle.mlir are written there
+  std::string dumpDir;     ///< if set: graph.txt, sdsc_N.json, bundle.mlir, lx_plan.txt are written there
+  /// LX planning (LX_PLANNING, default on): intermediates stay in LX between kernels.
+  bool lxPlanning = lxPlanningFromEnv();
+  /// LX bytes per core the plan may use; the rest of the usable 1,677,721 B stays free for
+  /// the kernels' own DMA staging (our choice: 256 KiB, 2048 sticks, for staging).
+  int64_t lxPlanBytes = (kLxUsableBytes - (256 << 10)) / kLxAlign * kLxAlign;
 };
 
 /// SENCORES from the environment (default 32); throws Unsupported("invalid SENCORES value N").

@@ -15,6 +15,10 @@ struct BackendOptions {
 /// spyre::Error (naming the SuperDSC and field) for inconsistent descriptors.
 Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts = {});
 
+/// The op's lowering reads and writes LX-resident (memOrg_ lx) operands in place and honours
+/// lxReservedBytes_: the elementwise and reduction lowerings on the SFP.
+bool supportsLxResidentOperands(const std::string &opFuncName);
+
 /// Device bytes of one tensor of the SuperDSC (its full tiled extent, all cores).
 int64_t sdscTensorBytes(const SuperDsc &s, const SdscTensor &t);
 

@@ -22,7 +22,7 @@ struct KernelLaunch {
   std::string sdscFile;             ///< "sdsc_0.json"
   SuperDsc sdsc;                    ///< as parsed back from the emitted JSON
   std::string sdscJson;             ///< the emitted text
-  std::vector<int> argBuffers;      ///< kernel argument (segment) i -> buffer index
+  std::vector<int> argBuffers;      ///< kernel argument (segment) i -> buffer index; -1 = LX-resident (no buffer)
 };
 
 struct JobPlan {

@@ -1,0 +1,155 @@
+// The LX planning pass: candidates and lifetimes from the drafted kernels, torch-spyre's greedy
+// solver (lx_planner.cpp), then the rewrite of the drafts (memOrg_ lx, lxReservedBytes_).
+#include "lx_planning.h"
+#include "spyre/isa/backend.h"
+#include <algorithm>
+#include <map>
+#include <optional>
+
+namespace spyre::frontend::detail {
+
+namespace {
+
+/// What one kernel sees of a tensor: its cores, each core's start offset in the tensor's
+/// buffer, and the per-core extent of each of the tensor's device dims (outer -> inner, sticks
+/// on the stick dim). Equal views = each core reads exactly the slice the producer's core wrote.
+struct CoreView {
+  int cores = 0;
+  std::vector<int64_t> offsets;
+  std::vector<int64_t> extents;
+  bool operator==(const CoreView &) const = default;
+  int64_t bytes() const {
+    int64_t b = 128;
+    for (int64_t e : extents)
+      b *= e;
+    return b;
+  }
+};
+
+std::optional<CoreView> viewOf(const isa::SuperDsc &s, const isa::SdscTensor &t) {
+  if (t.inLx || t.isView())
+    return std::nullopt;
+  const isa::SdscLayout &l = s.primaryDsInfo.at(t.dsType);
+  CoreView v;
+  v.cores = s.numCoresUsed;
+  const uint64_t seg = static_cast<uint64_t>(t.ldsIdx) * isa::kSegmentBytes;
+  for (int c = 0; c < s.numCoresUsed; ++c)
+    v.offsets.push_back(static_cast<int64_t>(t.startAddress.at(c) - seg));
+  // Device dims outer -> inner; the stick dim's entry counts sticks (its elements fill a stick).
+  std::vector<std::string> dims(l.layoutDimOrder.rbegin(), l.layoutDimOrder.rend());
+  const int64_t eps = l.stickSize.empty() ? 64 : l.stickSize[0];
+  for (size_t k = 0; k < dims.size(); ++k) {
+    int d = s.dimIndex(dims[k]);
+    const bool stick = !l.stickDimOrder.empty() && dims[k] == l.stickDimOrder[0];
+    int64_t e = 1;
+    if (t.scale.at(d) == 1) {
+      int64_t per = s.N[d] / std::max<int64_t>(1, s.numWkSlicesPerDim[d]);
+      e = stick ? (per + eps - 1) / eps : per;
+    }
+    v.extents.push_back(e);
+  }
+  return v;
+}
+
+bool producesLxReusable(const std::string &op) {
+  // torch-spyre OP_OUTPUT_GOOD_FOR_LX_REUSE (max is our amax).
+  for (const char *o : {"amax", "sum", "exp", "sub", "mul", "mean", "add", "rsqrt"})
+    if (op == o)
+      return true;
+  return false;
+}
+
+bool inPlaceOp(const std::string &op) {
+  // torch-spyre OP_GOOD_FOR_LX_INPLACE.
+  return op == "exp" || op == "sub" || op == "add" || op == "rsqrt";
+}
+
+} // namespace
+
+LxPlanningResult planLxResidency(const Graph &g, std::vector<KernelDraft> &drafts, int64_t capacity) {
+  LxPlanningResult res;
+  const int n = static_cast<int>(g.nodes.size());
+  std::vector<bool> capable(n);
+  for (int i = 0; i < n; ++i)
+    capable[i] = isa::supportsLxResidentOperands(drafts[i].s.opFuncName);
+
+  // Uses of every value: (kernel, ldsIdx) pairs, producer first.
+  std::map<int, std::vector<std::pair<int, int>>> uses;
+  for (int i = 0; i < n; ++i)
+    for (size_t t = 0; t < drafts[i].tensorValues.size(); ++t)
+      uses[drafts[i].tensorValues[t]].push_back({i, static_cast<int>(t)});
+  auto isBoundary = [&](int v) {
+    return std::find(g.inputs.begin(), g.inputs.end(), v) != g.inputs.end() ||
+           std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
+  };
+
+  std::vector<LxBuffer> buffers;
+  std::vector<int> bufferValue;
+  std::map<int, int> bufferOf;
+  std::vector<CoreView> bufferView;
+  for (int i = 0; i < n; ++i) {
+    const int v = g.nodes[i].output;
+    const auto &u = uses[v];
+    if (isBoundary(v) || !producesLxReusable(g.nodes[i].op) || u.size() < 2 || u.front().first != i)
+      continue;
+    // Every kernel from the producer to the last reader must read/write LX operands in place
+    // and stage above lxReservedBytes_.
+    const int last = u.back().first;
+    bool ok = true;
+    for (int k = i; k <= last && ok; ++k)
+      ok = capable[k];
+    // No core-division mismatch between the producer and any consumer.
+    std::optional<CoreView> view;
+    for (auto [k, t] : u) {
+      if (!ok)
+        break;
+      auto vk = viewOf(drafts[k].s, drafts[k].s.labeledDs.at(t));
+      ok = vk.has_value() && (!view || *vk == *view);
+      if (!view)
+        view = vk;
+    }
+    if (!ok)
+      continue;
+    LxBuffer b;
+    b.name = g.values[v].name;
+    b.size = view->bytes();
+    b.start = i;
+    b.end = last + 1;
+    // In place: an input candidate whose last use is this op, of the same per-core view.
+    if (inPlaceOp(g.nodes[i].op))
+      for (int in : g.nodes[i].inputs) {
+        auto it = bufferOf.find(in);
+        if (it != bufferOf.end() && buffers[it->second].end == i + 1 && bufferView[it->second] == *view)
+          b.inPlaceParents.push_back(it->second);
+      }
+    bufferOf[v] = static_cast<int>(buffers.size());
+    buffers.push_back(b);
+    bufferValue.push_back(v);
+    bufferView.push_back(*view);
+  }
+  if (buffers.empty())
+    return res;
+
+  LxPlan plan = planLxGreedy(buffers, capacity);
+  res.summary = plan.summary(buffers);
+  std::vector<int64_t> reserved(n, 0);
+  for (size_t b = 0; b < buffers.size(); ++b) {
+    if (!plan.address[b])
+      continue;
+    const int v = bufferValue[b];
+    const int64_t addr = *plan.address[b];
+    res.lxValues.insert(v);
+    for (auto [k, t] : uses[v]) {
+      isa::SdscTensor &ts = drafts[k].s.labeledDs.at(t);
+      ts.inLx = true;
+      ts.startAddress.assign(drafts[k].s.numCoresUsed, static_cast<uint64_t>(addr));
+    }
+    for (int k = buffers[b].start; k < buffers[b].end; ++k)
+      reserved[k] = std::max(reserved[k], (addr + buffers[b].size + 127) / 128 * 128);
+  }
+  for (int k = 0; k < n; ++k)
+    drafts[k].s.lxReservedBytes = reserved[k];
+  return res;
+}
+
+} // namespace spyre::frontend::detail

@@ -1,0 +1,31 @@
+// Internal to spyre_frontend: the LX planning pass over a graph's drafted kernels (torch-spyre
+// `scratchpad_planning`, notes §4.7), between work division and SuperDSC emission.
+#pragma once
+#include "kernel_draft.h"
+#include "spyre/frontend/lx_planner.h"
+#include <set>
+#include <string>
+#include <vector>
+
+namespace spyre::frontend::detail {
+
+struct LxPlanningResult {
+  std::set<int> lxValues; ///< graph values that live only in LX (no DDR buffer)
+  std::string summary;    ///< one line per candidate buffer (LxPlan::summary), "" if none
+};
+
+/// Decides which intermediate values stay in LX and rewrites the drafts: their tensors become
+/// memOrg_ lx at the planned address on every core, and every kernel's lxReservedBytes covers the
+/// LX-resident tensors live across it. drafts[i] is the kernel of g.nodes[i].
+///
+/// A value is a candidate (torch-spyre's eligibility filter) when it is not a graph input or
+/// output; its producer is one of OP_OUTPUT_GOOD_FOR_LX_REUSE (amax, sum, exp, sub, mul, mean,
+/// add, rsqrt); it is read at least once; every kernel that touches it, and every kernel during
+/// its lifetime, is a pointwise or reduction kernel (the lowerings that read and write LX
+/// operands in place); and there is no core-division mismatch: producer and every consumer see
+/// the same per-core view (same cores, per-core start offsets and per-core extents). exp, sub,
+/// add and rsqrt may take over the slot of an input whose last use they are (same size).
+LxPlanningResult planLxResidency(const Graph &g, std::vector<KernelDraft> &drafts,
+                                 int64_t capacity = kLxUsableBytes);
+
+} // namespace spyre::frontend::detail
