@@ -194,6 +194,8 @@ orc::JITTargetMachineBuilder hostMachineBuilder(OptTier tier) {
   // the runtime helpers) through GOT/PLT stubs, so the small PIC model is safe.
   jtmb.setCodeModel(CodeModel::Small);
   jtmb.setRelocationModel(Reloc::PIC_);
+  // JIT code has no thread-locals; the emulated-TLS pass ORC enables by default only costs time.
+  jtmb.getOptions().EmulatedTLS = false;
   return jtmb;
 }
 
@@ -278,6 +280,11 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
     syms[impl_->jit->mangleAndIntern("spyre_sfp_apply")] = {orc::ExecutorAddr::fromPtr(&spyre_sfp_apply), flags};
     syms[impl_->jit->mangleAndIntern("spyre_jit_ld")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_ld), flags};
     syms[impl_->jit->mangleAndIntern("spyre_jit_st")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_st), flags};
+    syms[impl_->jit->mangleAndIntern("spyre_jit_ld_pad")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_ld_pad), flags};
+    syms[impl_->jit->mangleAndIntern("spyre_jit_dma")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_dma), flags};
+    syms[impl_->jit->mangleAndIntern("spyre_jit_pt_mm")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_pt_mm), flags};
+    syms[impl_->jit->mangleAndIntern("spyre_jit_pt_out")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_pt_out), flags};
+    syms[impl_->jit->mangleAndIntern("spyre_jit_pt_tr")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_pt_tr), flags};
     syms[impl_->jit->mangleAndIntern("spyre_ring_send")] = {orc::ExecutorAddr::fromPtr(&spyre_ring_send), flags};
     syms[impl_->jit->mangleAndIntern("spyre_ring_recv")] = {orc::ExecutorAddr::fromPtr(&spyre_ring_recv), flags};
     if (auto err = jd.define(orc::absoluteSymbols(std::move(syms))))

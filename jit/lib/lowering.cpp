@@ -645,7 +645,46 @@ private:
     writeV(in.v[0], b_.CreateSelect(ConstantVector::get(keep), readV(in.v[0]), fill));
   }
 
+  FunctionCallee helper(const char *name, std::vector<Type *> args) {
+    return m_.getOrInsertFunction(name, FunctionType::get(b_.getVoidTy(), args, false));
+  }
+  /// The O0 tier's one-call lowerings of ld.pad, DMA and PT (runtime_helpers.cpp).
+  bool lowerCall(const Instr &in) {
+    auto i64c = [&](int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); };
+    switch (in.op) {
+    case Opcode::LdPad:
+      b_.CreateCall(helper("spyre_jit_ld_pad", {i32_, ptr_, ptr_, i64_, f32_}),
+                    {b_.getInt32(static_cast<uint32_t>(in.fmt)), vregPtr(b_, in.v[0]), lxAddr(in.lx), i64c(in.imm),
+                     ConstantFP::get(f32_, isa::roundTo(in.fmt, in.fimm))});
+      return true;
+    case Opcode::DmaIn:
+    case Opcode::DmaOut: {
+      const auto &d = in.dma;
+      Value *argBase = b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(i64_, argBase_, in.ddr.arg));
+      Value *ddr = b_.CreateGEP(i8_, ddr_, b_.CreateAdd(b_.CreateAdd(argBase, readS(in.ddr.base)), i64c(in.ddr.offset)));
+      b_.CreateCall(helper("spyre_jit_dma", {ptr_, ptr_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i32_}),
+                    {lxAddr(in.lx), ddr, i64c(d.n[0]), i64c(d.n[1]), i64c(d.n[2] * 128), i64c(d.lxStride[0]),
+                     i64c(d.lxStride[1]), i64c(d.ddrStride[0]), i64c(d.ddrStride[1]),
+                     b_.getInt32(in.op == Opcode::DmaIn ? 1 : 0)});
+      return true;
+    }
+    case Opcode::PtMm:
+      b_.CreateCall(helper("spyre_jit_pt_mm", {ptr_, ptr_, ptr_, i64_, i64_, i64_, i32_}),
+                    {lxAddr(in.lx), lxAddr(in.lx2), lxAddr(in.lx3), i64c(in.imm), i64c(in.imms[0]), i64c(in.imms[1]),
+                     b_.getInt32(in.imms[2] != 0 ? 1 : 0)});
+      return true;
+    case Opcode::PtOut:
+    case Opcode::PtTr:
+      b_.CreateCall(helper(in.op == Opcode::PtOut ? "spyre_jit_pt_out" : "spyre_jit_pt_tr", {ptr_, ptr_, i64_, i64_}),
+                    {lxAddr(in.lx), lxAddr(in.lx2), i64c(in.imm), i64c(in.imms[0])});
+      return true;
+    default: return false;
+    }
+  }
+
   void lowerInstr(const Instr &in) {
+    if (outOfLine_ && lowerCall(in))
+      return;
     if (in.op == Opcode::LdPad) {
       lowerLdPad(in);
       return;

@@ -15,9 +15,17 @@ std::unique_ptr<llvm::Module> lowerKernel(const isa::Kernel &k, llvm::LLVMContex
 /// The runtime helpers of the out-of-line lowering (same semantics as the interpreter).
 extern "C" void spyre_jit_ld(uint32_t fmt, float *v, const uint8_t *p);
 extern "C" void spyre_jit_st(uint32_t fmt, const float *v, uint8_t *p);
+extern "C" void spyre_jit_ld_pad(uint32_t fmt, float *v, const uint8_t *p, int64_t n, float fill);
+extern "C" void spyre_jit_dma(uint8_t *lx, uint8_t *ddr, int64_t n0, int64_t n1, int64_t run, int64_t lxS0,
+                              int64_t lxS1, int64_t ddrS0, int64_t ddrS1, int32_t toLx);
+extern "C" void spyre_jit_pt_mm(uint8_t *C, const uint8_t *A, const uint8_t *B, int64_t M, int64_t N, int64_t K,
+                                int32_t acc);
+extern "C" void spyre_jit_pt_out(uint8_t *D, const uint8_t *C, int64_t M, int64_t N);
+extern "C" void spyre_jit_pt_tr(uint8_t *D, const uint8_t *S, int64_t R, int64_t C);
 /// Adds the phase functions of `k` to `m` (several kernels with distinct names may share one
 /// module); call verifyLowered(m) when done. `outOfLine` (the O0 tier): vector registers stay in
-/// CoreState and ld/st/SFP instructions call spyre_jit_ld/st and spyre_sfp_apply.
+/// CoreState; ld/st/ld.pad, SFP, DMA and PT instructions call the helpers above and
+/// spyre_sfp_apply.
 void lowerKernelInto(const isa::Kernel &k, llvm::Module &m, bool outOfLine);
 void verifyLowered(const llvm::Module &m);
 

@@ -1,10 +1,14 @@
-// Runtime helpers called from JIT code of the O0 tier: ld/st of one stick between LX and a
-// vector register, with the semantics of the interpreter (dl16::toFloat / dl16::fromFloat per
-// lane; f32/i32 sticks fill lanes 0..31 and clear 32..63). Written branch-free over local
-// arrays so the compiler vectorises them; the differential tests compare them bit for bit
-// with the interpreter.
+// Runtime helpers called from JIT code of the O0 tier, with the semantics of the interpreter:
+// ld/st/ld.pad of one stick between LX and a vector register (dl16::toFloat / dl16::fromFloat
+// per lane; f32/i32 sticks fill lanes 0..31 and clear 32..63), the DMA row copies and the PT
+// tiles (the interpreter's loops). O0 exists to compile fast: one call per instruction is far
+// cheaper to compile than the inline vector code of O2. The ld/st loops are branch-free over
+// local arrays so the compiler vectorises them; the differential tests compare every helper bit
+// for bit with the interpreter.
 #include "lowering.h"
 #include "spyre/isa/dl16.h"
+#include "spyre/isa/semantics.h"
+#include <cmath>
 #include <cstring>
 
 namespace spyre::jit {
@@ -51,6 +55,57 @@ extern "C" void spyre_jit_st(uint32_t fmt, const float *v, uint8_t *p) {
     h[l] = static_cast<uint16_t>(mag > 0x7F800000u ? 0x7FFFu : res);
   }
   std::memcpy(p, h, sizeof h);
+}
+
+extern "C" void spyre_jit_ld_pad(uint32_t fmt, float *v, const uint8_t *p, int64_t n, float fill) {
+  spyre_jit_ld(fmt, v, p);
+  int64_t width = static_cast<isa::Format>(fmt) == isa::Format::DL16 ? isa::kLanes : isa::kLanes / 2;
+  for (int64_t l = n; l < width; ++l)
+    v[l] = fill; // already rounded to the format by the lowering
+}
+
+extern "C" void spyre_jit_dma(uint8_t *lx, uint8_t *ddr, int64_t n0, int64_t n1, int64_t run, int64_t lxS0,
+                              int64_t lxS1, int64_t ddrS0, int64_t ddrS1, int32_t toLx) {
+  for (int64_t i2 = 0; i2 < n0; ++i2)
+    for (int64_t i1 = 0; i1 < n1; ++i1) {
+      uint8_t *l = lx + i2 * lxS0 + i1 * lxS1, *d = ddr + i2 * ddrS0 + i1 * ddrS1;
+      if (toLx)
+        std::memcpy(l, d, static_cast<size_t>(run));
+      else
+        std::memcpy(d, l, static_cast<size_t>(run));
+    }
+}
+
+extern "C" void spyre_jit_pt_mm(uint8_t *C, const uint8_t *A, const uint8_t *B, int64_t M, int64_t N, int64_t K,
+                                int32_t acc) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t n = 0; n < N; ++n) {
+      float *cp = reinterpret_cast<float *>(C + ((n / 32) * M + i) * 128) + n % 32;
+      float sum = acc ? *cp : 0.0f;
+      for (int64_t k = 0; k < K; ++k) {
+        uint16_t a, b;
+        std::memcpy(&a, A + ((k / 64) * M + i) * 128 + 2 * (k % 64), 2);
+        std::memcpy(&b, B + ((n / 64) * K + k) * 128 + 2 * (n % 64), 2);
+        sum = std::fma(dl16::toFloat(a), dl16::toFloat(b), sum);
+      }
+      *cp = sum;
+    }
+}
+
+extern "C" void spyre_jit_pt_out(uint8_t *D, const uint8_t *C, int64_t M, int64_t N) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t n = 0; n < N; ++n) {
+      float v;
+      std::memcpy(&v, C + ((n / 32) * M + i) * 128 + 4 * (n % 32), 4);
+      uint16_t h = dl16::fromFloat(v);
+      std::memcpy(D + ((n / 64) * M + i) * 128 + 2 * (n % 64), &h, 2);
+    }
+}
+
+extern "C" void spyre_jit_pt_tr(uint8_t *D, const uint8_t *S, int64_t R, int64_t C) {
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t col = 0; col < C; ++col)
+      std::memcpy(D + ((r / 64) * C + col) * 128 + 2 * (r % 64), S + ((col / 64) * R + r) * 128 + 2 * (col % 64), 2);
 }
 
 } // namespace spyre::jit

@@ -1,13 +1,18 @@
 // A generator of random *valid* kernels for differential testing of the engines: scalar
 // li/addi/muli/tbl, nested loops with small static trip counts (including 0), DMA in/out with
-// random in-bounds shapes and strides (unaligned DDR too), ld/st in every format, every SFP
-// instruction of the ISA table in every format, multi-core `.core` ranges and `bar` phases.
+// random in-bounds shapes and strides (unaligned DDR too), ld/st/ld.pad in every format, every
+// SFP instruction of the ISA table in every format, PT tiles (pt.mm with and without
+// accumulation, pt.out, pt.tr) on disjoint LX tiles, multi-core `.core` ranges and `bar` phases,
+// and ring traffic: a per-kernel plan of ring.send in phase p and ring.recv / ring.psum.{dl16,f32}
+// in phase p+1 (same bytes per direction on every core, so sends and receives pair).
 //
 // Validity by construction: LX address registers (r1..r4) and DDR address registers (r5..r7)
 // carry an interval of the values they may hold at each point (across cores and loop
 // iterations), and every address is chosen so that the whole interval stays in bounds; r8..r31
 // hold arbitrary scalar junk and never form addresses. The token protocol is tracked the same
-// way. Every kernel is still run through isa::verifyKernel, and rejected ones are counted.
+// way, with the LX span of every outstanding DMA: an access that may overlap LX an outstanding
+// dma.in is filling (or, for writes, a dma.out is reading) waits that token first. Every kernel
+// is still run through isa::verifyKernel, and rejected ones are counted.
 #pragma once
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/program.h"
@@ -15,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -25,11 +31,13 @@ namespace spyre::testing {
 
 struct RandomKernelOptions {
   int maxCores = 4;
-  int64_t lxBytes = 16384; ///< the LX window each core may use (verified with this limit)
+  int64_t lxBytes = 24576; ///< the LX window each core may use (verified with this limit)
   int maxPhases = 3;
   int maxInstrs = 12;      ///< top-level instructions per phase
   int maxDepth = 2;        ///< loop nesting
   int maxArgs = 3;
+  int ptPercent = 3;   ///< share of generated instructions that are PT tiles
+  int ringPercent = 35; ///< chance that a phase sends ring traffic to the next one
 };
 
 struct RandomCase {
@@ -64,8 +72,15 @@ public:
   /// Random bytes for DDR or LX: raw bits (NaN payloads, huge/tiny values), DL16 codes of
   /// ordinary numbers and fp32 special values, mixed per 4-byte word.
   void fill(uint8_t *p, size_t n) {
+    uint64_t state = g_(); // splitmix64 from one draw: the bulk fill is a hot loop of the test
+    auto next = [&state] {
+      uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      return z ^ (z >> 31);
+    };
     for (size_t i = 0; i < n; i += 8) {
-      uint64_t r = g_(); // one draw: the kind and raw bits
+      uint64_t r = next(); // one draw: the kind and raw bits
       uint32_t w = static_cast<uint32_t>(r >> 32);
       switch (r & 3) {
       case 0: break;
@@ -95,10 +110,23 @@ private:
   struct Iv {
     int64_t lo = 0, hi = 0;
   };
-  /// Per program: register intervals and outstanding tokens.
+  /// The LX bytes an outstanding DMA may touch (over every value its base register may hold).
+  struct Span {
+    int64_t lo = 0, hi = 0;
+    bool fills = false; ///< dma.in (writes LX) rather than dma.out (reads LX)
+  };
+  /// Per program: register intervals, outstanding tokens and their LX spans.
   struct State {
     Iv reg[isa::kNumSRegs];
     std::set<int> outstanding;
+    std::map<int, Span> span;
+  };
+  /// One ring transfer of the kernel's plan: sent in phase p in `sends` chunks, received in
+  /// phase p+1 in `recvs` chunks (sticks; op RingRecv or RingPsum with a format).
+  struct RingXfer {
+    int dir = 0;
+    std::vector<int64_t> sends;
+    std::vector<std::pair<int64_t, isa::Format>> recvs; ///< Format::None = ring.recv
   };
 
   std::mt19937_64 g_;
@@ -136,6 +164,25 @@ private:
     c.argBytes = argBytes_;
     // 1..3 programs over contiguous core ranges, all with the same number of phases.
     int phases = 1 + pick(o_.maxPhases);
+    // The ring plan, shared by every program: what is sent in phase p is received in p+1.
+    std::vector<std::vector<RingXfer>> ring(phases);
+    for (int ph = 0; ph + 1 < phases; ++ph)
+      for (int x = 0, nx = chance(o_.ringPercent) ? 1 + pick(2) : 0; x < nx; ++x) {
+        RingXfer r;
+        r.dir = pick(2);
+        int64_t total = range(1, 4);
+        int64_t first = chance(50) ? range(1, total) : total;
+        r.sends = {first};
+        if (first < total)
+          r.sends.push_back(total - first);
+        for (int64_t left = total; left > 0;) {
+          int64_t n = chance(60) ? left : range(1, left);
+          const isa::Format fmts[] = {isa::Format::None, isa::Format::DL16, isa::Format::F32};
+          r.recvs.push_back({n, fmts[pick(3)]});
+          left -= n;
+        }
+        ring[ph].push_back(r);
+      }
     int programs = 1 + pick(std::min(3, cores_));
     std::vector<int> cuts{0};
     std::set<int> inner;
@@ -150,9 +197,28 @@ private:
       State s;
       // r0 = core id: junk for arithmetic; every other register starts at 0.
       for (int ph = 0; ph < phases; ++ph) {
+        // This phase's ring operations (receives of the previous phase's sends, then its own
+        // sends), each at a random point between the generated instructions, in order.
+        std::vector<Instr> ringOps;
+        if (ph > 0)
+          for (const auto &r : ring[ph - 1])
+            for (auto [n, f] : r.recvs)
+              ringOps.push_back(ringInstr(f == isa::Format::None ? Opcode::RingRecv : Opcode::RingPsum, f, n, r.dir));
+        for (const auto &r : ring[ph])
+          for (int64_t n : r.sends)
+            ringOps.push_back(ringInstr(Opcode::RingSend, isa::Format::None, n, r.dir));
         int n = 1 + pick(o_.maxInstrs);
-        for (int i = 0; i < n; ++i)
-          genInstr(prog.body, s, 0);
+        std::vector<int> at;
+        for (size_t i = 0; i < ringOps.size(); ++i)
+          at.push_back(pick(n + 1));
+        std::sort(at.begin(), at.end());
+        size_t next = 0;
+        for (int i = 0; i <= n; ++i) {
+          for (; next < ringOps.size() && at[next] == i; ++next)
+            placeRing(prog.body, s, ringOps[next]);
+          if (i < n)
+            genInstr(prog.body, s, 0);
+        }
         waitAll(prog.body, s, s.outstanding);
         if (ph + 1 < phases) {
           Instr bar;
@@ -172,9 +238,91 @@ private:
     w.op = Opcode::Wait;
     w.tokens.assign(tokens.begin(), tokens.end());
     std::shuffle(w.tokens.begin(), w.tokens.end(), g_);
-    for (int t : tokens)
+    for (int t : tokens) {
       s.outstanding.erase(t);
+      s.span.erase(t);
+    }
     body.push_back(w);
+  }
+
+  /// The LX bytes [lo, hi) an access of `bytes` at `a` may touch, over the base register's range.
+  Span lxSpan(const State &s, const isa::LxAddr &a, int64_t bytes) const {
+    Iv b = a.base >= 0 ? s.reg[a.base] : Iv{};
+    return {b.lo + a.offset, b.hi + a.offset + bytes, false};
+  }
+  /// Waits every outstanding DMA whose LX span the access may conflict with (the verifier's rule:
+  /// no access to LX a dma.in is filling, no write to LX a dma.out is reading).
+  void settle(std::vector<Instr> &body, State &s, const Span &acc, bool write) {
+    std::set<int> conflict;
+    for (int t : s.outstanding) {
+      auto it = s.span.find(t);
+      if (it == s.span.end())
+        continue;
+      const Span &d = it->second;
+      if (acc.hi > d.lo && d.hi > acc.lo && (d.fills || write))
+        conflict.insert(t);
+    }
+    waitAll(body, s, conflict);
+  }
+  void settle(std::vector<Instr> &body, State &s, const isa::LxAddr &a, int64_t bytes, bool write) {
+    settle(body, s, lxSpan(s, a, bytes), write);
+  }
+
+  Instr ringInstr(Opcode op, isa::Format f, int64_t sticks, int dir) {
+    Instr in;
+    in.op = op;
+    in.fmt = f;
+    in.imm = sticks;
+    in.imms[0] = dir;
+    return in;
+  }
+  void placeRing(std::vector<Instr> &body, State &s, Instr in) {
+    in.lx = lxAddr(s, in.imm * 128);
+    settle(body, s, in.lx, in.imm * 128, in.op != Opcode::RingSend);
+    body.push_back(in);
+  }
+
+  /// pt.mm / pt.out / pt.tr on LX tiles that do not overlap each other (over the registers'
+  /// ranges); skipped when no disjoint placement is found quickly.
+  void genPt(std::vector<Instr> &body, State &s) {
+    Instr in;
+    std::vector<std::pair<int64_t, bool>> tiles; // bytes, written
+    int which = pick(3);
+    if (which == 0) {
+      in.op = Opcode::PtMm;
+      in.imm = range(1, 3);                          // M
+      in.imms = {64, 64, static_cast<int64_t>(pick(2))}; // N, K, acc
+      tiles = {{64 / 32 * in.imm * 128, true}, {64 / 64 * in.imm * 128, false}, {64 / 64 * 64 * 128, false}};
+    } else if (which == 1) {
+      in.op = Opcode::PtOut;
+      in.imm = range(1, 4);                  // M
+      in.imms[0] = chance(70) ? 64 : 128;    // N
+      tiles = {{in.imms[0] / 64 * in.imm * 128, true}, {in.imms[0] / 32 * in.imm * 128, false}};
+    } else {
+      in.op = Opcode::PtTr;
+      in.imm = 64;     // R
+      in.imms[0] = 64; // C
+      tiles = {{64 * 64 * 2, true}, {64 * 64 * 2, false}};
+    }
+    isa::LxAddr *addr[3] = {&in.lx, &in.lx2, &in.lx3};
+    std::vector<Span> placed;
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      bool ok = false;
+      for (int attempt = 0; attempt < 8 && !ok; ++attempt) {
+        *addr[i] = lxAddr(s, tiles[i].first);
+        Span sp = lxSpan(s, *addr[i], tiles[i].first);
+        ok = true;
+        for (const Span &o : placed)
+          ok &= sp.hi <= o.lo || o.hi <= sp.lo;
+        if (ok)
+          placed.push_back(sp);
+      }
+      if (!ok)
+        return;
+    }
+    for (size_t i = 0; i < tiles.size(); ++i)
+      settle(body, s, placed[i], tiles[i].second);
+    body.push_back(in);
   }
 
   int junkReg() { return 8 + pick(isa::kNumSRegs - 8); }
@@ -255,8 +403,17 @@ private:
       return;
     d.lx = lxAddr(s, lxExtent);
     d.ddr = ddrAddr(s, arg, ddrExtent);
+    // Strides may be zero or smaller than a row: the span covers [base, base + extent).
+    settle(body, s, d.lx, lxExtent, d.op == Opcode::DmaIn);
+    free.clear();
+    for (int t = 0; t < isa::kNumTokens; ++t)
+      if (!s.outstanding.count(t))
+        free.push_back(t);
     d.outToken = free[pick(static_cast<int>(free.size()))];
     s.outstanding.insert(d.outToken);
+    Span sp = lxSpan(s, d.lx, lxExtent);
+    sp.fills = d.op == Opcode::DmaIn;
+    s.span[d.outToken] = sp;
     issuedHere.insert(d.outToken);
     body.push_back(d);
   }
@@ -338,12 +495,18 @@ private:
         s.reg[r].hi += in.imm;
       }
       body.push_back(in);
-    } else if (kind < 34) { // ld / st
+    } else if (kind < 34) { // ld / st / ld.pad
       in.op = chance(60) ? Opcode::Ld : Opcode::St;
       const isa::Format f[] = {isa::Format::DL16, isa::Format::F32, isa::Format::I32};
       in.fmt = f[pick(3)];
+      if (in.op == Opcode::Ld && in.fmt != isa::Format::I32 && chance(25)) {
+        in.op = Opcode::LdPad;
+        in.imm = range(0, in.fmt == isa::Format::DL16 ? 64 : 32);
+        in.fimm = special();
+      }
       in.v[0] = vreg();
       in.lx = lxAddr(s, 128);
+      settle(body, s, in.lx, 128, in.op == Opcode::St);
       body.push_back(in);
     } else if (kind < 42) {
       genDma(body, s, issuedHere);
@@ -356,6 +519,8 @@ private:
       waitAll(body, s, some);
     } else if (kind < 53 && depth < o_.maxDepth) {
       genLoop(body, s, depth);
+    } else if (kind < 53 + o_.ptPercent) {
+      genPt(body, s);
     } else {
       body.push_back(sfpInstr(*sfp_[pick(static_cast<int>(sfp_.size()))]));
     }
