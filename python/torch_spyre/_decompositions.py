@@ -180,6 +180,34 @@ def _baddbmm(bias: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, *, beta: fl
     return aten.add.Tensor(out, bias if beta == 1 else aten.mul.Tensor(bias, beta))
 
 
+# Compile-only decompositions: view ops that return several views become slices, which
+# compiled graphs materialise on the card (``slice`` SuperDSCs). Eager mode keeps them views.
+COMPILE_DECOMPOSITIONS: dict[Any, Callable] = {}
+
+
+def _split_at(x: torch.Tensor, sizes: Sequence[int], dim: int) -> list[torch.Tensor]:
+    out, start = [], 0
+    for n in sizes:
+        out.append(aten.slice.Tensor(x, dim, start, start + n))
+        start += n
+    return out
+
+
+def _split(x: torch.Tensor, split_size: int, dim: int = 0) -> list[torch.Tensor]:
+    size = x.shape[dim]
+    sizes = [min(split_size, size - s) for s in range(0, size, split_size)] if split_size > 0 else [size]
+    return _split_at(x, sizes or [0], dim)
+
+
+def _split_with_sizes(x: torch.Tensor, split_sizes: Sequence[int], dim: int = 0) -> list[torch.Tensor]:
+    return _split_at(x, split_sizes, dim)
+
+
+COMPILE_DECOMPOSITIONS[aten.split.Tensor] = _split
+COMPILE_DECOMPOSITIONS[aten.split_with_sizes.default] = _split_with_sizes
+
+
 def spyre_decompositions() -> dict[Any, Callable]:
-    """The table given to aot_autograd (and used by the eager kernels of these ops)."""
-    return dict(DECOMPOSITIONS)
+    """The table given to aot_autograd: DECOMPOSITIONS (also the eager kernels of these ops)
+    plus the compile-only ones."""
+    return {**DECOMPOSITIONS, **COMPILE_DECOMPOSITIONS}

@@ -326,3 +326,35 @@ def test_transposed_weights_run_on_spyre(fn):
         out = torch.compile(fn, backend="spyre")(a.to("spyre"), w.to("spyre")).cpu()
     torch.testing.assert_close(out, fn(a, w), atol=0.1, rtol=0.1)
     assert any("transpose" in s for g in compile_stats.history[before:] for s in g.superdscs())
+
+
+def test_split_and_chunk_become_slices_on_spyre():
+    from torch_spyre.testing import compare_with_cpu
+
+    def f(a):
+        q, k, v = a.split(64, dim=-1)
+        u, w = a.chunk(2, dim=0)
+        p1, p2 = a.split([100, 92], dim=1)
+        return q * k + v, u[:, 0:64] + 1, w * 2, p2 + p1[:, :92]
+
+    compare_with_cpu(f, torch.randn(67, 192, dtype=torch.float16), on_spyre=True, run_eager=False)
+    assert compile_stats.partitions == 1 and compile_stats.fallback_nodes == 0
+    assert sum("slice" in s for s in compile_stats.last.superdscs()) == 9
+
+
+def test_split_stays_a_view_in_eager_mode():
+    x = torch.randn(8, 128, dtype=torch.float16).to("spyre")
+    a, b = x.split(64, dim=1)
+    assert a._base is x and b._base is x
+
+
+def test_nn_layernorm_compiles_to_three_card_kernels():
+    m = torch.nn.LayerNorm(256).half().eval()
+    with torch.no_grad():
+        torch._dynamo.reset()
+        f = torch.compile(m.to("spyre"), backend="spyre", dynamic=False)
+        x = torch.randn(4, 67, 256, dtype=torch.float16)
+        y = f(x.to("spyre")).cpu()
+    torch.testing.assert_close(y, m.cpu()(x), atol=0.1, rtol=0.1)
+    ops = [l.split("(")[1].split(",")[0] for l in compile_stats.last.plan().splitlines() if l.startswith("launch")]
+    assert ops == ["exx2", "layernormscale", "layernormnorm"]
