@@ -6,6 +6,7 @@
 #include "spyre_jit_source_hash.h"
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -58,6 +59,12 @@ template <typename T> T check(Expected<T> e, const char *what) {
 }
 
 double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+double threadCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
 
 void writeModule(const Module &m, const std::string &path) {
   std::error_code ec;
@@ -350,6 +357,7 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(co
   Impl &im = *impl_;
   std::lock_guard<std::mutex> g(im.mu);
   auto tAll = Clock::now();
+  double cpu0 = threadCpuMs();
   CompileTimes t;
   uint64_t id = im.counter++;
   std::string dumpName = ks.size() == 1 ? "spyre_" + ks[0].name + "_" + std::to_string(id)
@@ -415,6 +423,7 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(co
   }
   t.linkMs = msSince(t0);
   t.totalMs = msSince(tAll);
+  t.cpuMs = threadCpuMs() - cpu0;
   im.last = t;
   return out;
 }

@@ -1,6 +1,8 @@
 // Differential testing of the JIT against the reference interpreter on random valid kernels
 // (tests/cpp/jit/random_kernel.h): DDR, LX and every core's registers must match byte for byte.
-// CI runs 10,000 kernels in batches of 125 per JIT module (2 batches at O2, the rest at O0),
+// CI runs 10,000 kernels in batches of 125 per JIT module (one batch at O2, the rest at O0: the O2
+// lowering is also checked by the SFP, codec and engine tests, and O2 code generation costs
+// ~15 ms per random kernel against ~0.8 ms at O0),
 // compiled on SPYRE_DIFF_THREADS worker threads (default: the host's cores, at most 4).
 // SPYRE_DIFF_LONG=N runs N kernels with every 4th batch at O2 (SPYRE_DIFF_O2_EVERY=k: every k-th);
 // SPYRE_DIFF_SEED picks the seed; SPYRE_DIFF_VERBOSE=1 prints per-batch compile times;
@@ -247,7 +249,7 @@ TEST(Differential, GeneratedKernelsPassTheVerifier) {
 }
 
 TEST(Differential, RandomKernelsBitExact) {
-  int count = 10000, o2Every = 40; // 125-kernel batches: 2 of the 80 at O2
+  int count = 10000, o2Every = 80; // 125-kernel batches: 1 of the 80 at O2
   uint64_t seed = 20261130;
   if (const char *e = std::getenv("SPYRE_DIFF_LONG"); e && *e) {
     count = std::atoi(e);
@@ -261,7 +263,7 @@ TEST(Differential, RandomKernelsBitExact) {
     threads = std::max(1, std::atoi(e));
   RandomKernelOptions opts;
   opts.maxInstrs = 5;
-  opts.maxPhases = 3;
+  opts.maxPhases = 2;
   opts.lxBytes = 20480; // room for PT tiles (pt.mm B and pt.tr tiles are 8 KiB)
   if (const char *e = std::getenv("SPYRE_DIFF_INSTRS"); e && *e)
     opts.maxInstrs = std::atoi(e);

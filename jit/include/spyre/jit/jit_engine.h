@@ -35,6 +35,7 @@ struct CompileTimes {
   double codegenMs = 0; ///< IR -> object file
   double linkMs = 0;    ///< JITLink + symbol lookup
   double totalMs = 0;
+  double cpuMs = 0;     ///< CPU time of this thread for the whole prepare (robust to a loaded host)
   bool hit = false;     ///< object came from the memory or disk cache
 };
 
