@@ -7,11 +7,18 @@
 //   comparisons (output dtype bool): eq ne lt le gt ge
 //   where(%cond, %a, %b); `a=v` / `b=v` replace a missing tensor operand by a constant
 //   unary: neg abs relu floor sqrt rsqrt reciprocal exp log tanh sigmoid silu clone
+//   expand(%x): materialised numpy broadcast of x to the output shape
 //          gelu(approximate=0 erf | 1 tanh), softplus(beta=, threshold=), clamp(min=, max=)
 //   reductions: sum mean amax amin (dims=[..], keepdim=0|1)
 //   matmul(%a, %b): [.., M, K] x [.., K, N]
 //   to_dtype(%x): the output's dtype (f16/bf16 <-> f32)
 //   transpose(%x): swaps the last two dims (fp16/bf16, rank 2-4), materialised
+//   slice(%x, dim=d, start=s, end=e): x[.., s:e, ..] on dim d (step 1), materialised; on the last
+//     dim an offset that is not a stick multiple is fp16/bf16 only
+//   permute(%x, dims=[p0, ..]): output dim k = x's dim p_k, materialised (a new last dim is
+//     fp16/bf16 only)
+//   cat(%a, %b, .., dim=d): the operands joined along d (on the last dim every operand but the
+//     last must be a stick multiple long)
 //   layer norm over the last dim (torch-spyre's three ops; x f16/bf16/f32, rank 1-4):
 //     exx2(%x) : f32[.., 2]                  per row E[x] and E[x^2] (fp32 accumulation)
 //     layernormscale(%s, eps=e) : f32[.., 1]  per row rsqrt(E[x^2] - E[x]^2 + eps)
