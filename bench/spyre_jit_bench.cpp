@@ -8,6 +8,7 @@
 #include "spyre/isa/backend.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/hardware_config.h"
+#include "spyre/isa/listing.h"
 #include "spyre/isa/timing.h"
 #include "spyre/jit/jit_engine.h"
 #include "spyre/sim/device_memory.h"
@@ -621,6 +622,105 @@ void printTables(const std::vector<WorkloadResult> &rs, const std::vector<Compil
     printf("\nsimulated-time trace (one warm-up run per workload): %s\n", tr.c_str());
 }
 
+// ---------------------------------------------------------------------------------------------
+// Stick-op microbenchmark: one core, operands resident in LX (host L2), no DMA.
+
+struct MicroOp {
+  const char *name;
+  const char *body; ///< one iteration; r1 = byte offset of the stick
+  int lsu, sfp;     ///< LSU sticks and SFP stick-ops per iteration (the timing model's units)
+};
+
+const MicroOp kMicroOps[] = {
+    {"add.dl16", "ld.dl16 v0, lx[r1]\n ld.dl16 v1, lx[r1+0x40000]\n add.dl16 v2, v0, v1\n st.dl16 lx[r1+0x80000], v2", 3, 1},
+    {"mul.dl16 x2", "ld.dl16 v0, lx[r1]\n ld.dl16 v1, lx[r1+0x40000]\n mul.dl16 v2, v0, v1\n mul.dl16 v3, v2, v0\n"
+                    " st.dl16 lx[r1+0x80000], v3", 3, 2},
+    {"relu.dl16", "ld.dl16 v0, lx[r1]\n relu.dl16 v2, v0\n st.dl16 lx[r1+0x80000], v2", 2, 1},
+    {"exp.dl16", "ld.dl16 v0, lx[r1]\n exp.dl16 v2, v0\n st.dl16 lx[r1+0x80000], v2", 2, 1},
+    {"add.f32", "ld.f32 v0, lx[r1]\n ld.f32 v1, lx[r1+0x40000]\n add.f32 v2, v0, v1\n st.f32 lx[r1+0x80000], v2", 3, 1},
+};
+
+struct MicroResult {
+  std::string name;
+  double jitNs = 0, interpNs = 0; ///< per iteration
+  int lsu = 0, sfp = 0;
+};
+
+/// ns per loop iteration of `op` (2048 sticks x `outer` per launch), median of `reps` launches.
+double microRun(sim::Engine &engine, const MicroOp &op, int outer, int reps) {
+  std::string text = std::string(".kernel micro cores=1\n.args x\n.core 0\n    loop ") + std::to_string(outer) +
+                     " {\n    li r1, 0\n    loop 2048 {\n " + op.body + "\n addi r1, r1, 128\n    }\n    }\n";
+  isa::Kernel k = isa::parseKernel(text, op.name);
+  auto pk = engine.prepare(k);
+  sim::DeviceMemory mem(1 << 20);
+  sim::Runtime rt(1, 1);
+  sim::LaunchArgs la;
+  la.ddr = mem.base();
+  la.ddrSize = mem.capacity();
+  la.base = {mem.allocate(128)};
+  la.size = {128};
+  std::mt19937 gen(3);
+  std::normal_distribution<float> nd(0, 2);
+  uint8_t *lx = rt.cores()[0].lx;
+  for (int64_t i = 0; i < 3 * 2048 * 128 / 4; ++i) { // three 256 KiB arrays: DL16 pairs or fp32
+    float v = nd(gen);
+    uint16_t h[2] = {dl16::fromFloat(v), dl16::fromFloat(-v)};
+    if (std::strstr(op.name, "f32"))
+      std::memcpy(lx + 4 * i, &v, 4);
+    else
+      std::memcpy(lx + 4 * i, h, 4);
+  }
+  rt.launch(*pk, la); // warm-up
+  std::vector<double> ns;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    rt.launch(*pk, la);
+    ns.push_back(msSince(t0) * 1e6 / (2048.0 * outer));
+  }
+  return median(ns);
+}
+
+std::vector<MicroResult> microBench(const Options &o) {
+  std::vector<MicroResult> out;
+  jit::JitEngine jit({o.tier, "", "off", false});
+  auto interp = sim::makeInterpreter();
+  for (const auto &op : kMicroOps) {
+    progress(std::string("micro ") + op.name);
+    MicroResult r;
+    r.name = op.name;
+    r.lsu = op.lsu;
+    r.sfp = op.sfp;
+    r.jitNs = microRun(jit, op, 16, std::max(5, o.reps));
+    if (o.engine != "jit")
+      r.interpNs = microRun(*interp, op, 1, 3);
+    out.push_back(r);
+  }
+  return out;
+}
+
+void printMicro(const std::vector<MicroResult> &rs, bool json) {
+  if (json) {
+    std::cout << "[";
+    for (size_t i = 0; i < rs.size(); ++i) {
+      const auto &r = rs[i];
+      std::cout << (i ? "," : "") << "\n{\"micro\":\"" << r.name << "\",\"jit_ns_per_iter\":" << r.jitNs
+                << ",\"interp_ns_per_iter\":" << r.interpNs << ",\"lsu\":" << r.lsu << ",\"sfp\":" << r.sfp << "}";
+    }
+    std::cout << "\n]\n";
+    return;
+  }
+  printf("stick-op microbenchmark: 1 core, 2048-stick operands resident in LX (host L2), no DMA; stick-ops = LSU\n"
+         "sticks + SFP stick-ops (the timing model's units), output sticks = loop iterations\n");
+  printf("%-12s %12s %14s %16s %14s %14s %9s\n", "op", "JIT ns/iter", "JIT Mstick-ops/s", "JIT Mout-sticks/s",
+         "interp ns/iter", "interp Msops/s", "JIT/int");
+  for (const auto &r : rs) {
+    double ops = r.lsu + r.sfp;
+    printf("%-12s %12.2f %16.1f %16.1f %14.1f %14.2f %8.1fx\n", r.name.c_str(), r.jitNs, ops / r.jitNs * 1e3,
+           1e3 / r.jitNs, r.interpNs, r.interpNs > 0 ? ops / r.interpNs * 1e3 : 0.0,
+           r.interpNs > 0 ? r.interpNs / r.jitNs : 0.0);
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -651,6 +751,7 @@ int main(int argc, char **argv) {
       "compile-reps", po::value<int>()->default_value(5),
       "single-op mode: JIT prepare-time repetitions per kernel and tier (O0, O2): cold (no cache), memory-cache hit "
       "and disk-cache hit (private temporary directory); 0 skips")(
+      "micro", "stick-op microbenchmark instead: add/mul/relu/exp per stick on LX-resident data, JIT vs interpreter")(
       "dump", po::value<std::string>(), "write SuperDSC, ISA listings, LLVM IR (before/after passes) and objects here")(
       "json", "print JSON instead of a table");
   po::variables_map vm;
@@ -692,6 +793,10 @@ int main(int argc, char **argv) {
     std::vector<WorkloadResult> results;
     std::vector<CompileResult> compiles;
     int compileReps = vm["compile-reps"].as<int>();
+    if (vm.count("micro")) {
+      printMicro(microBench(o), vm.count("json") > 0);
+      return 0;
+    }
     if (vm.count("workload")) {
       auto ws = selectWorkloads(vm["workload"].as<std::string>());
       for (size_t i = 0; i < ws.size(); ++i) {
