@@ -1,6 +1,7 @@
 #include "spyre/frontend/compiler.h"
 #include "kernel_draft.h"
 #include "lx_planning.h"
+#include "spyre/frontend/work_division.h"
 #include "spyre/isa/error.h"
 #include <algorithm>
 #include <cstdlib>
@@ -549,22 +550,10 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
   N_.push_back(N);
   N_.push_back(K);
   int64_t eps = 64;
-  std::vector<int64_t> adjusted = N_;
-  adjusted[r - 2] = (N + eps - 1) / eps;
-  std::vector<bool> splittable(r, true);
-  splittable[r - 1] = false; // output dims first (pass 3) ...
-  auto splits = divideWork(adjusted, splittable, maxCores);
-  int64_t used = std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>());
-  // ... then, if cores remain, the reduction dim K in sticks; its partial sums travel over the
-  // ring between adjacent cores.
-  const int64_t KT = (K + 63) / 64;
-  for (int64_t ks = std::min<int64_t>(maxCores / used, KT); ks > 1; --ks)
-    if (KT % ks == 0) {
-      splits[r - 1] = ks;
-      used *= ks;
-      break;
-    }
-  int cores = static_cast<int>(used);
+  // Work division passes 1-3 (span limit, matmul cost model, largest divisors); a K split's
+  // partial sums travel over the ring between adjacent cores.
+  std::vector<int64_t> splits = matmulWorkDivision({batchShape, rb != 2, M, N, K}, maxCores);
+  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
 
   KernelDraft kd;
   SuperDsc &s = kd.s;

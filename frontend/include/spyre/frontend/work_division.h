@@ -1,0 +1,71 @@
+// Work division: how an op's iteration space is split over the cores (torch-spyre
+// `work_division.py`, notes §4.5), in its three passes:
+//   pass 1 span reduction  — no core may span more than 256 MiB of any tensor (mandatory);
+//   pass 2 matmul cost model — batchmatmul only, an analytic µs model over (b, m, n, k) splits;
+//   pass 3 work distribution — the largest divisor per output dim in decreasing size, then at
+//                              most one reduction dim; Pass-1 commits are lower bounds.
+// Sizes are stick-adjusted: a dim that indexes a stick counts sticks, so splits fall on stick
+// boundaries. Uneven splits are never produced.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace spyre::frontend {
+
+inline constexpr int64_t kMaxSpanBytes = int64_t{256} << 20;
+
+/// One tensor as pass 1 sees it: its device dims outer -> inner, each indexed by one iteration
+/// dim (-1: none) with its extent in device units (rows, or sticks for the stick dim); the
+/// innermost unit is one 128-byte stick.
+struct SpanTensor {
+  std::string name;
+  std::vector<std::pair<int, int64_t>> dims;
+};
+
+/// Bytes one core spans of `t` under `splits`: the outermost device dim whose per-core extent
+/// is > 1 contributes that extent, every inner dim its whole extent (torch-spyre's
+/// get_per_core_span; once an outer dim is split down to one index per core, the span is
+/// measured from the next dim in).
+int64_t perCoreSpan(const SpanTensor &t, const std::vector<int64_t> &splits);
+
+/// Pass 1: the splits (1 = none) each tensor larger than kMaxSpanBytes forces, walking its
+/// device dims outer -> inner: the fewest cores that bring it within the limit, else the most
+/// the core budget allows and on to the next dim. Commits of different tensors combine as lower
+/// bounds. Throws Unsupported when more than one reduction dim would have to be split.
+std::vector<int64_t> spanReduction(const std::vector<int64_t> &sizes, const std::vector<bool> &isReduction,
+                                   const std::vector<SpanTensor> &tensors, int maxCores);
+
+/// Pass 3 with Pass-1 commits: each output dim (decreasing size) takes its commit times the
+/// largest divisor of the rest that fits the remaining cores; then, if cores remain and no
+/// reduction dim was committed, the single reduction dim with the largest such divisor.
+std::vector<int64_t> distributeWork(const std::vector<int64_t> &sizes, const std::vector<bool> &isReduction,
+                                    const std::vector<int64_t> &commits, int maxCores);
+
+/// A batchmatmul as pass 2 sees it (element counts; N and K are split in sticks of 64).
+struct MatmulProblem {
+  std::vector<int64_t> batch; ///< batch dims of the output
+  bool batchInBothInputs = true; ///< false for a 2-d weight shared over the batch
+  int64_t M = 1, N = 1, K = 1;
+};
+struct MatmulSplit {
+  std::vector<int64_t> batch;
+  int64_t m = 1, n = 1, k = 1; ///< n, k in sticks
+  double costUs = 0;
+  int64_t cores() const;
+};
+/// torch-spyre's analytic cost of one split (µs): (compute + hbm + psum + tie) · b^1.4.
+double matmulCostUs(const MatmulProblem &p, const MatmulSplit &s);
+/// Pass 2: the cheapest split over all divisors with b·m·n·k <= maxCores (first minimum in
+/// b, m, n, k order), or nullopt where torch-spyre declines: Pass 1 committed a split, not
+/// exactly one row dim private to one input (a 2-d weight shared over batch dims), or the best
+/// plan uses fewer cores than `pass3Cores`.
+std::optional<MatmulSplit> costModelMatmulDivision(const MatmulProblem &p, int maxCores, bool pass1Committed,
+                                                   int64_t pass3Cores);
+
+/// All three passes for a batchmatmul over dims [batch..., M, N, K]: splits in that order
+/// (N and K in sticks). `aBytes`... are derived from the shapes (DL16, generic layouts).
+std::vector<int64_t> matmulWorkDivision(const MatmulProblem &p, int maxCores);
+
+} // namespace spyre::frontend

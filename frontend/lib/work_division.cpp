@@ -1,0 +1,224 @@
+// Work division passes 1-3 (see work_division.h; torch-spyre notes §4.5).
+#include "spyre/frontend/work_division.h"
+#include "spyre/isa/error.h"
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+namespace spyre::frontend {
+
+namespace {
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> d;
+  for (int64_t i = 1; i <= n; ++i)
+    if (n % i == 0)
+      d.push_back(i);
+  return d;
+}
+
+int64_t product(const std::vector<int64_t> &v) {
+  int64_t p = 1;
+  for (int64_t x : v)
+    p *= x;
+  return p;
+}
+
+/// Largest divisor of n that is <= limit.
+int64_t largestDivisor(int64_t n, int64_t limit) {
+  for (int64_t s = std::min(n, limit); s >= 1; --s)
+    if (n % s == 0)
+      return s;
+  return 1;
+}
+
+} // namespace
+
+int64_t perCoreSpan(const SpanTensor &t, const std::vector<int64_t> &splits) {
+  // From the first byte a core touches to its last: the outermost dim where the core's slice
+  // is longer than one contributes its per-core extent, every inner dim its whole extent.
+  int64_t bytes = 128;
+  bool outer = true;
+  for (auto [var, extent] : t.dims) {
+    int64_t s = var >= 0 ? splits.at(var) : 1;
+    int64_t per = (extent + s - 1) / s;
+    if (outer) {
+      if (per <= 1)
+        continue;
+      outer = false;
+      bytes *= per;
+      continue;
+    }
+    bytes *= extent;
+  }
+  return bytes;
+}
+
+std::vector<int64_t> spanReduction(const std::vector<int64_t> &sizes, const std::vector<bool> &isReduction,
+                                   const std::vector<SpanTensor> &tensors, int maxCores) {
+  std::vector<int64_t> commit(sizes.size(), 1);
+  for (const SpanTensor &t : tensors) {
+    if (perCoreSpan(t, commit) <= kMaxSpanBytes)
+      continue;
+    // Walk the device dims outer -> inner; each dim indexed by a variable may be split.
+    for (size_t k = 0; k < t.dims.size() && perCoreSpan(t, commit) > kMaxSpanBytes; ++k) {
+      int var = t.dims[k].first;
+      if (var < 0 || t.dims[k].second <= 1)
+        continue;
+      const int64_t others = product(commit) / commit[var];
+      int64_t bestFit = 0, bestFitSpan = -1, smallest = 0, smallestSpan = -1;
+      for (int64_t s : divisors(sizes[var])) {
+        if (s < commit[var] || s % commit[var] != 0 || others * s > maxCores)
+          continue;
+        std::vector<int64_t> trial = commit;
+        trial[var] = s;
+        int64_t span = perCoreSpan(t, trial);
+        if (span <= kMaxSpanBytes && span > bestFitSpan)
+          bestFit = s, bestFitSpan = span; // the largest span within the limit: fewest cores
+        if (smallestSpan < 0 || span < smallestSpan)
+          smallest = s, smallestSpan = span;
+      }
+      if (bestFit)
+        commit[var] = bestFit;
+      else if (smallest)
+        commit[var] = smallest; // still over the limit: split as far as cores allow, go inward
+    }
+  }
+  int reductionSplits = 0;
+  for (size_t v = 0; v < sizes.size(); ++v)
+    reductionSplits += isReduction[v] && commit[v] > 1;
+  if (reductionSplits > 1)
+    throw Unsupported("work division: keeping every core's span within 256 MiB would split " +
+                      std::to_string(reductionSplits) + " reduction dims (at most one may be split)");
+  return commit;
+}
+
+std::vector<int64_t> distributeWork(const std::vector<int64_t> &sizes, const std::vector<bool> &isReduction,
+                                    const std::vector<int64_t> &commits, int maxCores) {
+  std::vector<int64_t> splits = commits;
+  int64_t remaining = maxCores / product(commits);
+  std::vector<size_t> order;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (!isReduction[i])
+      order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+  for (size_t d : order) {
+    int64_t extra = largestDivisor(sizes[d] / commits[d], remaining);
+    splits[d] = commits[d] * extra;
+    remaining /= extra;
+  }
+  bool reductionCommitted = false;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    reductionCommitted |= isReduction[i] && commits[i] > 1;
+  if (remaining > 1 && !reductionCommitted) {
+    int best = -1;
+    int64_t bestSplit = 1;
+    for (size_t i = 0; i < sizes.size(); ++i)
+      if (isReduction[i]) {
+        int64_t s = largestDivisor(sizes[i], remaining);
+        if (s > bestSplit)
+          best = static_cast<int>(i), bestSplit = s;
+      }
+    if (best >= 0)
+      splits[best] = bestSplit;
+  }
+  return splits;
+}
+
+int64_t MatmulSplit::cores() const { return product(batch) * m * n * k; }
+
+double matmulCostUs(const MatmulProblem &p, const MatmulSplit &s) {
+  const double B = static_cast<double>(product(p.batch)), M = static_cast<double>(p.M),
+               N = static_cast<double>(p.N), K = static_cast<double>(p.K);
+  const double cores = static_cast<double>(s.cores()), b = static_cast<double>(product(s.batch));
+  const double ptPasses = std::max(1.0, (M / static_cast<double>(s.m)) / 8.0);
+  const double ptEff = std::min(1.0, std::sqrt(ptPasses / 8.0));
+  const double compute = (B * M * N * K / cores) / (1.536e6 * ptEff);
+  const double hbm = (B * M * K + B * K * N + B * M * N) * 2.0 / 204.8e3 *
+                     std::max(1.0, static_cast<double>(std::max(s.m, s.n)) / 8.0);
+  const double psum = static_cast<double>(s.k - 1) * B * M * N * 1.4e-4;
+  const double tie = ptPasses >= 8.0 ? 0.0 : std::log2(8.0 / ptPasses) * 50.0;
+  return (compute + hbm + psum + tie) * std::pow(b, 1.4);
+}
+
+std::optional<MatmulSplit> costModelMatmulDivision(const MatmulProblem &p, int maxCores, bool pass1Committed,
+                                                   int64_t pass3Cores) {
+  if (pass1Committed)
+    return std::nullopt;
+  // Exactly one row dim private to one input (M); batch dims of a shared 2-d weight are a
+  // second such dim.
+  if (!p.batch.empty() && !p.batchInBothInputs)
+    return std::nullopt;
+  const int64_t nSticks = (p.N + 63) / 64, kSticks = (p.K + 63) / 64;
+  std::optional<MatmulSplit> best;
+  MatmulSplit cur;
+  cur.batch.assign(p.batch.size(), 1);
+  std::function<void(size_t, int64_t)> batchLevel = [&](size_t i, int64_t used) {
+    if (i < p.batch.size()) {
+      for (int64_t bs : divisors(p.batch[i]))
+        if (used * bs <= maxCores) {
+          cur.batch[i] = bs;
+          batchLevel(i + 1, used * bs);
+        }
+      return;
+    }
+    for (int64_t m : divisors(p.M))
+      for (int64_t n : divisors(nSticks))
+        for (int64_t k : divisors(kSticks)) {
+          if (used * m * n * k > maxCores)
+            continue;
+          cur.m = m, cur.n = n, cur.k = k;
+          cur.costUs = matmulCostUs(p, cur);
+          if (!best || cur.costUs < best->costUs)
+            best = cur;
+        }
+  };
+  batchLevel(0, 1);
+  if (!best || best->cores() < pass3Cores)
+    return std::nullopt;
+  return best;
+}
+
+std::vector<int64_t> matmulWorkDivision(const MatmulProblem &p, int maxCores) {
+  const size_t nb = p.batch.size();
+  const int vM = static_cast<int>(nb), vN = vM + 1, vK = vM + 2;
+  const int64_t nSticks = (p.N + 63) / 64, kSticks = (p.K + 63) / 64;
+  std::vector<int64_t> sizes = p.batch;
+  sizes.insert(sizes.end(), {p.M, nSticks, kSticks});
+  std::vector<bool> isReduction(sizes.size(), false);
+  isReduction[vK] = true;
+  // Generic stick layouts of x [batch.., M, K], w [(batch..), K, N], out [batch.., M, N]:
+  // device dims [host 1..r-2, stick tile of host r-1, host 0], innermost one stick.
+  auto generic = [](const std::vector<std::pair<int, int64_t>> &host) {
+    std::vector<std::pair<int, int64_t>> dev;
+    const size_t r = host.size();
+    for (size_t i = 1; i + 1 < r; ++i)
+      dev.push_back(host[i]);
+    dev.push_back(host[r - 1]);
+    if (r > 1)
+      dev.push_back(host[0]);
+    return dev;
+  };
+  std::vector<std::pair<int, int64_t>> xh, wh, oh;
+  for (size_t i = 0; i < nb; ++i) {
+    xh.push_back({static_cast<int>(i), p.batch[i]});
+    oh.push_back({static_cast<int>(i), p.batch[i]});
+    if (p.batchInBothInputs)
+      wh.push_back({static_cast<int>(i), p.batch[i]});
+  }
+  xh.insert(xh.end(), {{vM, p.M}, {vK, kSticks}});
+  wh.insert(wh.end(), {{vK, p.K}, {vN, nSticks}});
+  oh.insert(oh.end(), {{vM, p.M}, {vN, nSticks}});
+  std::vector<SpanTensor> tensors = {{"x", generic(xh)}, {"w", generic(wh)}, {"out", generic(oh)}};
+  std::vector<int64_t> commits = spanReduction(sizes, isReduction, tensors, maxCores);
+  std::vector<int64_t> pass3 = distributeWork(sizes, isReduction, commits, maxCores);
+  bool committed = product(commits) > 1;
+  if (auto best = costModelMatmulDivision(p, maxCores, committed, product(pass3))) {
+    std::vector<int64_t> s = best->batch;
+    s.insert(s.end(), {best->m, best->n, best->k});
+    return s;
+  }
+  return pass3;
+}
+
+} // namespace spyre::frontend

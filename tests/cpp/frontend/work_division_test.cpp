@@ -1,0 +1,113 @@
+// Work division passes 1-3 (torch-spyre notes §4.5) and their worked examples.
+#include "spyre/frontend/compiler.h"
+#include "spyre/frontend/work_division.h"
+#include "spyre/isa/error.h"
+#include <cstdio>
+#include <gtest/gtest.h>
+
+using namespace spyre;
+using namespace spyre::frontend;
+
+TEST(WorkDivision, DocsExampleLargeMatmulSplitsKForTheSpanThenM) {
+  // A[8192, 32768] is 512 MiB: pass 1 splits its outermost device dim (K sticks) by 2; pass 2
+  // declines because pass 1 committed; pass 3 gives M 16, N 1: {M:16, N:1, K:2} on 32 cores.
+  MatmulProblem p{{}, true, 8192, 4096, 32768};
+  EXPECT_EQ(matmulWorkDivision(p, 32), (std::vector<int64_t>{16, 1, 2}));
+}
+
+TEST(WorkDivision, Pass3MatchesTheAbsExample) {
+  // abs on (256, 128, 512) fp16 with 32 cores: c0 (256) takes all 32.
+  std::vector<int64_t> sizes{256, 128, 512 / 64};
+  EXPECT_EQ(distributeWork(sizes, {false, false, false}, {1, 1, 1}, 32), (std::vector<int64_t>{32, 1, 1}));
+  EXPECT_EQ(divideWork(sizes, {true, true, true}, 32), (std::vector<int64_t>{32, 1, 1}));
+  // SENCORES=7: 7 divides none of 256, 128, 8, so the largest divisors are 4 then 1.
+  EXPECT_EQ(distributeWork(sizes, {false, false, false}, {1, 1, 1}, 7), (std::vector<int64_t>{4, 1, 1}));
+  // Commits are lower bounds: a committed 2 on dim 1 leaves 16 cores for dim 0.
+  EXPECT_EQ(distributeWork(sizes, {false, false, false}, {1, 2, 1}, 32), (std::vector<int64_t>{16, 2, 1}));
+  // Remaining cores go to the one reduction dim with the largest divisor.
+  EXPECT_EQ(distributeWork({4, 64, 12}, {false, true, true}, {1, 1, 1}, 32), (std::vector<int64_t>{4, 8, 1}));
+}
+
+TEST(WorkDivision, Pass1SpanReduction) {
+  // 2 x 1M sticks = 256 MiB exactly: within the limit, nothing to split.
+  SpanTensor t{"t", {{0, 2}, {-1, 1 << 20}}};
+  EXPECT_EQ(perCoreSpan(t, {1}), kMaxSpanBytes);
+  EXPECT_EQ(spanReduction({2}, {false}, {t}, 32), (std::vector<int64_t>{1}));
+  // 8 x 1M sticks = 1 GiB: the fewest cores that fit is 4.
+  SpanTensor big{"big", {{0, 8}, {-1, 1 << 20}}};
+  EXPECT_EQ(spanReduction({8}, {false}, {big}, 32), (std::vector<int64_t>{4}));
+  // With 2 cores the best is 2 (still 512 MiB; torch-spyre only warns).
+  EXPECT_EQ(spanReduction({8}, {false}, {big}, 2), (std::vector<int64_t>{2}));
+  // Outer dim exhausted: continue inward to the next dim.
+  SpanTensor deep{"deep", {{0, 2}, {1, 16}, {-1, 3 << 15}}}; // 2*16*98304*128 = 384 MiB
+  EXPECT_EQ(spanReduction({2, 16}, {false, false}, {deep}, 32), (std::vector<int64_t>{2, 1}));
+  SpanTensor deeper{"deeper", {{0, 2}, {1, 16}, {-1, 3 << 17}}}; // 1.5 GiB: 2, then 4 -> 192 MiB
+  EXPECT_EQ(spanReduction({2, 16}, {false, false}, {deeper}, 32), (std::vector<int64_t>{2, 4}));
+  // Two reduction dims would have to be split.
+  SpanTensor red{"red", {{0, 2}, {1, 2}, {-1, 3 << 19}}}; // 768 MiB
+  try {
+    spanReduction({2, 2}, {true, true}, {red}, 32);
+    ADD_FAILURE() << "no error";
+  } catch (const Unsupported &e) {
+    EXPECT_NE(std::string(e.what()).find("would split 2 reduction dims (at most one may be split)"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(WorkDivision, Pass2CostModel) {
+  // Decode P.V: (1 x 8192) . (8192 x 128). Cost of {m 1, n 2, k 16} by hand: compute
+  // 32768 MAC / (1.536e6 * sqrt(1/8)) = 0.06034; hbm (8192 + 1048576 + 128) * 2 / 204800 =
+  // 10.3213; psum 15 * 128 * 1.4e-4 = 0.2688; tie log2(8) * 50 = 150.
+  MatmulProblem pv{{}, true, 1, 128, 8192};
+  MatmulSplit s{{}, 1, 2, 16, 0};
+  EXPECT_NEAR(matmulCostUs(pv, s), 0.06034 + 10.3213 + 0.2688 + 150, 1e-3);
+  // The model's optimum for decode is 16 cores ({m 1, n 2, k 8}: each further K split costs
+  // more ring hops than it saves compute); that is fewer than pass 3's 32, so pass 2 declines.
+  auto best = costModelMatmulDivision(pv, 32, false, 1);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->cores(), 16);
+  EXPECT_EQ(best->m, 1);
+  EXPECT_EQ(best->n, 2);
+  EXPECT_EQ(best->k, 8);
+  EXPECT_FALSE(costModelMatmulDivision(pv, 32, false, 32));
+  // Declines: a pass-1 commit; a 2-d weight shared over batch dims.
+  EXPECT_FALSE(costModelMatmulDivision(pv, 32, true, 1));
+  MatmulProblem shared{{4}, false, 256, 256, 256};
+  EXPECT_FALSE(costModelMatmulDivision(shared, 32, false, 32));
+  // A square-ish matmul: pass 3 would give M 32 (2 PT passes per core, 4x DDR fan-out);
+  // the cost model prefers more rows per core.
+  MatmulProblem sq{{}, true, 512, 1024, 1024};
+  auto b2 = costModelMatmulDivision(sq, 32, false, 32);
+  ASSERT_TRUE(b2);
+  EXPECT_EQ(b2->cores(), 32);
+  EXPECT_LE(b2->m, 8);
+  MatmulSplit pass3{{}, 32, 1, 1, 0};
+  EXPECT_LT(b2->costUs, matmulCostUs(sq, pass3));
+}
+
+TEST(WorkDivision, MatmulSplitsAreValidForManyShapes) {
+  // Every split divides its (stick-adjusted) size, the product fits the cores, and at most the
+  // one reduction dim K is split; printed for the benchmark shapes.
+  const std::vector<MatmulProblem> shapes = {
+      {{}, true, 64, 8192, 2048},  {{}, true, 4096, 1024, 2048}, {{}, true, 1, 128, 8192},
+      {{}, true, 4, 1024, 256},    {{}, true, 4, 256, 1024},     {{8}, true, 256, 64, 128},
+      {{2, 3}, true, 67, 129, 255}, {{4}, false, 128, 256, 512}, {{}, true, 8192, 4096, 32768}};
+  for (int cores : {1, 2, 7, 32})
+    for (const MatmulProblem &p : shapes) {
+      std::vector<int64_t> s = matmulWorkDivision(p, cores);
+      std::vector<int64_t> sizes = p.batch;
+      sizes.insert(sizes.end(), {p.M, (p.N + 63) / 64, (p.K + 63) / 64});
+      ASSERT_EQ(s.size(), sizes.size());
+      int64_t prod = 1;
+      for (size_t i = 0; i < s.size(); ++i) {
+        EXPECT_EQ(sizes[i] % s[i], 0) << "dim " << i;
+        prod *= s[i];
+      }
+      EXPECT_LE(prod, cores);
+      if (cores == 32 && p.batch.empty())
+        std::printf("[work division] %lldx%lld . %lldx%lld on 32 cores: M %lld, N %lld, K %lld\n",
+                    static_cast<long long>(p.M), static_cast<long long>(p.K), static_cast<long long>(p.K),
+                    static_cast<long long>(p.N), static_cast<long long>(s[0]), static_cast<long long>(s[1]),
+                    static_cast<long long>(s[2]));
+    }
+}
