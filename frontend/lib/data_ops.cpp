@@ -11,7 +11,8 @@
 //   cat(%a, %b, .., dim=d) : the operands joined along d
 //     -> one SuperDSC `identity` per operand, over that operand's dims, whose output is a view of
 //        the cat's buffer (maxDimSizes_ = its size, offsets_ = the operand's start on d). Along
-//        the stick dim every start must be a stick multiple (a write cannot move lanes).
+//        the stick dim a start inside a stick makes a lane-moving copy that merges the boundary
+//        stick (fp16/bf16; that operand's stick dim is not split over cores).
 #include "kernel_draft.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/isa/error.h"
@@ -196,14 +197,20 @@ std::vector<KernelDraft> catKernels(const Graph &g, const Node &n, size_t index,
     for (int64_t d : x.shape)
       if (d == 0)
         throw Unsupported("empty tensors in " + where);
-    if (static_cast<size_t>(dim) == r - 1 && offset % eps != 0)
+    // Along the stick dim at an offset inside a stick the copy moves lanes (PE array, DL16) and
+    // merges the boundary stick with what earlier operands wrote; the stick dim stays whole.
+    const bool laneShift = static_cast<size_t>(dim) == r - 1 && offset % eps != 0;
+    if (laneShift && fmt != DataFormat::SEN169_FP16)
       throw Unsupported("cat along the last dim at offset " + std::to_string(offset) + ", not a multiple of " +
-                        std::to_string(eps) + " elements (" + where + ": the copy would have to move lanes)");
+                        std::to_string(eps) + " elements, of " + std::string(dtypeShortName(out.dtype)) +
+                        " tensors (" + where + "; fp16/bf16 only: the copy moves lanes)");
     auto labels = dimLabels(r);
     const std::vector<int64_t> &N = x.shape;
     std::vector<int64_t> adjusted = N;
     adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
-    auto splits = divideWork(adjusted, std::vector<bool>(r, true), maxCores);
+    std::vector<bool> splittable(r, true);
+    splittable[r - 1] = !laneShift;
+    auto splits = divideWork(adjusted, splittable, maxCores);
     int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
     KernelDraft kd;
     SuperDsc &s = kd.s;

@@ -12,6 +12,12 @@
 // Columns are processed in groups of G output tiles (G + 1 input tiles) to fit in LX. Padding
 // rows of a partial 64-row block are never written back, so their (stale) contents do not
 // matter: pt.tr moves DL16 data without arithmetic.
+//
+// An output view starting inside a stick (cat along the stick dim at an offset that is not a
+// stick multiple) keeps the lanes below its offset: the output's first tile is read back and
+// transposed into E, the view's column sticks are copied after them (ld/st, exact for DL16),
+// and E is transposed back. Lanes past the view's end in its last tile belong to later cat
+// operands (written by later kernels) or padding. Whole rows must fit in one column group.
 #include "backend_common.h"
 #include <functional>
 
@@ -28,8 +34,6 @@ Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
   if (in.fmt != Format::DL16 || out.fmt != Format::DL16)
     throw Unsupported("a slice of the stick dim inside a stick of " + std::string(formatName(in.fmt)) + " tensors in " +
                       s.name + " (DL16 only: it moves lanes through the PE array)");
-  if (out.laneOffset != 0)
-    throw Unsupported("writing into a view that starts inside a stick (" + outT.dsName + " in " + s.name + ")");
   for (size_t d = 0; d < s.dims.size(); ++d)
     if (inT.scale[d] != 1)
       throw Unsupported("broadcasting in a lane-moving copy in " + s.name);
@@ -37,7 +41,9 @@ Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
     throw Unsupported("a lane-moving copy between different layouts in " + s.name);
   if (s.numWkSlicesPerDim[sd] != 1)
     throw Unsupported("splitting the stick dim of a lane-moving copy over cores in " + s.name);
-  const int64_t lane = in.laneOffset, N = s.N[sd], outTiles = (N + 63) / 64;
+  const int64_t lane = in.laneOffset, laneOut = out.laneOffset, N = s.N[sd];
+  // Output tiles the view touches (its first starts laneOut lanes in).
+  const int64_t outTiles = (laneOut + N + 63) / 64;
   // The row dim: the innermost device dim (layoutDimOrder_[0]) unless it is the stick dim.
   const int rowDim = layout.layoutDimOrder[0] == stickDim ? -1 : s.dimIndex(layout.layoutDimOrder[0]);
   auto strideOf = [](const TensorGeom &g, int d) {
@@ -49,12 +55,19 @@ Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
   // Column groups: G output tiles need G + 1 input tiles; S, D (one spare tile for the shifted
   // read) and D2 must fit in LX.
   const int64_t tileBytes = 64 * kStickBytes;
+  // LX: S (G + 1 input tiles), D (G + 2: a spare tile for the shifted read), D2 (G), and for
+  // an output lane offset E (G tiles, the merged column sticks).
+  const int64_t bufTiles = laneOut ? 1 + 2 + 2 : 1 + 2; // per G: S, D, D2 (+ E); constant extra tiles
+  auto fits = [&](int64_t g) { return ((laneOut ? 4 : 3) * g + bufTiles) * tileBytes <= opts.lxBytes; };
   int64_t G = outTiles;
-  while (G > 1 && ((G + 1) + (G + 2) + G) * tileBytes > opts.lxBytes)
+  while (G > 1 && !fits(G))
     --G;
-  if (((G + 1) + (G + 2) + G) * tileBytes > opts.lxBytes)
+  if (!fits(G))
     throw Unsupported("a lane-moving copy does not fit in LX in " + s.name);
-  const int64_t lxS = 0, lxD = (G + 1) * tileBytes, lxD2 = lxD + (G + 2) * tileBytes;
+  if (laneOut && G < outTiles)
+    throw Unsupported("writing into a view that starts inside a stick with rows of " + std::to_string(N) +
+                      " elements (more than one LX column group) in " + s.name);
+  const int64_t lxS = 0, lxD = (G + 1) * tileBytes, lxD2 = lxD + (G + 2) * tileBytes, lxE = lxD2 + G * tileBytes;
 
   // Per-core offsets: every non-stick dim may be split.
   std::vector<int64_t> inOff(s.numCoresUsed, in.viewOffsetBytes), outOff(s.numCoresUsed, out.viewOffsetBytes);
@@ -98,7 +111,27 @@ Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
   auto block = [&](int64_t nr, int64_t gt, int64_t it) {
     pb.dmaBoxStrided(true, in.segment, 1, 0, -1, lxS, {{it, inTile, tileBytes}, {nr, inRow, kStickBytes}}, 0, 20, 21);
     transpose(lxD, lxS, 64, it * 64);
-    transpose(lxD2, lxD + lane * kStickBytes, gt * 64, 64);
+    if (laneOut) {
+      // E = the output's first tile as column sticks, then the view's N columns after its
+      // first laneOut ones; transposing E gives the merged output tiles.
+      pb.dmaBoxStrided(true, out.segment, 2, 0, -1, lxS, {{nr, outRow, kStickBytes}}, 0, 20, 21);
+      transpose(lxE, lxS, 64, 64);
+      emitLi(pb, 5, lxD + lane * kStickBytes);
+      emitLi(pb, 6, lxE + laneOut * kStickBytes);
+      pb.loop(N, {{5, kStickBytes}, {6, kStickBytes}}, [&] {
+        Instr ld = mk(Opcode::Ld, Format::DL16);
+        ld.v = {0, -1, -1, -1};
+        ld.lx = {5, 0};
+        pb.emit(ld);
+        Instr st = mk(Opcode::St, Format::DL16);
+        st.v = {0, -1, -1, -1};
+        st.lx = {6, 0};
+        pb.emit(st);
+      });
+      transpose(lxD2, lxE, gt * 64, 64);
+    } else {
+      transpose(lxD2, lxD + lane * kStickBytes, gt * 64, 64);
+    }
     pb.dmaBoxStrided(false, out.segment, 2, 0, -1, lxD2, {{gt, outTile, tileBytes}, {nr, outRow, kStickBytes}}, 1, 20,
                      21);
   };
@@ -110,6 +143,8 @@ Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
     pb.loop(loopGroups, {{1, G * inTile}, {2, G * outTile}}, [&] { block(nr, G, G + 1); });
     int64_t lastTiles = rest ? rest : G, lastCols = N - (outTiles - lastTiles) * 64;
     int64_t lastIn = (lane + lastCols + 63) / 64;
+    if (laneOut) // one group: every input tile of the view
+      lastIn = (lane + N + 63) / 64;
     if (loopGroups > 0) {
       pb.emit(addi(1, 1, loopGroups * G * inTile));
       pb.emit(addi(2, 2, loopGroups * G * outTile));

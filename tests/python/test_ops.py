@@ -569,7 +569,13 @@ def test_cat_runs_on_spyre(shapes, dim):
     compare_with_cpu(lambda *a: torch.cat(a, dim) * 2, *xs, on_spyre=True, run_eager=False)
 
 
-def test_cat_along_the_stick_at_an_unaligned_offset_falls_back():
-    fb = compare_with_cpu(lambda a, b: torch.cat([a, b], -1), randn((4, 67), "c0"), randn((4, 64), "c1"),
-                          run_eager=False)
+@pytest.mark.parametrize("sizes", [(67, 64), (5, 71, 1, 129), (100, 30, 3)], ids=lambda s: "_".join(map(str, s)))
+def test_cat_along_the_stick_at_unaligned_offsets_runs_on_spyre(sizes):
+    xs = [randn((2, 3, 33, n), f"cu{i}") for i, n in enumerate(sizes)]
+    compare_with_cpu(lambda *a: torch.cat(a, -1) + 1, *xs, on_spyre=True, run_eager=False)
+
+
+def test_cat_of_f32_along_the_stick_at_an_unaligned_offset_falls_back():
+    fb = compare_with_cpu(lambda a, b: torch.cat([a, b], -1), randn((4, 67), "c0", dtype=torch.float32),
+                          randn((4, 64), "c1", dtype=torch.float32), run_eager=False)
     assert fb["compile"]

@@ -17,8 +17,8 @@
 //     dim an offset that is not a stick multiple is fp16/bf16 only
 //   permute(%x, dims=[p0, ..]): output dim k = x's dim p_k, materialised (a new last dim is
 //     fp16/bf16 only)
-//   cat(%a, %b, .., dim=d): the operands joined along d (on the last dim every operand but the
-//     last must be a stick multiple long)
+//   cat(%a, %b, .., dim=d): the operands joined along d (on the last dim at offsets inside a
+//     stick fp16/bf16 only)
 //   layer norm over the last dim (torch-spyre's three ops; x f16/bf16/f32, rank 1-4):
 //     exx2(%x) : f32[.., 2]                  per row E[x] and E[x^2] (fp32 accumulation)
 //     layernormscale(%s, eps=e) : f32[.., 1]  per row rsqrt(E[x^2] - E[x]^2 + eps)
