@@ -537,47 +537,78 @@ private:
     }
   }
 
-  // pt.mm: for each row i and 64-wide column tile, a <64 x float> accumulator runs over k in
-  // order with fma(splat(A[i][k]), B[k][tile], acc) -- the interpreter's per-element order.
+  // pt.mm: C[i][n] accumulates fma(A[i][k], B[k][n], .) over k = 0..K-1 in order (the
+  // interpreter's per-element order), 64 columns per <64 x float> accumulator. Blocked for the
+  // host: 4 rows share each decoded B row (the decode is most of the work), and the A values
+  // of a 64-wide k tile are decoded once per row into a stack buffer, so the inner loop is one
+  // B decode and 4 fma-with-broadcast per k. Rows left over (M % 4) run the same code one at a
+  // time.
   void lowerPtMm(const Instr &in) {
     const int64_t M = in.imm, N = in.imms[0], K = in.imms[1];
     const bool acc = in.imms[2] != 0;
+    constexpr int kRows = 4;
     Value *C = lxAddr(in.lx), *A = lxAddr(in.lx2), *B = lxAddr(in.lx3);
     auto *v32 = FixedVectorType::get(f32_, 32);
     IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
-    AllocaInst *accA = eb.CreateAlloca(vf_);
-    SmallVector<int, 64> cat;
-    for (unsigned l = 0; l < kLanes; ++l)
-      cat.push_back(l);
-    SmallVector<int, 32> lo, hi;
-    for (unsigned l = 0; l < 32; ++l) {
-      lo.push_back(l);
-      hi.push_back(32 + l);
+    AllocaInst *aDec = eb.CreateAlloca(ArrayType::get(f32_, kRows * kLanes));
+    aDec->setAlignment(Align(64));
+    AllocaInst *accs[kRows];
+    for (auto &a : accs) {
+      a = eb.CreateAlloca(vf_);
+      a->setAlignment(Align(64));
     }
-    countedLoop(M, "pt.i", [&](Value *i) {
+    SmallVector<int, 64> cat, lo, hi;
+    for (unsigned l = 0; l < kLanes; ++l)
+      cat.push_back(static_cast<int>(l));
+    for (unsigned l = 0; l < 32; ++l) {
+      lo.push_back(static_cast<int>(l));
+      hi.push_back(static_cast<int>(32 + l));
+    }
+    Function *fma = Intrinsic::getDeclaration(&m_, Intrinsic::fma, {vf_});
+    auto c64 = [&](int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); };
+    // Rows i0 .. i0+rows-1, every column tile.
+    auto block = [&](Value *i0, int rows) {
       countedLoop(N / 64, "pt.n", [&](Value *nt) {
-        // C sticks (2nt, i) and (2nt+1, i).
-        Value *c0 = b_.CreateInBoundsGEP(i8_, C, b_.CreateMul(b_.CreateAdd(b_.CreateMul(b_.CreateMul(nt, b_.getInt64(2)), b_.getInt64(M)), i), b_.getInt64(128)));
-        Value *c1 = b_.CreateInBoundsGEP(i8_, c0, b_.getInt64(M * 128));
-        Value *init = Constant::getNullValue(vf_);
-        if (acc)
-          init = b_.CreateShuffleVector(b_.CreateAlignedLoad(v32, c0, Align(4)), b_.CreateAlignedLoad(v32, c1, Align(4)), cat);
-        b_.CreateStore(init, accA);
-        countedLoop(K, "pt.k", [&](Value *k) {
-          Value *kt = b_.CreateUDiv(k, b_.getInt64(64)), *kk = b_.CreateURem(k, b_.getInt64(64));
-          Value *aAddr = b_.CreateInBoundsGEP(i8_, A, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(kt, b_.getInt64(M)), i), b_.getInt64(128)), b_.CreateMul(kk, b_.getInt64(2))));
-          Value *aH = b_.CreateAlignedLoad(i16_, aAddr, Align(2));
-          Value *aV = b_.CreateVectorSplat(kLanes, decode(aH));
-          Value *bAddr = b_.CreateInBoundsGEP(i8_, B, b_.CreateMul(b_.CreateAdd(b_.CreateMul(nt, b_.getInt64(K)), k), b_.getInt64(128)));
-          Value *bV = decode(b_.CreateAlignedLoad(vi16_, bAddr, Align(2)));
-          Function *fma = Intrinsic::getDeclaration(&m_, Intrinsic::fma, {vf_});
-          b_.CreateStore(b_.CreateCall(fma, {aV, bV, b_.CreateLoad(vf_, accA)}), accA);
+        Value *c0[kRows], *c1[kRows];
+        for (int r = 0; r < rows; ++r) {
+          // C sticks (2nt, i) and (2nt+1, i).
+          Value *i = b_.CreateAdd(i0, c64(r));
+          c0[r] = b_.CreateInBoundsGEP(i8_, C, b_.CreateMul(b_.CreateAdd(b_.CreateMul(nt, c64(2 * M)), i), c64(128)));
+          c1[r] = b_.CreateInBoundsGEP(i8_, c0[r], c64(M * 128));
+          Value *init = Constant::getNullValue(vf_);
+          if (acc)
+            init = b_.CreateShuffleVector(b_.CreateAlignedLoad(v32, c0[r], Align(4)),
+                                          b_.CreateAlignedLoad(v32, c1[r], Align(4)), cat);
+          b_.CreateAlignedStore(init, accs[r], Align(64));
+        }
+        countedLoop(K / 64, "pt.kt", [&](Value *kt) {
+          for (int r = 0; r < rows; ++r) { // A sticks (kt, i0 + r), decoded
+            Value *aAddr = b_.CreateInBoundsGEP(
+                i8_, A, b_.CreateMul(b_.CreateAdd(b_.CreateMul(kt, c64(M)), b_.CreateAdd(i0, c64(r))), c64(128)));
+            Value *dst = b_.CreateConstInBoundsGEP1_64(f32_, aDec, static_cast<uint64_t>(r) * kLanes);
+            b_.CreateAlignedStore(decode(b_.CreateAlignedLoad(vi16_, aAddr, Align(2))), dst, Align(64));
+          }
+          countedLoop(64, "pt.k", [&](Value *kk) {
+            Value *k = b_.CreateAdd(b_.CreateMul(kt, c64(64)), kk);
+            Value *bAddr = b_.CreateInBoundsGEP(i8_, B, b_.CreateMul(b_.CreateAdd(b_.CreateMul(nt, c64(K)), k), c64(128)));
+            Value *bV = decode(b_.CreateAlignedLoad(vi16_, bAddr, Align(2)));
+            for (int r = 0; r < rows; ++r) {
+              Value *aP = b_.CreateInBoundsGEP(f32_, aDec, b_.CreateAdd(c64(static_cast<int64_t>(r) * kLanes), kk));
+              Value *aV = b_.CreateVectorSplat(kLanes, b_.CreateAlignedLoad(f32_, aP, Align(4)));
+              Value *sum = b_.CreateCall(fma, {aV, bV, b_.CreateAlignedLoad(vf_, accs[r], Align(64))});
+              b_.CreateAlignedStore(sum, accs[r], Align(64));
+            }
+          });
         });
-        Value *r = b_.CreateLoad(vf_, accA);
-        b_.CreateAlignedStore(b_.CreateShuffleVector(r, lo), c0, Align(4));
-        b_.CreateAlignedStore(b_.CreateShuffleVector(r, hi), c1, Align(4));
+        for (int r = 0; r < rows; ++r) {
+          Value *res = b_.CreateAlignedLoad(vf_, accs[r], Align(64));
+          b_.CreateAlignedStore(b_.CreateShuffleVector(res, lo), c0[r], Align(4));
+          b_.CreateAlignedStore(b_.CreateShuffleVector(res, hi), c1[r], Align(4));
+        }
       });
-    });
+    };
+    countedLoop(M / kRows, "pt.ib", [&](Value *ib) { block(b_.CreateMul(ib, c64(kRows)), kRows); });
+    countedLoop(M % kRows, "pt.ir", [&](Value *ir) { block(b_.CreateAdd(ir, c64(M / kRows * kRows)), 1); });
   }
 
   // Ring transfers call the simulator's shared implementation (simulator/lib/ring.cpp).

@@ -290,7 +290,7 @@ private:
     int which = pick(3);
     if (which == 0) {
       in.op = Opcode::PtMm;
-      in.imm = range(1, 3);                          // M
+      in.imm = range(1, 6);                          // M (4-row blocks and remainders)
       in.imms = {64, 64, static_cast<int64_t>(pick(2))}; // N, K, acc
       tiles = {{64 / 32 * in.imm * 128, true}, {64 / 64 * in.imm * 128, false}, {64 / 64 * 64 * 128, false}};
     } else if (which == 1) {
