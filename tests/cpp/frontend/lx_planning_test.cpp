@@ -140,3 +140,24 @@ TEST(LxPlanning, CoreDivisionMismatchStaysInDdr) {
   EXPECT_TRUE(tInDdr);
   EXPECT_EQ(totals(p).lxArgs, 0);
 }
+
+TEST(MemoryPlanning, IntermediatesWithDisjointLifetimesShareDdrBuffers) {
+  // a [k0,k1], b [k1,k2], c [k2,k3], d [k3,k4]: a and c share one buffer, b and d another
+  // (a kernel's inputs and output never share). None qualifies for LX (neg/abs/relu).
+  std::string text = "graph(%x: f16[64, 256]) {\n  %a = neg(%x) : f16[64, 256]\n  %b = abs(%a) : f16[64, 256]\n"
+                     "  %c = relu(%b) : f16[64, 256]\n  %d = neg(%c) : f16[64, 256]\n  %y = abs(%d) : f16[64, 256]\n"
+                     "  return (%y)\n}\n";
+  isa::JobPlan p = compile(text, 32, true);
+  std::vector<std::string> pooled;
+  for (const auto &b : p.buffers)
+    if (b.kind == isa::BufferSpec::Kind::Intermediate)
+      pooled.push_back(b.name);
+  EXPECT_EQ(pooled, (std::vector<std::string>{"a|c", "b|d"}));
+  std::vector<float> x(64 * 256);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(static_cast<int>(i % 199) - 99) / 8.0f;
+  auto interp = sim::makeInterpreter();
+  std::vector<float> y = run(p, *interp, x);
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(y[i], std::fabs(x[i])) << i;
+}
