@@ -159,8 +159,11 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
                           std::to_string(blockBytes(J, 1)) + " bytes)");
       break;
     }
+    // The largest chunk that fits; a chunk that does not divide the dim leaves one shorter
+    // last block (LX-resident operands keep whole chunks: their walk is laid out per chunk).
+    const bool lxOperand = inT.inLx || outT.inLx;
     chunk = len[c0];
-    while (chunk > 1 && (len[c0] % chunk != 0 || blockBytes(c0, chunk) > stageBytes))
+    while (chunk > 1 && ((lxOperand && len[c0] % chunk != 0) || blockBytes(c0, chunk) > stageBytes))
       --chunk;
     if (blockBytes(c0, chunk) <= stageBytes)
       break;
@@ -173,7 +176,8 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
   // Vectors: v0 loaded stick, v1 accumulator, v14 scale.
   ProgramBuilder pb;
   int64_t inBlock = kStickBytes, outBlock = kStickBytes;
-  for (size_t j = c0; j < J; ++j) {
+  // Every dim of the block (reduced dims before c0 are whole in it; kept ones are 1 there).
+  for (size_t j = 0; j < J; ++j) {
     inBlock *= blockLen(j);
     if (outSpans(j))
       outBlock *= blockLen(j);
@@ -224,9 +228,10 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
     return std::vector<std::pair<int, int64_t>>{{1, units * (inT.inLx ? inCanon[j] : in.dims[j].strideBytes)},
                                                 {2, units * (outT.inLx ? outCanon[j] : os)}};
   };
-  // Dense LX strides of the input block (input order) and output block.
+  // Dense LX strides of the input block (input order) and output block; recomputed for the
+  // shorter last block (they depend on the chunk length of dims inside the chunked one).
   std::vector<int64_t> inLx(J, 0), outLx(J, 0);
-  {
+  auto lxStrides = [&] {
     int64_t st = kStickBytes, so = kStickBytes;
     for (size_t j = J; j-- > 0;) {
       inLx[j] = blockLen(j) > 1 ? st : 0;
@@ -239,7 +244,8 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
       inLx = inCanon;
     if (outT.inLx)
       outLx = outCanon;
-  }
+  };
+  lxStrides();
   std::function<void(size_t)> outer = [&](size_t j) {
     if (j < c0 && j < J) {
       if (isRed(j))
@@ -248,7 +254,7 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
         pb.loop(len[j], ddrAdv(j, 1), [&] { outer(j + 1); });
       return;
     }
-    pb.loop(c0 < J ? len[c0] / chunk : 1, c0 < J ? ddrAdv(c0, chunk) : std::vector<std::pair<int, int64_t>>{}, [&] {
+    std::function<void()> block = [&] {
       std::vector<std::pair<int64_t, int64_t>> inBox, outBox;
       for (size_t jj = 0; jj < J; ++jj)
         inBox.push_back({blockLen(jj), in.dims[jj].strideBytes});
@@ -390,7 +396,29 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
       keptNest(0);
       if (!outT.inLx)
         pb.dmaBox(false, out.segment, 2, 0, -1, lxOut, outBox, 1, 20, 21);
-    });
+    };
+    if (c0 == J) {
+      block();
+      return;
+    }
+    const int64_t full = len[c0] / chunk, rem = len[c0] % chunk;
+    pb.loop(full, ddrAdv(c0, chunk), block);
+    if (rem) {
+      // The shorter last block: advance past the full chunks, run it with chunk = rem, restore.
+      auto adv = ddrAdv(c0, full * chunk);
+      for (auto [r, step] : adv)
+        if (step)
+          pb.emit(addi(r, r, step));
+      const int64_t saved = chunk;
+      chunk = rem;
+      lxStrides();
+      block();
+      chunk = saved;
+      lxStrides();
+      for (auto [r, step] : adv)
+        if (step)
+          pb.emit(addi(r, r, -step));
+    }
   };
   outer(0);
   pb.finishSpmd(k);

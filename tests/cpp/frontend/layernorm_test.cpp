@@ -67,6 +67,7 @@ TEST(LayerNorm, ShapesCoresAndAffineVariants) {
       {{67, 256}, true, true},      {{71, 129}, false, true},     {{64, 255}, true, true},
       {{7, 5, 67}, false, false},   {{3, 67, 256}, true, true},   {{2, 3, 4, 71}, true, true},
       {{2, 2, 7, 129}, true, false}, {{129, 1024}, true, true},
+      {{131, 4096}, true, true}, // prime rows of 8 KiB: exx2 blocks rows with a shorter last block
   };
   auto interp = sim::makeInterpreter();
   jit::JitEngine jit;
