@@ -166,6 +166,16 @@ TEST(LayerNorm, MalformedSuperDscMessages) {
     expectError(s, "exx2 reduces exactly the stick dim out");
   }
   {
+    isa::SuperDsc s = plan.launches[0].sdsc; // exx2 with an uneven split of its 64 rows
+    s.numWkSlicesPerDim = {3, 1};
+    s.numCoresUsed = 3;
+    s.coreIdToWkSlice = {{0, 0}, {1, 0}, {2, 0}};
+    for (auto &t : s.labeledDs)
+      t.startAddress.resize(3, t.startAddress[0]);
+    expectError(s, "numWkSlicesPerDim_.mb = 3 does not divide the device extent 64 of N_.mb = 64 (uneven splits are "
+                   "not allowed)");
+  }
+  {
     isa::SuperDsc s = plan.launches[1].sdsc; // layernormscale without eps
     s.constants.clear();
     expectError(s, "constantInfo_ has no 'eps' constant");
