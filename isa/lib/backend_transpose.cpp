@@ -7,7 +7,8 @@
 
 namespace spyre::isa::detail {
 
-bool isTransposeOp(const std::string &op) { return op == "transpose"; }
+// `swap` is torch-spyre's old name of the 2-D transpose (notes §2.8): the same kernel.
+bool isTransposeOp(const std::string &op) { return op == "transpose" || op == "swap"; }
 
 Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
   if (s.inputs.size() != 1 || s.outputs.size() != 1 || s.inputs[0] < 0)
@@ -16,8 +17,8 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
   auto stickOf = [&](const SdscTensor &t) { return s.primaryDsInfo.at(t.dsType).stickDimOrder[0]; };
   // Columns: the input's stick dim; rows: the output's (for `transpose`, out and mb).
   const std::string cName = stickOf(xT), rName = stickOf(yT);
-  if (s.opFuncName == "transpose" && (cName != "out" || rName != "mb"))
-    throw Error(where(s) + ": transpose input must be sticked on out and the output on mb");
+  if (s.opFuncName != "ReStickifyOpHBM" && (cName != "out" || rName != "mb"))
+    throw Error(where(s) + ": " + s.opFuncName + " input must be sticked on out and the output on mb");
   if (cName == rName)
     throw Error(where(s) + ": a transpose must change the stick dim (both tensors are sticked on " + cName + ")");
   const int dR = s.dimIndex(rName), dC = s.dimIndex(cName);

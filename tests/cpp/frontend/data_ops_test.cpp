@@ -305,3 +305,27 @@ TEST(DataOps, CatAlongTheStickAtAnUnalignedOffsetOfF32IsUnsupported) {
         << e.what();
   }
 }
+
+TEST(DataOps, SwapIsTheTwoDimTranspose) {
+  Graph g;
+  int x = g.addInput("x", {67, 129}, HostType::F16);
+  g.outputs = {g.addNode("transpose", {x}, "y", {129, 67}, HostType::F16)};
+  std::vector<float> xv = iotaValues(67 * 129, HostType::F16);
+  auto expect = runBoth(g, 2, xv);
+  isa::JobPlan plan = compileGraph(g, {2, ""});
+  plan.launches[0].sdsc.opFuncName = "swap";
+  jit::JitEngine jit;
+  test::PlanRunner r(plan, jit);
+  r.setInput(0, xv);
+  r.run();
+  EXPECT_EQ(r.output(0), expect);
+  isa::SuperDsc s = plan.launches[0].sdsc;
+  std::swap(s.labeledDs[0].dsType, s.labeledDs[1].dsType);
+  try {
+    isa::compileSuperDsc(s);
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("swap input must be sticked on out and the output on mb"), std::string::npos)
+        << e.what();
+  }
+}
