@@ -539,10 +539,10 @@ private:
 
   // pt.mm: C[i][n] accumulates fma(A[i][k], B[k][n], .) over k = 0..K-1 in order (the
   // interpreter's per-element order), 64 columns per <64 x float> accumulator. Blocked for the
-  // host: 4 rows share each decoded B row (the decode is most of the work), and the A values
-  // of a 64-wide k tile are decoded once per row into a stack buffer, so the inner loop is one
-  // B decode and 4 fma-with-broadcast per k. Rows left over (M % 4) run the same code one at a
-  // time.
+  // host: per 64-column tile and 64-wide k tile, the 64 B rows are decoded once into a 16 KiB
+  // stack buffer and reused by every row; rows go 4 at a time (16 zmm accumulators), with the
+  // A values of the k tile decoded once per row, so the inner loop is 4 B loads and 16 fma with
+  // a broadcast operand per k. Partial sums live in C between k tiles (fp32, exact).
   void lowerPtMm(const Instr &in) {
     const int64_t M = in.imm, N = in.imms[0], K = in.imms[1];
     const bool acc = in.imms[2] != 0;
@@ -552,6 +552,8 @@ private:
     IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
     AllocaInst *aDec = eb.CreateAlloca(ArrayType::get(f32_, kRows * kLanes));
     aDec->setAlignment(Align(64));
+    AllocaInst *bDec = eb.CreateAlloca(ArrayType::get(f32_, 64 * kLanes));
+    bDec->setAlignment(Align(64));
     AllocaInst *accs[kRows];
     for (auto &a : accs) {
       a = eb.CreateAlloca(vf_);
@@ -566,32 +568,35 @@ private:
     }
     Function *fma = Intrinsic::getDeclaration(&m_, Intrinsic::fma, {vf_});
     auto c64 = [&](int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); };
-    // Rows i0 .. i0+rows-1, every column tile.
-    auto block = [&](Value *i0, int rows) {
-      countedLoop(N / 64, "pt.n", [&](Value *nt) {
-        Value *c0[kRows], *c1[kRows];
-        for (int r = 0; r < rows; ++r) {
-          // C sticks (2nt, i) and (2nt+1, i).
-          Value *i = b_.CreateAdd(i0, c64(r));
-          c0[r] = b_.CreateInBoundsGEP(i8_, C, b_.CreateMul(b_.CreateAdd(b_.CreateMul(nt, c64(2 * M)), i), c64(128)));
-          c1[r] = b_.CreateInBoundsGEP(i8_, c0[r], c64(M * 128));
-          Value *init = Constant::getNullValue(vf_);
-          if (acc)
-            init = b_.CreateShuffleVector(b_.CreateAlignedLoad(v32, c0[r], Align(4)),
-                                          b_.CreateAlignedLoad(v32, c1[r], Align(4)), cat);
-          b_.CreateAlignedStore(init, accs[r], Align(64));
-        }
-        countedLoop(K / 64, "pt.kt", [&](Value *kt) {
-          for (int r = 0; r < rows; ++r) { // A sticks (kt, i0 + r), decoded
-            Value *aAddr = b_.CreateInBoundsGEP(
-                i8_, A, b_.CreateMul(b_.CreateAdd(b_.CreateMul(kt, c64(M)), b_.CreateAdd(i0, c64(r))), c64(128)));
+    countedLoop(N / 64, "pt.n", [&](Value *nt) {
+      countedLoop(K / 64, "pt.kt", [&](Value *kt) {
+        // The k tile's 64 B rows (sticks (nt, kt*64 + kk)), decoded.
+        countedLoop(64, "pt.b", [&](Value *kk) {
+          Value *k = b_.CreateAdd(b_.CreateMul(kt, c64(64)), kk);
+          Value *bAddr = b_.CreateInBoundsGEP(i8_, B, b_.CreateMul(b_.CreateAdd(b_.CreateMul(nt, c64(K)), k), c64(128)));
+          Value *dst = b_.CreateInBoundsGEP(f32_, bDec, b_.CreateMul(kk, c64(kLanes)));
+          b_.CreateAlignedStore(decode(b_.CreateAlignedLoad(vi16_, bAddr, Align(2))), dst, Align(64));
+        });
+        Value *first = b_.CreateICmpEQ(kt, c64(0));
+        // Rows i0 .. i0+rows-1 over this k tile.
+        auto block = [&](Value *i0, int rows) {
+          Value *c0[kRows], *c1[kRows];
+          for (int r = 0; r < rows; ++r) {
+            // C sticks (2nt, i) and (2nt+1, i); A stick (kt, i), decoded.
+            Value *i = b_.CreateAdd(i0, c64(r));
+            c0[r] = b_.CreateInBoundsGEP(i8_, C, b_.CreateMul(b_.CreateAdd(b_.CreateMul(nt, c64(2 * M)), i), c64(128)));
+            c1[r] = b_.CreateInBoundsGEP(i8_, c0[r], c64(M * 128));
+            Value *cur = b_.CreateShuffleVector(b_.CreateAlignedLoad(v32, c0[r], Align(4)),
+                                                b_.CreateAlignedLoad(v32, c1[r], Align(4)), cat);
+            if (!acc)
+              cur = b_.CreateSelect(first, Constant::getNullValue(vf_), cur);
+            b_.CreateAlignedStore(cur, accs[r], Align(64));
+            Value *aAddr = b_.CreateInBoundsGEP(i8_, A, b_.CreateMul(b_.CreateAdd(b_.CreateMul(kt, c64(M)), i), c64(128)));
             Value *dst = b_.CreateConstInBoundsGEP1_64(f32_, aDec, static_cast<uint64_t>(r) * kLanes);
             b_.CreateAlignedStore(decode(b_.CreateAlignedLoad(vi16_, aAddr, Align(2))), dst, Align(64));
           }
           countedLoop(64, "pt.k", [&](Value *kk) {
-            Value *k = b_.CreateAdd(b_.CreateMul(kt, c64(64)), kk);
-            Value *bAddr = b_.CreateInBoundsGEP(i8_, B, b_.CreateMul(b_.CreateAdd(b_.CreateMul(nt, c64(K)), k), c64(128)));
-            Value *bV = decode(b_.CreateAlignedLoad(vi16_, bAddr, Align(2)));
+            Value *bV = b_.CreateAlignedLoad(vf_, b_.CreateInBoundsGEP(f32_, bDec, b_.CreateMul(kk, c64(kLanes))), Align(64));
             for (int r = 0; r < rows; ++r) {
               Value *aP = b_.CreateInBoundsGEP(f32_, aDec, b_.CreateAdd(c64(static_cast<int64_t>(r) * kLanes), kk));
               Value *aV = b_.CreateVectorSplat(kLanes, b_.CreateAlignedLoad(f32_, aP, Align(4)));
@@ -599,16 +604,16 @@ private:
               b_.CreateAlignedStore(sum, accs[r], Align(64));
             }
           });
-        });
-        for (int r = 0; r < rows; ++r) {
-          Value *res = b_.CreateAlignedLoad(vf_, accs[r], Align(64));
-          b_.CreateAlignedStore(b_.CreateShuffleVector(res, lo), c0[r], Align(4));
-          b_.CreateAlignedStore(b_.CreateShuffleVector(res, hi), c1[r], Align(4));
-        }
+          for (int r = 0; r < rows; ++r) {
+            Value *res = b_.CreateAlignedLoad(vf_, accs[r], Align(64));
+            b_.CreateAlignedStore(b_.CreateShuffleVector(res, lo), c0[r], Align(4));
+            b_.CreateAlignedStore(b_.CreateShuffleVector(res, hi), c1[r], Align(4));
+          }
+        };
+        countedLoop(M / kRows, "pt.ib", [&](Value *ib) { block(b_.CreateMul(ib, c64(kRows)), kRows); });
+        countedLoop(M % kRows, "pt.ir", [&](Value *ir) { block(b_.CreateAdd(ir, c64(M / kRows * kRows)), 1); });
       });
-    };
-    countedLoop(M / kRows, "pt.ib", [&](Value *ib) { block(b_.CreateMul(ib, c64(kRows)), kRows); });
-    countedLoop(M % kRows, "pt.ir", [&](Value *ir) { block(b_.CreateAdd(ir, c64(M / kRows * kRows)), 1); });
+    });
   }
 
   // Ring transfers call the simulator's shared implementation (simulator/lib/ring.cpp).
