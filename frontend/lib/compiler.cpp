@@ -318,7 +318,11 @@ KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int max
       throw Error(where + ": operand %" + g.values[v].name + " has more dims than the output");
     std::vector<int> sc(r, 1);
     for (size_t d = 0; d < r; ++d) {
-      int64_t e = d + sh.size() >= r ? sh[d + sh.size() - r] : 1;
+      if (d + sh.size() < r) { // a leading dim the operand does not have (its layout omits it)
+        sc[d] = -1;
+        continue;
+      }
+      int64_t e = sh[d + sh.size() - r];
       if (e == N[d])
         sc[d] = 1;
       else if (e == 1)

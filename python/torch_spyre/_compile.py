@@ -343,10 +343,10 @@ def spyre_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Ca
     """The dynamo backend "spyre"."""
     from torch._dynamo.backends.common import aot_autograd
 
-    from ._decompositions import spyre_decompositions
+    from ._decompositions import spyre_decompositions, substitute_sdpa
 
     return aot_autograd(fw_compiler=_compile_aten_graph, bw_compiler=_no_backward,
-                        decompositions=spyre_decompositions())(gm, example_inputs)
+                        decompositions=spyre_decompositions())(substitute_sdpa(gm), example_inputs)
 
 
 def _has_spyre_tensor(xs: Sequence[Any]) -> bool:

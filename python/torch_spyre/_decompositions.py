@@ -9,13 +9,15 @@ the contract and are deliberately *not* decomposed.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 import torch
 
 aten = torch.ops.aten
 
-__all__ = ["spyre_decompositions", "DECOMPOSITIONS", "exx2", "layernormscale", "layernormnorm"]
+__all__ = ["spyre_decompositions", "DECOMPOSITIONS", "exx2", "layernormscale", "layernormnorm", "sdpa_math",
+           "substitute_sdpa"]
 
 DECOMPOSITIONS: dict[Any, Callable] = {}
 
@@ -201,6 +203,56 @@ def _split(x: torch.Tensor, split_size: int, dim: int = 0) -> list[torch.Tensor]
 
 def _split_with_sizes(x: torch.Tensor, split_sizes: Sequence[int], dim: int = 0) -> list[torch.Tensor]:
     return _split_at(x, split_sizes, dim)
+
+
+def _repeat_heads(x: torch.Tensor, rep: int) -> torch.Tensor:
+    """GQA: each of x's heads (dim -3) repeated ``rep`` times in place (slices and one cat)."""
+    return torch.cat([x[..., h:h + 1, :, :] for h in range(x.shape[-3]) for _ in range(rep)], -3)
+
+
+def sdpa_math(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None = None,
+              dropout_p: float = 0.0, is_causal: bool = False, *, scale: float | None = None,
+              enable_gqa: bool = False) -> torch.Tensor:
+    """torch-spyre's math path of scaled_dot_product_attention, in the input dtype (torch's own
+    CPU math path upcasts fp16 to fp32, which the card's matmul cannot take): q and k scaled by
+    sqrt(scale) each, GQA heads repeated, softmax(q k^T + mask) @ v, a causal mask being
+    full(-inf).triu(1). Rows masked entirely give NaN (torch's _safe_softmax gives 0).
+
+    The compiled path substitutes this for F.scaled_dot_product_attention in dynamo graphs (see
+    ``substitute_sdpa``); dropout (training) keeps torch's implementation."""
+    L, S = q.shape[-2], k.shape[-2]
+    s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    root = math.sqrt(s)
+    q, k = q * root, k * root
+    if enable_gqa and k.dim() >= 3 and k.shape[-3] != q.shape[-3]:
+        rep = q.shape[-3] // k.shape[-3]
+        k, v = _repeat_heads(k, rep), _repeat_heads(v, rep)
+    attn = q @ k.transpose(-2, -1)
+    if is_causal:
+        attn = attn + torch.full((L, S), float("-inf"), dtype=q.dtype, device=q.device).triu(1)
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            attn = attn.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            attn = attn + attn_mask
+    return torch.softmax(attn, -1) @ v
+
+
+def substitute_sdpa(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """Rewrites calls of F.scaled_dot_product_attention without dropout in a dynamo graph to
+    ``sdpa_math`` (it is CompositeImplicit, so aot_autograd would otherwise take torch's fp32
+    math path before any decomposition table is consulted)."""
+    changed = False
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target is not torch.nn.functional.scaled_dot_product_attention:
+            continue
+        dropout = node.kwargs.get("dropout_p", node.args[4] if len(node.args) > 4 else 0.0)
+        if isinstance(dropout, (int, float)) and dropout == 0.0:
+            node.target = sdpa_math
+            changed = True
+    if changed:
+        gm.recompile()
+    return gm
 
 
 COMPILE_DECOMPOSITIONS[aten.split.Tensor] = _split

@@ -1,0 +1,74 @@
+"""F.scaled_dot_product_attention compiles to the card (torch-spyre's math path in the input
+dtype): plain, scaled, causal, with float and bool masks, and with grouped-query heads."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from torch_spyre._decompositions import sdpa_math, substitute_sdpa
+from torch_spyre.testing import compare_with_cpu
+
+
+def _qkv(b, hq, hkv, L, S, E, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, hq, L, E, generator=g, dtype=torch.float32).half()
+    k = torch.randn(b, hkv, S, E, generator=g, dtype=torch.float32).half()
+    v = torch.randn(b, hkv, S, E, generator=g, dtype=torch.float32).half()
+    return q, k, v
+
+
+@pytest.mark.parametrize("shape", [(1, 4, 64, 64, 64), (2, 2, 67, 129, 64), (1, 8, 128, 128, 128)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_sdpa_runs_on_the_card(shape):
+    b, h, L, S, E = shape
+    q, k, v = _qkv(b, h, h, L, S, E)
+    fb = compare_with_cpu(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), q, k, v, run_eager=False)
+    assert not fb["compile"], fb
+
+
+def test_sdpa_scale_and_float_mask():
+    q, k, v = _qkv(1, 2, 2, 64, 64, 64, seed=1)
+    mask = (torch.randn(64, 64) * 2).half()
+    fb = compare_with_cpu(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3),
+                          q, k, v, mask, run_eager=False)
+    assert not fb["compile"], fb
+
+
+def test_sdpa_bool_mask_matches_cpu():
+    q, k, v = _qkv(1, 2, 2, 64, 64, 64, seed=2)
+    mask = torch.rand(64, 64) > 0.3
+    mask[:, 0] = True  # no row is masked entirely
+    compare_with_cpu(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), q, k, v, mask,
+                     run_eager=False)
+
+
+def test_sdpa_causal_matches_cpu():
+    q, k, v = _qkv(1, 2, 2, 64, 64, 64, seed=3)
+    compare_with_cpu(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v,
+                     run_eager=False)
+
+
+def test_sdpa_grouped_query_heads():
+    q, k, v = _qkv(1, 4, 2, 64, 64, 64, seed=4)
+    compare_with_cpu(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True), q, k, v,
+                     run_eager=False)
+
+
+def test_sdpa_math_matches_torch_on_cpu():
+    q, k, v = _qkv(2, 4, 2, 33, 47, 64, seed=5)
+    q, k, v = q.float(), k.float(), v.float()
+    mask = torch.randn(33, 47)
+    for kw in [{}, {"is_causal": True}, {"attn_mask": mask, "scale": 0.2}, {"enable_gqa": True}]:
+        kk, vv = (k, v) if kw.get("enable_gqa") else (k.repeat_interleave(2, 1), v.repeat_interleave(2, 1))
+        got = sdpa_math(q, kk, vv, **kw)
+        want = F.scaled_dot_product_attention(q, kk, vv, **kw)
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+def test_dropout_keeps_torch_sdpa():
+    gm = torch.fx.symbolic_trace(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.1))
+    substitute_sdpa(gm)
+    assert any(n.target is F.scaled_dot_product_attention for n in gm.graph.nodes)
+    gm = torch.fx.symbolic_trace(lambda q, k, v: F.scaled_dot_product_attention(q, k, v))
+    substitute_sdpa(gm)
+    assert any(n.target is sdpa_math for n in gm.graph.nodes)
