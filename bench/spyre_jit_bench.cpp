@@ -24,6 +24,7 @@
 #include <functional>
 #include <optional>
 #include <array>
+#include <immintrin.h>
 #include <unistd.h>
 #include <iostream>
 #include <numeric>
@@ -126,6 +127,58 @@ CompileResult compileBench(const isa::JobPlan &plan, jit::OptTier tier, int reps
   r.memoryHitMs = median(mem);
   r.diskHitMs = median(disk);
   return r;
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Host fp32 FMA peak of one core, measured (12 independent FMA chains per vector unit width).
+
+// 12 independent FMA chains (enough to cover the FMA latency on both ports), spelled out so
+// they stay in registers; the vector types never cross a function boundary.
+#define SPYRE_FMA_CHAINS(V, SET1, FMA, ADD)                                                          \
+  V a0 = SET1(1.0f), a1 = SET1(1.001f), a2 = SET1(1.002f), a3 = SET1(1.003f), a4 = SET1(1.004f),      \
+    a5 = SET1(1.005f), a6 = SET1(1.006f), a7 = SET1(1.007f), a8 = SET1(1.008f), a9 = SET1(1.009f),    \
+    a10 = SET1(1.01f), a11 = SET1(1.011f);                                                           \
+  const V x = SET1(0.999999f), y = SET1(1e-7f);                                                      \
+  for (int64_t i = 0; i < n; ++i) {                                                                  \
+    a0 = FMA(a0, x, y), a1 = FMA(a1, x, y), a2 = FMA(a2, x, y), a3 = FMA(a3, x, y);                  \
+    a4 = FMA(a4, x, y), a5 = FMA(a5, x, y), a6 = FMA(a6, x, y), a7 = FMA(a7, x, y);                  \
+    a8 = FMA(a8, x, y), a9 = FMA(a9, x, y), a10 = FMA(a10, x, y), a11 = FMA(a11, x, y);              \
+  }                                                                                                  \
+  V s = ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7)));                            \
+  s = ADD(s, ADD(ADD(a8, a9), ADD(a10, a11)));
+__attribute__((target("avx512f"))) float chains512(int64_t n) {
+  SPYRE_FMA_CHAINS(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
+  float out[16];
+  _mm512_storeu_ps(out, s);
+  return out[0];
+}
+__attribute__((target("avx2,fma"))) float chains256(int64_t n) {
+  SPYRE_FMA_CHAINS(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps)
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  return out[0];
+}
+#undef SPYRE_FMA_CHAINS
+
+/// GFLOP/s of one core running only fp32 FMAs at the widest vector width the host has (best of
+/// 5 runs of ~20 ms); 0 if the host has neither AVX-512F nor AVX2+FMA.
+double hostFmaPeakGflops() {
+  bool w512 = __builtin_cpu_supports("avx512f"), w256 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (!w512 && !w256)
+    return 0;
+  const int64_t iters = 2000000;
+  float sink = 0;
+  double best = 0;
+  for (int r = 0; r < 5; ++r) {
+    auto t0 = Clock::now();
+    sink += w512 ? chains512(iters) : chains256(iters);
+    double s = msSince(t0) * 1e-3;
+    best = std::max(best, static_cast<double>(iters) * 12 * (w512 ? 16 : 8) * 2 / s / 1e9);
+  }
+  volatile float keep = sink;
+  (void)keep;
+  return best;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -584,6 +637,17 @@ void printTables(const std::vector<WorkloadResult> &rs, const std::vector<Compil
     printf("%-22s %4zu %25s %10s %9s %9.1f %8.2f %10.2f %10s %9s %16s %9s\n", w.name.c_str(), w.kernels,
            jitMs.c_str(), sps.c_str(), gf.c_str(), w.backendMs + w.coldPrepareMs, w.hitPrepareMs, w.simUs,
            interp.c_str(), ratio.c_str(), nat.c_str(), natR.c_str());
+  }
+  bool anyFlops = false;
+  for (const auto &w : rs)
+    anyFlops |= w.error.empty() && w.flops > 0 && w.jit.ran;
+  if (anyFlops) {
+    double peak = hostFmaPeakGflops();
+    printf("\nhost fp32 FMA peak of one core, measured now: %.1f GFLOP/s\n", peak);
+    for (const auto &w : rs)
+      if (w.error.empty() && w.flops > 0 && w.jit.ran && peak > 0)
+        printf("%-22s JIT %.2f GFLOP/s = %.1f %% of the peak x %d thread(s)\n", w.name.c_str(),
+               w.flops / (w.jit.medianMs * 1e6), 100.0 * w.flops / (w.jit.medianMs * 1e6) / (peak * o.threads), o.threads);
   }
   printf("\nsimulated device time (static timing model; per unit: sum over kernels and phases of the busiest core):\n");
   printf("%-22s %10s %10s %8s %9s %9s %9s %9s %10s %10s %10s\n", "workload", "sim us", "serial us", "launch",

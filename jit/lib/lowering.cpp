@@ -90,6 +90,9 @@ private:
   // rounded result that is only stored is encoded once and the rounding itself is dead code.
   DenseMap<Value *, Value *> preRound_;
   int tblCount_ = 0;
+  struct {
+    AllocaInst *aDec = nullptr, *bDec = nullptr, *accs[4] = {};
+  } ptScratch_; // pt.mm: decoded A/B tiles (16 KiB + 1 KiB) and accumulators
   // The O0 tier: vector registers stay in CoreState and ld/st/SFP instructions call the shared
   // implementations (what the interpreter runs), so the IR is small and compiles fast.
   bool outOfLine_ = false;
@@ -549,16 +552,18 @@ private:
     constexpr int kRows = 4;
     Value *C = lxAddr(in.lx), *A = lxAddr(in.lx2), *B = lxAddr(in.lx3);
     auto *v32 = FixedVectorType::get(f32_, 32);
-    IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
-    AllocaInst *aDec = eb.CreateAlloca(ArrayType::get(f32_, kRows * kLanes));
-    aDec->setAlignment(Align(64));
-    AllocaInst *bDec = eb.CreateAlloca(ArrayType::get(f32_, 64 * kLanes));
-    bDec->setAlignment(Align(64));
-    AllocaInst *accs[kRows];
-    for (auto &a : accs) {
-      a = eb.CreateAlloca(vf_);
-      a->setAlignment(Align(64));
+    if (!ptScratch_.bDec) { // one set of scratch buffers per function, shared by its pt.mm's
+      IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+      ptScratch_.aDec = eb.CreateAlloca(ArrayType::get(f32_, kRows * kLanes));
+      ptScratch_.aDec->setAlignment(Align(64));
+      ptScratch_.bDec = eb.CreateAlloca(ArrayType::get(f32_, 64 * kLanes));
+      ptScratch_.bDec->setAlignment(Align(64));
+      for (auto &a : ptScratch_.accs) {
+        a = eb.CreateAlloca(vf_);
+        a->setAlignment(Align(64));
+      }
     }
+    AllocaInst *aDec = ptScratch_.aDec, *bDec = ptScratch_.bDec, *const *accs = ptScratch_.accs;
     SmallVector<int, 64> cat, lo, hi;
     for (unsigned l = 0; l < kLanes; ++l)
       cat.push_back(static_cast<int>(l));
