@@ -19,7 +19,16 @@ bool isReductionOp(const std::string &op) {
   return op == "exx2";
 }
 
+Kernel compileExx2Split(const SuperDsc &s, const BackendOptions &opts);
+
 Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
+  // exx2 with its stick dim split over cores: partial statistics summed over the ring.
+  if (s.opFuncName == "exx2" && !s.primaryDsInfo.empty() && !s.labeledDs.empty()) {
+    const std::string &sdName = s.primaryDsInfo.at(s.labeledDs[0].dsType).stickDimOrder.at(0);
+    int sdi = s.dimIndex(sdName);
+    if (sdi >= 0 && s.numWkSlicesPerDim[sdi] > 1)
+      return compileExx2Split(s, opts);
+  }
   std::string base = s.opFuncName;
   bool nonstickName = base.size() > 8 && base.compare(base.size() - 8, 8, "nonstick") == 0;
   if (nonstickName)

@@ -212,3 +212,57 @@ TEST(LayerNorm, FrontendRejectsBadOperands) {
         << e.what();
   }
 }
+
+TEST(LayerNorm, Exx2WithTheStickDimSplitOverTheRing) {
+  // A torch-spyre SuperDSC may split exx2's reduced stick dim (pass 3 splits one reduction dim):
+  // partial statistics travel over the ring. Our frontend keeps the row whole (the op is
+  // DMA-bound, so a split does not pay in the timing model), so the split is written by hand:
+  // x [67, 255] (4 stick tiles of 67 rows) over 4 cores, stick fastest.
+  const V shape{67, 255};
+  Graph g;
+  int x = g.addInput("x", shape, HostType::F16);
+  g.outputs = {g.addNode("exx2", {x}, "s", {67, 2}, HostType::F32)};
+  std::mt19937 gen(3);
+  std::vector<float> xv = randomValues(numel(shape), HostType::F16, gen, 3.0f, 2.0f);
+  auto interp = sim::makeInterpreter();
+  jit::JitEngine jit;
+  isa::JobPlan whole = compileGraph(g, {1, ""});
+  test::PlanRunner ref(whole, *interp);
+  ref.setInput(0, xv);
+  ref.run();
+  const std::vector<float> expect = ref.output(0);
+  for (int ks : {2, 4}) {
+    isa::JobPlan plan = compileGraph(g, {1, ""});
+    isa::SuperDsc &s = plan.launches[0].sdsc;
+    s.numWkSlicesPerDim = {1, ks};
+    s.numCoresUsed = ks;
+    s.coreIdToWkSlice.clear();
+    for (int c = 0; c < ks; ++c)
+      s.coreIdToWkSlice.push_back({0, c});
+    const int64_t tilesPerCore = 4 / ks, tileBytes = 67 * 128;
+    for (auto &t : s.labeledDs) {
+      uint64_t base = t.startAddress[0];
+      t.startAddress.clear();
+      for (int c = 0; c < ks; ++c)
+        t.startAddress.push_back(base + (t.dataFormat == DataFormat::SEN169_FP16 ? c * tilesPerCore * tileBytes : 0));
+    }
+    EXPECT_NE(isa::compileSuperDsc(s).comment.find("stick split"), std::string::npos);
+    for (sim::Engine *engine : {interp.get(), static_cast<sim::Engine *>(&jit)}) {
+      test::PlanRunner r(plan, *engine);
+      r.setInput(0, xv);
+      r.run();
+      auto got = r.output(0);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], expect[i], 1e-5 * (1 + std::fabs(expect[i]))) << "ks " << ks << " at " << i;
+    }
+    // The chain partners must be neighbours: any other core order is rejected.
+    isa::SuperDsc bad = s;
+    std::swap(bad.coreIdToWkSlice[0], bad.coreIdToWkSlice[1]);
+    try {
+      isa::compileSuperDsc(bad);
+      FAIL();
+    } catch (const Unsupported &e) {
+      EXPECT_NE(std::string(e.what()).find("not in stick-fast order"), std::string::npos) << e.what();
+    }
+  }
+}

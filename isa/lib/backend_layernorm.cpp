@@ -1,0 +1,213 @@
+// exx2 with its reduced stick dim split over cores (numWkSlicesPerDim_ of the stick dim > 1):
+// when the rows cannot occupy the cores (a prime row count), torch-spyre's work division may
+// split one reduction dim. Cores c = g*ks + j (the stick dim fastest, like a K-split matmul)
+// compute partial EXX2 sticks of their rows over their ks-th of the stick tiles; E[x] and
+// E[x^2] are sums, so partial sticks add up lane by lane. The partials travel clockwise along
+// the chain j = 0 -> ks-1 on the reduce-sum ring (ring.psum.f32), one hop per phase, and the
+// last core of each chain writes the statistics.
+//
+// Per core, phase 0: for each index of the outer row dims, DMA the (tiles x inner rows) block,
+// reduce each row into one fp32 stick of a dense LX statistics block (all the core's rows).
+#include "backend_common.h"
+#include <functional>
+
+namespace spyre::isa::detail {
+
+Kernel compileExx2Split(const SuperDsc &s, const BackendOptions &opts) {
+  int inIdx = -1;
+  for (int i : s.inputs)
+    if (i >= 0 && i != s.outputs.at(0))
+      inIdx = i;
+  if (inIdx < 0)
+    throw Error(where(s) + ": no input tensor");
+  const SdscTensor &inT = s.tensor(inIdx), &outT = s.tensor(s.outputs[0]);
+  const SdscLayout &layout = s.primaryDsInfo.at(inT.dsType);
+  const std::string &stickDim = layout.stickDimOrder[0];
+  const int sd = s.dimIndex(stickDim);
+  TensorGeom in = tensorGeom(s, inT, stickDim), out = tensorGeom(s, outT, stickDim);
+  if (out.fmt != Format::F32)
+    throw Error(where(s) + ": the exx2 output must be IEEE_FP32 (EXX2 arrangement: lane 0 = E[x], lane 1 = E[x^2])");
+  if (in.fmt == Format::I32)
+    throw Unsupported("int32 exx2 in " + s.name);
+  if (inT.inLx || outT.inLx)
+    throw Unsupported("LX-resident tensors (memOrg_ lx) in a split exx2 " + s.name);
+  for (size_t d = 0; d < s.dims.size(); ++d) {
+    if (inT.scale[d] != 1)
+      throw Error(where(s) + ": the input of a reduction must have scale_ 1 on every dim");
+    if ((outT.scale[d] != 1) != (static_cast<int>(d) == sd))
+      throw Error(where(s) + ": exx2 reduces exactly the stick dim " + stickDim + " (output scale_ -2 there, 1 elsewhere)");
+  }
+  const int64_t eps = elemsPerStick(inT.dataFormat), N = s.N[sd], KT = (N + eps - 1) / eps;
+  const int64_t ks = s.numWkSlicesPerDim[sd];
+  for (int c = 0; c < s.numCoresUsed; ++c)
+    if (s.coreIdToWkSlice[c][sd] != c % ks)
+      throw Unsupported("a split exx2 whose cores are not in stick-fast order (core " + std::to_string(c) +
+                        " has slice " + std::to_string(s.coreIdToWkSlice[c][sd]) + " of " + stickDim + ") in " + s.name +
+                        "; ring partners must be neighbours");
+  const int64_t KTc = coreSlice(s, 0, sd, KT).len;
+  auto strideOf = [](const TensorGeom &g, int d) {
+    int k = g.dimOf(d);
+    return k >= 0 ? g.dims[k].strideBytes : 0;
+  };
+  // Row dims: the input's non-stick dims, outer -> inner; the innermost is in the DMA block.
+  std::vector<int> rowDims;
+  for (const auto &td : in.dims)
+    if (td.iterDim != sd)
+      rowDims.push_back(td.iterDim);
+  const int inner = rowDims.empty() ? -1 : rowDims.back();
+  std::vector<int> outerDims(rowDims.begin(), rowDims.end() - (rowDims.empty() ? 0 : 1));
+  const int64_t mI = inner >= 0 ? coreSlice(s, 0, inner, s.N[inner]).len : 1;
+  int64_t rowsPerCore = mI;
+  for (int d : outerDims)
+    rowsPerCore *= coreSlice(s, 0, d, s.N[d]).len;
+  const int64_t lxA = 0, lxS = KTc * mI * kStickBytes;
+  if (lxS + rowsPerCore * kStickBytes > opts.lxBytes)
+    throw Unsupported("a split exx2 block of " + std::to_string(KTc) + " sticks x " + std::to_string(mI) +
+                      " rows and " + std::to_string(rowsPerCore) + " statistics does not fit in LX in " + s.name);
+  std::vector<int64_t> xOff(s.numCoresUsed, 0), oOff(s.numCoresUsed, 0);
+  for (int c = 0; c < s.numCoresUsed; ++c) {
+    xOff[c] = coreSlice(s, c, sd, KT).lo * strideOf(in, sd);
+    for (int d : rowDims) {
+      int64_t lo = coreSlice(s, c, d, s.N[d]).lo;
+      xOff[c] += lo * strideOf(in, d);
+      oOff[c] += lo * strideOf(out, d);
+    }
+  }
+  checkStartAddresses(s, in, xOff);
+  checkStartAddresses(s, out, oOff);
+  if (in.segment == out.segment)
+    throw Unsupported("input and output in one segment in " + s.name);
+
+  Kernel k = newKernel(s, {&in, &out});
+  const int64_t validLanes = N % eps;
+  for (int c = 0; c < k.numCores; ++c) {
+    const int64_t j = c % ks;
+    const bool lastSlice = j == ks - 1;
+    ProgramBuilder pb;
+    emitLi(pb, 1, xOff[c]);
+    emitLi(pb, 3, lxS);
+    auto f32 = [&](Opcode op, int d, int a, int b = -1, int e = -1) {
+      Instr x = mk(op, Format::F32);
+      x.v = {d, a, b, e};
+      pb.emit(x);
+      return x;
+    };
+    // v9: 1.0 on lane 0 only; v14 = 1/N; v12/v13: the valid-lane mask and 0 for a partial last tile.
+    f32(Opcode::Iota, 9, -1);
+    Instr z = mk(Opcode::Bcast, Format::F32);
+    z.v = {10, -1, -1, -1};
+    pb.emit(z);
+    f32(Opcode::Eq, 9, 9, 10);
+    Instr sc = mk(Opcode::Bcast, Format::F32);
+    sc.v = {14, -1, -1, -1};
+    sc.fimm = 1.0f / static_cast<float>(N);
+    pb.emit(sc);
+    const bool mask = lastSlice && validLanes != 0;
+    if (mask) {
+      emitLaneMask(pb, validLanes);
+      z.v = {13, -1, -1, -1};
+      pb.emit(z);
+    }
+    auto accumulate = [&](bool masked) {
+      Instr ld = mk(Opcode::Ld, in.fmt);
+      ld.v = {0, -1, -1, -1};
+      ld.lx = {12, 0};
+      pb.emit(ld);
+      if (masked)
+        f32(Opcode::Sel, 0, 12, 0, 13);
+      f32(Opcode::Add, 1, 1, 0);
+      f32(Opcode::Fma, 3, 0, 0, 3);
+    };
+    auto rowBlock = [&] {
+      pb.dmaBoxStrided(true, in.segment, 1, 0, -1, lxA,
+                       {{KTc, strideOf(in, sd), mI * kStickBytes}, {mI, inner >= 0 ? strideOf(in, inner) : 0, kStickBytes}},
+                       0, 20, 21);
+      emitLi(pb, 10, lxA);
+      pb.loop(mI, {{10, kStickBytes}, {3, kStickBytes}}, [&] {
+        Instr zero = mk(Opcode::Bcast, Format::F32);
+        zero.v = {1, -1, -1, -1};
+        pb.emit(zero);
+        zero.v = {3, -1, -1, -1};
+        pb.emit(zero);
+        pb.emit(addi(12, 10, 0));
+        const int64_t plain = mask ? KTc - 1 : KTc;
+        pb.loop(plain, {{12, mI * kStickBytes}}, [&] { accumulate(false); });
+        if (mask) {
+          if (plain)
+            pb.emit(addi(12, 12, plain * mI * kStickBytes));
+          accumulate(true);
+        }
+        for (int acc : {1, 3}) {
+          f32(Opcode::Mul, acc, acc, 14);
+          if (in.fmt == Format::DL16) {
+            Instr u = mk(Opcode::Unpack);
+            u.v = {5, 6, acc, -1};
+            pb.emit(u);
+            f32(Opcode::Add, acc, 5, 6);
+          }
+          f32(Opcode::Rsum, acc == 1 ? 2 : 7, acc);
+        }
+        f32(Opcode::Sel, 2, 9, 2, 7);
+        Instr st = mk(Opcode::St, Format::F32);
+        st.v = {2, -1, -1, -1};
+        st.lx = {3, 0};
+        pb.emit(st);
+      });
+    };
+    // Dense LX stride of each outer row dim in the statistics block.
+    std::vector<int64_t> statStride(outerDims.size());
+    {
+      int64_t st = mI * kStickBytes;
+      for (size_t i = outerDims.size(); i-- > 0;) {
+        statStride[i] = st;
+        st *= coreSlice(s, 0, outerDims[i], s.N[outerDims[i]]).len;
+      }
+    }
+    std::function<void(size_t)> outer = [&](size_t i) {
+      if (i == outerDims.size()) {
+        rowBlock();
+        return;
+      }
+      int d = outerDims[i];
+      pb.loop(coreSlice(s, 0, d, s.N[d]).len, {{1, strideOf(in, d)}, {3, statStride[i]}}, [&] { outer(i + 1); });
+    };
+    outer(0);
+    // Phases 1..ks-1: slice t adds the chain's running sums and passes them on.
+    auto ring = [&](Opcode op) {
+      Instr r = mk(op, op == Opcode::RingPsum ? Format::F32 : Format::None);
+      r.lx = {-1, lxS};
+      r.imm = rowsPerCore;
+      r.imms = {0, 0, 0};
+      pb.emit(r);
+    };
+    if (j == 0 && ks > 1)
+      ring(Opcode::RingSend);
+    for (int64_t t = 1; t < ks; ++t) {
+      pb.emit(mk(Opcode::Bar));
+      if (j != t)
+        continue;
+      ring(Opcode::RingPsum);
+      if (t < ks - 1)
+        ring(Opcode::RingSend);
+    }
+    if (lastSlice) {
+      emitLi(pb, 2, oOff[c]);
+      std::vector<std::array<int64_t, 3>> box;
+      for (size_t i = 0; i < outerDims.size(); ++i)
+        box.push_back({coreSlice(s, 0, outerDims[i], s.N[outerDims[i]]).len, strideOf(out, outerDims[i]), statStride[i]});
+      box.push_back({mI, inner >= 0 ? strideOf(out, inner) : 0, kStickBytes});
+      pb.dmaBoxStrided(false, out.segment, 2, 0, -1, lxS, box, 1, 20, 21);
+    }
+    CoreProgram p;
+    p.firstCore = p.lastCore = c;
+    p.body = std::move(pb.top);
+    while (!p.body.empty() && p.body.back().op == Opcode::Addi)
+      p.body.pop_back();
+    k.programs.push_back(std::move(p));
+  }
+  k.comment = "op=exx2 stick split " + std::to_string(ks) + " over the ring, " + std::to_string(rowsPerCore) +
+              " rows x " + std::to_string(KTc) + " sticks per core, cores=" + std::to_string(k.numCores);
+  return k;
+}
+
+} // namespace spyre::isa::detail
