@@ -161,7 +161,7 @@ public:
       const auto &p = k_.programs[pi];
       if (core < p.firstCore || core > p.lastCore)
         continue;
-      if (phase < static_cast<int>(fns_[pi].size()))
+      if (phase < static_cast<int>(fns_[pi].size()) && fns_[pi][phase])
         fns_[pi][phase](&cs, args.ddr, args.base.data());
       return;
     }
@@ -411,8 +411,12 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(co
     const isa::Kernel &nk = nks[ki];
     std::vector<std::vector<PhaseFn>> fns(nk.programs.size());
     for (size_t pi = 0; pi < nk.programs.size(); ++pi) {
-      size_t phases = isa::phaseRanges(nk.programs[pi]).size();
-      for (size_t ph = 0; ph < phases; ++ph) {
+      auto ranges = isa::phaseRanges(nk.programs[pi]);
+      for (size_t ph = 0; ph < ranges.size(); ++ph) {
+        if (phaseIsEmpty(nk.programs[pi], ranges[ph])) {
+          fns[pi].push_back(nullptr);
+          continue;
+        }
         auto addr = im.jit->lookup(jd, phaseSymbol(nk, pi, ph));
         if (!addr)
           throw spyre::Error("JIT: looking up a phase function: " + toError(addr.takeError()));

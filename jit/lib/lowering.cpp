@@ -805,6 +805,13 @@ private:
 
 } // namespace
 
+bool phaseIsEmpty(const isa::CoreProgram &p, std::pair<size_t, size_t> range) {
+  for (size_t i = range.first; i < range.second; ++i)
+    if (p.body[i].op != Opcode::Bar && p.body[i].op != Opcode::Wait)
+      return false;
+  return true;
+}
+
 void lowerKernelInto(const isa::Kernel &k, Module &m, bool outOfLine) {
   LLVMContext &ctx = m.getContext();
   Type *ptr = PointerType::getUnqual(ctx);
@@ -812,6 +819,8 @@ void lowerKernelInto(const isa::Kernel &k, Module &m, bool outOfLine) {
   for (size_t pi = 0; pi < k.programs.size(); ++pi) {
     auto ranges = isa::phaseRanges(k.programs[pi]);
     for (size_t ph = 0; ph < ranges.size(); ++ph) {
+      if (phaseIsEmpty(k.programs[pi], ranges[ph])) // no function: the engine skips the phase
+        continue;
       Function *f = Function::Create(fty, Function::ExternalLinkage, phaseSymbol(k, pi, ph), &m);
       f->addFnAttr(Attribute::NoUnwind);
       for (unsigned a = 0; a < 3; ++a)

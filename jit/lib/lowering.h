@@ -10,6 +10,9 @@
 namespace spyre::jit {
 
 std::string phaseSymbol(const isa::Kernel &k, size_t program, size_t phase);
+/// A phase with nothing but `bar`/`wait` (no-ops in the functional model) gets no function;
+/// kernels with one program per core have many (e.g. 480 of 482 phases of a K-split matmul).
+bool phaseIsEmpty(const isa::CoreProgram &p, std::pair<size_t, size_t> range);
 /// A module holding the phase functions of `k` (verified).
 std::unique_ptr<llvm::Module> lowerKernel(const isa::Kernel &k, llvm::LLVMContext &ctx);
 /// The runtime helpers of the out-of-line lowering (same semantics as the interpreter).
