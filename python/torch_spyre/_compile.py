@@ -152,6 +152,7 @@ class _SpyreSupport:
 # metadata on the device (the next partition restages them), and these data-movement and
 # creation ops have device kernels (copies, empty + fill).
 _NATIVE = {
+    aten._unsafe_view.default,  # reshape of a fresh contiguous tensor: a view (not marked is_view)
     aten._to_copy.default,
     aten.copy.default,
     aten.empty.memory_format,
