@@ -161,6 +161,21 @@ __attribute__((target("avx2,fma"))) float chains256(int64_t n) {
 }
 #undef SPYRE_FMA_CHAINS
 
+/// One core's memory bandwidth: memcpy between two 256 MiB buffers (far beyond the caches),
+/// counted as bytes read + bytes written per second, best of 3.
+double hostMemcpyGBps() {
+  const size_t bytes = 256ull << 20;
+  std::vector<uint8_t> a(bytes, 1), b(bytes, 2);
+  double best = 0;
+  for (int r = 0; r < 3; ++r) {
+    auto t0 = Clock::now();
+    std::memcpy(b.data(), a.data(), bytes);
+    best = std::max(best, 2.0 * static_cast<double>(bytes) / (msSince(t0) * 1e-3) / 1e9);
+    std::swap(a, b);
+  }
+  return best;
+}
+
 /// GFLOP/s of one core running only fp32 FMAs at the widest vector width the host has (best of
 /// 5 runs of ~20 ms); 0 if the host has neither AVX-512F nor AVX2+FMA.
 double hostFmaPeakGflops() {
@@ -648,6 +663,19 @@ void printTables(const std::vector<WorkloadResult> &rs, const std::vector<Compil
       if (w.error.empty() && w.flops > 0 && w.jit.ran && peak > 0)
         printf("%-22s JIT %.2f GFLOP/s = %.1f %% of the peak x %d thread(s)\n", w.name.c_str(),
                w.flops / (w.jit.medianMs * 1e6), 100.0 * w.flops / (w.jit.medianMs * 1e6) / (peak * o.threads), o.threads);
+  }
+  bool anyStream = false;
+  for (const auto &w : rs)
+    anyStream |= w.error.empty() && w.flops == 0 && w.jit.ran && w.ddrBytes > (8u << 20);
+  if (anyStream) {
+    double bw = hostMemcpyGBps();
+    printf("\nhost memory bandwidth of one core (memcpy, read + write), measured now: %.1f GB/s\n", bw);
+    for (const auto &w : rs)
+      if (w.error.empty() && w.flops == 0 && w.jit.ran && w.ddrBytes > (8u << 20))
+        printf("%-22s JIT simulated-DDR traffic %.2f GB/s = %.1f %% of it (the host also copies every DDR byte\n"
+               "%-22s through LX, so it moves at least twice that)\n",
+               w.name.c_str(), static_cast<double>(w.ddrBytes) / (w.jit.medianMs * 1e6),
+               100.0 * static_cast<double>(w.ddrBytes) / (w.jit.medianMs * 1e6) / (bw * o.threads), "");
   }
   printf("\nsimulated device time (static timing model; per unit: sum over kernels and phases of the busiest core):\n");
   printf("%-22s %10s %10s %8s %9s %9s %9s %9s %10s %10s %10s\n", "workload", "sim us", "serial us", "launch",
