@@ -17,7 +17,8 @@
 // stick multiple) keeps the lanes below its offset: the output's first tile is read back and
 // transposed into E, the view's column sticks are copied after them (ld/st, exact for DL16),
 // and E is transposed back. Lanes past the view's end in its last tile belong to later cat
-// operands (written by later kernels) or padding. Whole rows must fit in one column group.
+// operands (written by later kernels) or padding. Later column groups start at output tile
+// boundaries and are plain shifts.
 #include "backend_common.h"
 #include <functional>
 
@@ -64,9 +65,6 @@ Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
     --G;
   if (!fits(G))
     throw Unsupported("a lane-moving copy does not fit in LX in " + s.name);
-  if (laneOut && G < outTiles)
-    throw Unsupported("writing into a view that starts inside a stick with rows of " + std::to_string(N) +
-                      " elements (more than one LX column group) in " + s.name);
   const int64_t lxS = 0, lxD = (G + 1) * tileBytes, lxD2 = lxD + (G + 2) * tileBytes, lxE = lxD2 + G * tileBytes;
 
   // Per-core offsets: every non-stick dim may be split.
@@ -108,17 +106,20 @@ Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
     pb.emit(tr);
   };
   // One block: `nr` rows, `gt` output tiles from `it` input tiles at the current r1/r2.
-  auto block = [&](int64_t nr, int64_t gt, int64_t it) {
+  // One block: `nr` rows, `gt` output tiles from `it` input tiles at the current r1/r2, the
+  // view's first column `L` lanes into the first input tile. mergeCols > 0: the output tile
+  // starts laneOut lanes in; its first laneOut lanes are kept and mergeCols columns follow.
+  auto block = [&](int64_t nr, int64_t gt, int64_t it, int64_t L, int64_t mergeCols) {
     pb.dmaBoxStrided(true, in.segment, 1, 0, -1, lxS, {{it, inTile, tileBytes}, {nr, inRow, kStickBytes}}, 0, 20, 21);
     transpose(lxD, lxS, 64, it * 64);
-    if (laneOut) {
-      // E = the output's first tile as column sticks, then the view's N columns after its
+    if (mergeCols) {
+      // E = the output's first tile as column sticks, then the view's columns after its
       // first laneOut ones; transposing E gives the merged output tiles.
       pb.dmaBoxStrided(true, out.segment, 2, 0, -1, lxS, {{nr, outRow, kStickBytes}}, 0, 20, 21);
       transpose(lxE, lxS, 64, 64);
-      emitLi(pb, 5, lxD + lane * kStickBytes);
+      emitLi(pb, 5, lxD + L * kStickBytes);
       emitLi(pb, 6, lxE + laneOut * kStickBytes);
-      pb.loop(N, {{5, kStickBytes}, {6, kStickBytes}}, [&] {
+      pb.loop(mergeCols, {{5, kStickBytes}, {6, kStickBytes}}, [&] {
         Instr ld = mk(Opcode::Ld, Format::DL16);
         ld.v = {0, -1, -1, -1};
         ld.lx = {5, 0};
@@ -130,29 +131,46 @@ Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
       });
       transpose(lxD2, lxE, gt * 64, 64);
     } else {
-      transpose(lxD2, lxD + lane * kStickBytes, gt * 64, 64);
+      transpose(lxD2, lxD + L * kStickBytes, gt * 64, 64);
     }
     pb.dmaBoxStrided(false, out.segment, 2, 0, -1, lxD2, {{gt, outTile, tileBytes}, {nr, outRow, kStickBytes}}, 1, 20,
                      21);
   };
-  auto columns = [&](int64_t nr) {
-    const int64_t full = outTiles / G, rest = outTiles % G;
+  // `cols` view columns from lane L of the input's first tile into `outT` whole output tiles.
+  auto shifted = [&](int64_t nr, int64_t L, int64_t cols, int64_t outT) {
+    const int64_t full = outT / G, rest = outT % G;
     // Full groups except possibly the last group of the row: a group that is not the last
     // always has its G + 1 input tiles inside the allocation.
     int64_t loopGroups = rest ? full : full - 1;
-    pb.loop(loopGroups, {{1, G * inTile}, {2, G * outTile}}, [&] { block(nr, G, G + 1); });
-    int64_t lastTiles = rest ? rest : G, lastCols = N - (outTiles - lastTiles) * 64;
-    int64_t lastIn = (lane + lastCols + 63) / 64;
-    if (laneOut) // one group: every input tile of the view
-      lastIn = (lane + N + 63) / 64;
+    pb.loop(loopGroups, {{1, G * inTile}, {2, G * outTile}}, [&] { block(nr, G, G + 1, L, 0); });
+    int64_t lastTiles = rest ? rest : G, lastCols = cols - (outT - lastTiles) * 64;
     if (loopGroups > 0) {
       pb.emit(addi(1, 1, loopGroups * G * inTile));
       pb.emit(addi(2, 2, loopGroups * G * outTile));
     }
-    block(nr, lastTiles, lastIn);
+    block(nr, lastTiles, (L + lastCols + 63) / 64, L, 0);
     if (loopGroups > 0) {
       pb.emit(addi(1, 1, -loopGroups * G * inTile));
       pb.emit(addi(2, 2, -loopGroups * G * outTile));
+    }
+  };
+  auto columns = [&](int64_t nr) {
+    if (!laneOut) {
+      shifted(nr, lane, N, outTiles);
+      return;
+    }
+    // The first group merges the output's first tile; later groups are plain shifts whose
+    // view columns start at output tile boundaries, (lane - laneOut) mod 64 lanes into an input
+    // tile.
+    const int64_t g0Tiles = std::min(G, outTiles), g0Cols = std::min(N, g0Tiles * 64 - laneOut);
+    block(nr, g0Tiles, (lane + g0Cols + 63) / 64, lane, g0Cols);
+    if (outTiles > G) {
+      const int64_t Lp = ((lane - laneOut) % 64 + 64) % 64, inShift = G + (lane >= laneOut ? 0 : -1);
+      pb.emit(addi(1, 1, inShift * inTile));
+      pb.emit(addi(2, 2, G * outTile));
+      shifted(nr, Lp, N - g0Cols, outTiles - G);
+      pb.emit(addi(1, 1, -inShift * inTile));
+      pb.emit(addi(2, 2, -G * outTile));
     }
   };
   std::function<void(size_t)> nest = [&](size_t b) {

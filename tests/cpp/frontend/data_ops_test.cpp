@@ -70,7 +70,7 @@ TEST(DataOps, SliceAnyDimAlignedAndUnaligned) {
       {{67, 256}, 0, 3, 67},      {{67, 256}, 1, 64, 256},    {{71, 255}, 1, 7, 71},
       {{129, 129}, 1, 1, 129},    {{64, 256}, 1, 100, 229},   {{3, 67, 129}, 1, 2, 66},
       {{3, 67, 129}, 2, 65, 129}, {{2, 3, 71, 256}, 0, 1, 2}, {{2, 3, 71, 256}, 3, 63, 255},
-      {{2, 7, 4, 67}, 2, 1, 3},   {{130, 1000}, 1, 5, 995},
+      {{2, 7, 4, 67}, 2, 1, 3},   {{130, 1000}, 1, 5, 995},   {{3, 9000}, 1, 5, 8999}, // several column groups
   };
   for (HostType t : {HostType::F16, HostType::F32}) {
     for (const auto &c : cases) {
@@ -249,6 +249,9 @@ TEST(DataOps, CatWritesEachOperandIntoItsPart) {
       {{{4, 67}, {4, 64}}, 1},
       {{{67, 5}, {67, 71}, {67, 1}, {67, 129}}, 1},
       {{{2, 3, 130, 100}, {2, 3, 130, 30}, {2, 3, 130, 3}}, 3},
+      // Rows longer than one LX column group after an offset inside a stick.
+      {{{2, 67}, {2, 9000}, {2, 1}}, 1},
+      {{{3, 40}, {3, 9000}}, 1},
   };
   for (const auto &c : cases) {
     V outShape = c.ins[0];
