@@ -546,11 +546,40 @@ private:
   // stack buffer and reused by every row; rows go 4 at a time (16 zmm accumulators), with the
   // A values of the k tile decoded once per row, so the inner loop is 4 B loads and 16 fma with
   // a broadcast operand per k. Partial sums live in C between k tiles (fp32, exact).
+  //
+  // The micro-kernel is one internal function per (M, N, K, acc) and module, called with the
+  // tile addresses: kernels with one program per core (K-split matmuls: 32 pt.mm of the same
+  // shape) compile it once instead of once per core.
   void lowerPtMm(const Instr &in) {
     const int64_t M = in.imm, N = in.imms[0], K = in.imms[1];
     const bool acc = in.imms[2] != 0;
-    constexpr int kRows = 4;
     Value *C = lxAddr(in.lx), *A = lxAddr(in.lx2), *B = lxAddr(in.lx3);
+    std::string name = "spyre_ptmm_" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+                       (acc ? "_acc" : "");
+    Function *fn = m_.getFunction(name);
+    if (!fn) {
+      fn = Function::Create(FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, ptr_}, false), Function::InternalLinkage,
+                            name, &m_);
+      fn->addFnAttr(Attribute::NoUnwind);
+      fn->addFnAttr(Attribute::NoInline);
+      // Emit the body with this lowering's builder, then come back to the phase function.
+      IRBuilderBase::InsertPoint ip = b_.saveIP();
+      Function *phaseFn = f_;
+      auto scratch = ptScratch_;
+      f_ = fn;
+      ptScratch_ = {};
+      b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn));
+      emitPtMm(M, N, K, acc, fn->getArg(0), fn->getArg(1), fn->getArg(2));
+      b_.CreateRetVoid();
+      f_ = phaseFn;
+      ptScratch_ = scratch;
+      b_.restoreIP(ip);
+    }
+    b_.CreateCall(fn, {C, A, B});
+  }
+
+  void emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value *C, Value *A, Value *B) {
+    constexpr int kRows = 4;
     auto *v32 = FixedVectorType::get(f32_, 32);
     if (!ptScratch_.bDec) { // one set of scratch buffers per function, shared by its pt.mm's
       IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
