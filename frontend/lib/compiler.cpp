@@ -799,7 +799,16 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
   }
 
   // Split to one op per kernel, layout, work division: one drafted SuperDSC per node.
+  // A reshape that keeps every element's device bytes is zero-copy: its value aliases its
+  // input's buffer and no kernel runs (a graph output gets its own buffer: a copy kernel).
+  std::map<int, int> aliasOf;
+  auto root = [&](int v) {
+    for (auto it = aliasOf.find(v); it != aliasOf.end(); it = aliasOf.find(v))
+      v = it->second;
+    return v;
+  };
   std::vector<KernelDraft> drafts;
+  std::vector<int> nodeOfDraft;
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     const Node &n = g.nodes[ni];
     const Value &out = g.values[n.output];
@@ -808,6 +817,15 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
       if (!isGenericLayout(v))
         throw Unsupported("restickify: %" + g.values[v].name + " (a reduction without keepdim) feeds " + where +
                           "; use keepdim=True");
+    if (n.op == "reshape" && n.inputs.size() == 1 &&
+        std::find(g.outputs.begin(), g.outputs.end(), n.output) == g.outputs.end()) {
+      const Value &in = g.values[n.inputs[0]];
+      if (in.dtype == out.dtype &&
+          reshapeKeepsDeviceBytes(in.shape, out.shape, elemsPerStick(deviceFormat(in.dtype, where)))) {
+        aliasOf[n.output] = n.inputs[0];
+        continue;
+      }
+    }
     KernelDraft kd;
     if (pointwiseOps().count(n.op))
       kd = pointwiseKernel(g, n, drafts.size(), opts.maxCores);
@@ -823,23 +841,31 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
       kd = layerNormKernel(g, n, drafts.size(), opts.maxCores);
     else if (n.op == "slice")
       kd = sliceKernel(g, n, drafts.size(), opts.maxCores);
+    else if (n.op == "reshape")
+      kd = reshapeKernel(g, n, drafts.size(), opts.maxCores);
     else if (n.op == "permute")
       kd = permuteKernel(g, n, drafts.size(), opts.maxCores);
     else if (n.op == "cat") {
       // One copy per operand (numbered in launch order, after every earlier draft).
-      for (KernelDraft &part : catKernels(g, n, drafts.size(), opts.maxCores))
+      for (KernelDraft &part : catKernels(g, n, drafts.size(), opts.maxCores)) {
         drafts.push_back(std::move(part));
+        nodeOfDraft.push_back(static_cast<int>(ni));
+      }
       continue;
     } else
       throw Unsupported("op '" + n.op + "' (" + where + ")");
     drafts.push_back(std::move(kd));
+    nodeOfDraft.push_back(static_cast<int>(ni));
   }
+  // Kernels see an alias through its own shape; its bytes live in the root value's buffer.
+  for (KernelDraft &kd : drafts)
+    for (int &v : kd.tensorValues)
+      v = root(v);
 
-  // LX planning: intermediates that stay in the cores' LX between kernels (no DDR buffer). The
-  // planner pairs drafts with nodes, so graphs with a cat (several drafts) keep DDR buffers.
+  // LX planning: intermediates that stay in the cores' LX between kernels (no DDR buffer).
   LxPlanningResult lx;
-  if (opts.lxPlanning && drafts.size() == g.nodes.size())
-    lx = planLxResidency(g, drafts, opts.lxPlanBytes);
+  if (opts.lxPlanning)
+    lx = planLxResidency(g, drafts, nodeOfDraft, opts.lxPlanBytes);
   if (!opts.dumpDir.empty() && opts.lxPlanning)
     writeFile(opts.dumpDir + "/lx_plan.txt", lx.summary);
 

@@ -33,6 +33,13 @@ double attrOr(const Node &n, const char *key, double dflt);
 /// Unsupported for any attribute not in `allowed` (alpha=1 is always accepted).
 void checkAttrs(const Node &n, const std::string &where, std::initializer_list<const char *> allowed);
 
+/// Elementwise ops (compiler.cpp): add, exp, clone, expand, where, ...
+KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+
+// reshape_ops.cpp: a reshape whose generic layouts put every element at the same device bytes
+// (reshapeKeepsDeviceBytes, compiler.h) is a copy of the buffer; anything else is Unsupported.
+KernelDraft reshapeKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+
 // Op builders in layernorm_ops.cpp.
 bool isLayerNormOp(const std::string &op);
 KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int maxCores);

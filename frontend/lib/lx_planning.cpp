@@ -66,9 +66,10 @@ bool inPlaceOp(const std::string &op) {
 
 } // namespace
 
-LxPlanningResult planLxResidency(const Graph &g, std::vector<KernelDraft> &drafts, int64_t capacity) {
+LxPlanningResult planLxResidency(const Graph &g, std::vector<KernelDraft> &drafts,
+                                 const std::vector<int> &nodeOfDraft, int64_t capacity) {
   LxPlanningResult res;
-  const int n = static_cast<int>(g.nodes.size());
+  const int n = static_cast<int>(drafts.size());
   std::vector<bool> capable(n);
   for (int i = 0; i < n; ++i)
     capable[i] = isa::supportsLxResidentOperands(drafts[i].s.opFuncName);
@@ -88,9 +89,10 @@ LxPlanningResult planLxResidency(const Graph &g, std::vector<KernelDraft> &draft
   std::map<int, int> bufferOf;
   std::vector<CoreView> bufferView;
   for (int i = 0; i < n; ++i) {
-    const int v = g.nodes[i].output;
+    const Node &node = g.nodes.at(nodeOfDraft.at(i));
+    const int v = node.output;
     const auto &u = uses[v];
-    if (isBoundary(v) || !producesLxReusable(g.nodes[i].op) || u.size() < 2 || u.front().first != i)
+    if (isBoundary(v) || !producesLxReusable(node.op) || u.size() < 2 || u.front().first != i)
       continue;
     // Every kernel from the producer to the last reader must read/write LX operands in place
     // and stage above lxReservedBytes_.
@@ -116,8 +118,8 @@ LxPlanningResult planLxResidency(const Graph &g, std::vector<KernelDraft> &draft
     b.start = i;
     b.end = last + 1;
     // In place: an input candidate whose last use is this op, of the same per-core view.
-    if (inPlaceOp(g.nodes[i].op))
-      for (int in : g.nodes[i].inputs) {
+    if (inPlaceOp(node.op))
+      for (int in : node.inputs) {
         auto it = bufferOf.find(in);
         if (it != bufferOf.end() && buffers[it->second].end == i + 1 && bufferView[it->second] == *view)
           b.inPlaceParents.push_back(it->second);

@@ -16,7 +16,8 @@ struct LxPlanningResult {
 
 /// Decides which intermediate values stay in LX and rewrites the drafts: their tensors become
 /// memOrg_ lx at the planned address on every core, and every kernel's lxReservedBytes covers the
-/// LX-resident tensors live across it. drafts[i] is the kernel of g.nodes[i].
+/// LX-resident tensors live across it. drafts[i] is a kernel of g.nodes[nodeOfDraft[i]] (a
+/// cat drafts several; a zero-copy reshape none).
 ///
 /// A value is a candidate (torch-spyre's eligibility filter) when it is not a graph input or
 /// output; its producer is one of OP_OUTPUT_GOOD_FOR_LX_REUSE (amax, sum, exp, sub, mul, mean,
@@ -26,6 +27,6 @@ struct LxPlanningResult {
 /// the same per-core view (same cores, per-core start offsets and per-core extents). exp, sub,
 /// add and rsqrt may take over the slot of an input whose last use they are (same size).
 LxPlanningResult planLxResidency(const Graph &g, std::vector<KernelDraft> &drafts,
-                                 int64_t capacity = kLxUsableBytes);
+                                 const std::vector<int> &nodeOfDraft, int64_t capacity = kLxUsableBytes);
 
 } // namespace spyre::frontend::detail

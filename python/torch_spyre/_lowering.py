@@ -407,7 +407,8 @@ def lowerable_ops() -> list[Any]:
     """The ATen overloads with a lowering that eager mode may run as kernels: spyre:: custom ops
     only appear in traced graphs, and view ops (slice, expand) must stay views in eager mode;
     only compiled graphs materialise them."""
-    return [op for op in _LOWERINGS if op.namespace == "aten" and not op.is_view]
+    return [op for op in _LOWERINGS
+            if op.namespace == "aten" and not op.is_view and op is not aten._unsafe_view.default]
 
 
 def lower(op: Any, args: tuple, kwargs: dict, env: Env) -> Lowered:
@@ -589,6 +590,17 @@ def _cat(env: Env, b: dict) -> Lowered:
     else:
         L.add("cat", keep, dim=dim)
     return L
+
+
+@_reg(aten.view.default)
+@_reg(aten._unsafe_view.default)
+def _view(env: Env, b: dict) -> Lowered:
+    """A reshape in a compiled graph: a buffer copy where both generic layouts put every element
+    at the same device bytes (the frontend checks), which keeps the graph in one partition."""
+    t = env.tensor(b["self"])
+    if t is None:
+        raise Unsupported(f"view of {_describe(env, b['self'])}")
+    return _unary(env, "reshape", b["self"])
 
 
 @_reg(aten.expand.default)

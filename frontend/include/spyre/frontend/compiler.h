@@ -22,6 +22,11 @@ struct CompileOptions {
 /// SENCORES from the environment (default 32); throws Unsupported("invalid SENCORES value N").
 int senCoresFromEnv();
 
+/// True when the generic stick layouts of the contiguous shapes `from` and `to` (`eps` elements
+/// per stick) put every element at the same device bytes, padding included: the reshape is
+/// zero-copy (compileGraph aliases the buffer, or copies it once for a graph output).
+bool reshapeKeepsDeviceBytes(const std::vector<int64_t> &from, const std::vector<int64_t> &to, int64_t eps);
+
 isa::JobPlan compileGraph(const Graph &g, const CompileOptions &opts = {});
 
 /// torch-spyre work division pass 3 for one op: splits per iteration dim given the

@@ -17,6 +17,8 @@
 //     dim an offset that is not a stick multiple is fp16/bf16 only
 //   permute(%x, dims=[p0, ..]): output dim k = x's dim p_k, materialised (a new last dim is
 //     fp16/bf16 only)
+//   reshape(%x): x's elements in row-major order in the output shape; compiled where the two
+//     generic stick layouts put every element at the same device bytes (a buffer copy)
 //   cat(%a, %b, .., dim=d): the operands joined along d (on the last dim at offsets inside a
 //     stick fp16/bf16 only)
 //   layer norm over the last dim (torch-spyre's three ops; x f16/bf16/f32, rank 1-4):

@@ -1,0 +1,61 @@
+// reshape: zero-copy where both generic stick layouts put every element at the same device
+// bytes (an alias of the input's buffer, or one copy kernel when the result is a graph output),
+// Unsupported where elements would move between sticks.
+#include "plan_runner.h"
+#include "spyre/frontend/compiler.h"
+#include "spyre/isa/error.h"
+#include <cmath>
+#include <gtest/gtest.h>
+
+using namespace spyre;
+using frontend::reshapeKeepsDeviceBytes;
+
+TEST(Reshape, WhichReshapesKeepTheDeviceBytes) {
+  EXPECT_TRUE(reshapeKeepsDeviceBytes({64, 256}, {64, 4, 64}, 64));  // split the stick dim in whole sticks
+  EXPECT_TRUE(reshapeKeepsDeviceBytes({64, 4, 64}, {64, 256}, 64));  // and merge it back
+  EXPECT_TRUE(reshapeKeepsDeviceBytes({1, 256}, {256}, 64));         // squeeze / unsqueeze of size 1
+  EXPECT_TRUE(reshapeKeepsDeviceBytes({8, 64}, {8, 1, 64}, 64));
+  EXPECT_TRUE(reshapeKeepsDeviceBytes({67, 100}, {67, 100}, 64));    // identity, padded sticks
+  EXPECT_FALSE(reshapeKeepsDeviceBytes({4, 64, 64}, {256, 64}, 64)); // merging rows reorders sticks
+  EXPECT_FALSE(reshapeKeepsDeviceBytes({2, 3, 128}, {6, 128}, 64));
+  EXPECT_FALSE(reshapeKeepsDeviceBytes({64, 100}, {100, 64}, 64));   // elements cross sticks
+  EXPECT_FALSE(reshapeKeepsDeviceBytes({64, 256}, {64, 8, 32}, 64)); // 32-element rows share sticks
+  EXPECT_TRUE(reshapeKeepsDeviceBytes({64, 256}, {64, 8, 32}, 32));  // ... unless sticks hold 32 (fp32)
+}
+
+TEST(Reshape, InternalReshapesAliasAndOutputsCopy) {
+  // x [64, 256] -> t [64, 4, 64] (alias) -> e = exp(t) -> y = reshape(e) [64, 256] (graph output:
+  // one copy kernel) ; z = neg(t) [64, 4, 64].
+  std::string text = "graph(%x: f16[64, 256]) {\n  %t = reshape(%x) : f16[64, 4, 64]\n  %e = exp(%t) : f16[64, 4, 64]\n"
+                     "  %y = reshape(%e) : f16[64, 256]\n  %z = neg(%t) : f16[64, 4, 64]\n  return (%y, %z)\n}\n";
+  isa::JobPlan p = frontend::compileGraph(frontend::parseGraph(text), {32, ""});
+  std::vector<std::string> ops;
+  for (const auto &l : p.launches)
+    ops.push_back(l.sdsc.opFuncName);
+  EXPECT_EQ(ops, (std::vector<std::string>{"exp", "identity", "neg"}));
+  std::vector<float> x(64 * 256);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(static_cast<int>(i % 61) - 30) / 16.0f;
+  auto interp = sim::makeInterpreter();
+  test::PlanRunner r(p, *interp);
+  r.setInput(0, x);
+  r.run();
+  std::vector<float> y = r.output(0), z = r.output(1);
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_NEAR(y[i], std::exp(x[i]), 0.01 * std::exp(x[i])) << i;
+    ASSERT_EQ(z[i], -x[i]) << i;
+  }
+}
+
+TEST(Reshape, ElementsMovingBetweenSticksAreUnsupported) {
+  std::string text = "graph(%x: f16[4, 64, 64]) {\n  %t = reshape(%x) : f16[256, 64]\n  %e = exp(%t) : f16[256, 64]\n"
+                     "  return (%e)\n}\n";
+  try {
+    frontend::compileGraph(frontend::parseGraph(text), {32, ""});
+    ADD_FAILURE() << "compiled";
+  } catch (const Unsupported &e) {
+    EXPECT_NE(std::string(e.what()).find("reshape of [4, 64, 64] to [256, 64] that moves elements between sticks"),
+              std::string::npos)
+        << e.what();
+  }
+}
