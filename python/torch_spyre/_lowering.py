@@ -594,6 +594,8 @@ def _cat(env: Env, b: dict) -> Lowered:
 
 @_reg(aten.view.default)
 @_reg(aten._unsafe_view.default)
+@_reg(aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims)
+@_reg(aten.unsqueeze.default)
 def _view(env: Env, b: dict) -> Lowered:
     """A reshape in a compiled graph: a buffer copy where both generic layouts put every element
     at the same device bytes (the frontend checks), which keeps the graph in one partition."""

@@ -1,0 +1,47 @@
+"""Views inside compiled graphs: zero-copy reshapes (view, _unsafe_view, squeeze, unsqueeze)
+stay in the graph, so a block of ops with reshapes between them is one spyre partition."""
+
+import pytest
+import torch
+
+from torch_spyre._compile import compile_stats
+from torch_spyre.testing import compare_with_cpu
+
+
+def _x(*shape, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g).half()
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: (x.view(64, 4, 64).exp() * 2).view(64, 256),
+    lambda x: (x.unsqueeze(0).exp() + 1).squeeze(0),
+    lambda x: x.reshape(64, 4, 64).transpose(0, 1).contiguous().neg(),
+    lambda x: x.view(64, 4, 64).transpose(0, 1).transpose(0, 1).reshape(64, 256).abs(),
+], ids=["view-split-merge", "unsqueeze-squeeze", "reshape-permute", "heads-roundtrip"])
+def test_zero_copy_views_stay_in_one_partition(fn):
+    fb = compare_with_cpu(fn, _x(64, 256), run_eager=False)
+    assert not fb["compile"], fb
+    assert compile_stats.partitions == 1
+    assert compile_stats.fallback_nodes == 0
+
+
+def test_reshape_moving_elements_runs_as_a_view_between_partitions():
+    # [4, 64, 64] -> [256, 64] reorders sticks: not zero-copy, so the view runs on the tensor
+    # between two compiled partitions (correct, restaged through the host).
+    fb = compare_with_cpu(lambda x: x.exp().view(256, 64).neg(), _x(4, 64, 64), run_eager=False)
+    assert not fb["compile"], fb
+    assert compile_stats.partitions == 2
+
+
+def test_attention_heads_compile_as_one_partition():
+    s, d, h = 64, 256, 4
+
+    def heads(x, w):
+        q = (x @ w).view(s, h, d // h).transpose(0, 1)
+        att = torch.softmax(q @ q.transpose(-1, -2) * 0.125, dim=-1)
+        return (att @ q).transpose(0, 1).reshape(s, d)
+
+    fb = compare_with_cpu(heads, _x(s, d, seed=1), (_x(d, d, seed=2) * 0.05), run_eager=False)
+    assert not fb["compile"], fb
+    assert compile_stats.partitions == 1
