@@ -40,9 +40,13 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
   for (size_t d = 0; d < s.dims.size(); ++d)
     if (static_cast<int>(d) != dR && static_cast<int>(d) != dC)
       batch.push_back(static_cast<int>(d));
-  const int64_t lxSrc = 0, lxDst = Rpad * 128;
-  if (2 * Rpad * 128 > opts.lxBytes)
-    throw Unsupported("transpose with " + std::to_string(R) + " rows (a 64-column tile does not fit in LX) in " + s.name);
+  // Rows per staged chunk: all of them if a 64-column tile of every row fits twice in LX (source
+  // and transposed copy), else the largest multiple of 64 that does (the rows then go in chunks).
+  const int64_t Rc = std::min(Rpad, opts.lxBytes / (2 * 128) / 64 * 64);
+  if (Rc < 64)
+    throw Unsupported("transpose: 64 rows of a 64-column tile do not fit in LX in " + s.name);
+  const bool chunked = Rc < Rpad;
+  const int64_t lxSrc = 0, lxDst = Rc * 128;
   const int64_t xTile = strideOf(x, dC), xRow = strideOf(x, dR) ? strideOf(x, dR) : 128;
   const int64_t yTile = strideOf(y, dR), yRow = strideOf(y, dC) ? strideOf(y, dC) : 128;
   Kernel k = newKernel(s, {&x, &y});
@@ -61,19 +65,39 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
     ProgramBuilder pb;
     emitLi(pb, 1, xOff);
     emitLi(pb, 2, yOff);
-    if (Rpad > R) { // zero the padding rows of the staged tile once; DMA never writes them
+    if (Rpad > R) { // zero the padding rows of the staged tile; DMA never writes them
       emitZero(pb);
-      emitZeroPadRows(pb, lxSrc, 1, Rpad, R);
+      if (!chunked)
+        emitZeroPadRows(pb, lxSrc, 1, Rpad, R);
     }
-    auto tile = [&](int64_t cols) {
-      pb.dmaBoxStrided(true, x.segment, 1, 0, -1, lxSrc, {{R, xRow, 128}}, 0, 20, 21);
+    // `rows` rows (padded to `padded`) of one column tile at r1 -> their output tiles at r2.
+    auto chunk = [&](int64_t rows, int64_t padded, int64_t cols) {
+      pb.dmaBoxStrided(true, x.segment, 1, 0, -1, lxSrc, {{rows, xRow, 128}}, 0, 20, 21);
       Instr tr = mk(Opcode::PtTr);
       tr.lx = {-1, lxDst};
       tr.lx2 = {-1, lxSrc};
-      tr.imm = Rpad;
+      tr.imm = padded;
       tr.imms = {64, 0, 0};
       pb.emit(tr);
-      pb.dmaBoxStrided(false, y.segment, 2, 0, -1, lxDst, {{RT, yTile, 64 * 128}, {cols, yRow, 128}}, 1, 20, 21);
+      pb.dmaBoxStrided(false, y.segment, 2, 0, -1, lxDst, {{padded / 64, yTile, 64 * 128}, {cols, yRow, 128}}, 1, 20,
+                       21);
+    };
+    auto tile = [&](int64_t cols) {
+      if (!chunked) {
+        chunk(R, Rpad, cols);
+        return;
+      }
+      const int64_t full = R / Rc, rem = R % Rc, remPad = (rem + 63) / 64 * 64;
+      pb.loop(full, {{1, Rc * xRow}, {2, Rc / 64 * yTile}}, [&] { chunk(Rc, Rc, cols); });
+      if (rem) {
+        pb.emit(addi(1, 1, full * Rc * xRow));
+        pb.emit(addi(2, 2, full * (Rc / 64) * yTile));
+        if (remPad > rem) // earlier chunks wrote these staging rows
+          emitZeroPadRows(pb, lxSrc, 1, remPad, rem);
+        chunk(rem, remPad, cols);
+        pb.emit(addi(1, 1, -full * Rc * xRow));
+        pb.emit(addi(2, 2, -full * (Rc / 64) * yTile));
+      }
     };
     std::function<void(size_t)> batchLoops = [&](size_t bi) {
       if (bi < batch.size()) {
@@ -100,7 +124,8 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
       p.body.pop_back();
     k.programs.push_back(std::move(p));
   }
-  k.comment = "op=" + s.opFuncName + " R=" + std::to_string(R) + " C=" + std::to_string(C) + " cores=" + std::to_string(k.numCores);
+  k.comment = "op=" + s.opFuncName + " R=" + std::to_string(R) + " C=" + std::to_string(C) + " cores=" +
+              std::to_string(k.numCores) + (chunked ? " rows in chunks of " + std::to_string(Rc) : "");
   return k;
 }
 

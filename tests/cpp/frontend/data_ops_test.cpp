@@ -332,3 +332,32 @@ TEST(DataOps, SwapIsTheTwoDimTranspose) {
         << e.what();
   }
 }
+
+TEST(DataOps, TransposeOfMoreRowsThanFitInLxGoesInRowChunks) {
+  // 8200 and 7000 rows of a 64-column tile do not fit twice in LX: rows are staged in chunks.
+  struct Case {
+    V shape;
+    std::vector<double> perm;
+  };
+  for (const auto &c : std::vector<Case>{{{8200, 67}, {1, 0}}, {{2, 7000, 65}, {0, 2, 1}}}) {
+    V outShape;
+    for (double p : c.perm)
+      outShape.push_back(c.shape[static_cast<size_t>(p)]);
+    Graph g;
+    int x = g.addInput("x", c.shape, HostType::F16);
+    g.outputs = {g.addNode("permute", {x}, "y", outShape, HostType::F16, {{"dims", Attr(c.perm)}})};
+    std::vector<float> xv = iotaValues(numel(c.shape), HostType::F16);
+    for (int cores : {1, 32}) {
+      EXPECT_NE(isa::compileSuperDsc(compileGraph(g, {cores, ""}).launches[0].sdsc).comment.find("rows in chunks"),
+                std::string::npos);
+      auto y = runBoth(g, cores, xv);
+      for (int64_t i = 0; i < numel(outShape); ++i) {
+        auto co = unravel(i, outShape);
+        std::vector<int64_t> ci(c.shape.size());
+        for (size_t k = 0; k < co.size(); ++k)
+          ci[static_cast<size_t>(c.perm[k])] = co[k];
+        ASSERT_EQ(y[i], xv[ravel(ci, c.shape)]) << "cores " << cores << " at " << i;
+      }
+    }
+  }
+}
