@@ -743,6 +743,27 @@ KernelDraft transposeKernel(const Graph &g, const Node &n, size_t index, int max
 
 using namespace detail;
 
+namespace {
+/// SPYRE_DUMP_DIR's passes.txt: what each frontend pass decided, in pass order.
+std::string passesReport(const Graph &g, const std::vector<KernelDraft> &drafts, const std::vector<int> &nodeOfDraft,
+                         const std::map<int, int> &aliasOf, const LxPlanningResult &lx, const JobPlan &plan) {
+  std::string r = "# split: one kernel per node (zero-copy reshapes alias their input's buffer)\n";
+  for (const auto &[v, src] : aliasOf)
+    r += "%" + g.values[v].name + " = reshape(%" + g.values[src].name + "): alias, no kernel\n";
+  r += "\n# work division: kernel, node, dims = size / splits, cores\n";
+  for (size_t i = 0; i < drafts.size(); ++i) {
+    const isa::SuperDsc &s = drafts[i].s;
+    r += s.name + " %" + g.values[g.nodes.at(nodeOfDraft.at(i)).output].name + ":";
+    for (size_t d = 0; d < s.dims.size(); ++d)
+      r += " " + s.dims[d] + "=" + std::to_string(s.N[d]) + "/" + std::to_string(s.numWkSlicesPerDim[d]);
+    r += ", " + std::to_string(s.numCoresUsed) + " cores\n";
+  }
+  r += "\n# LX planning (size per core, live kernels, address)\n" + (lx.summary.empty() ? "none\n" : lx.summary);
+  r += "\n# memory planning and emission (JobPlan; launch args: buffer index, lx = LX-resident)\n" + plan.summary();
+  return r;
+}
+} // namespace
+
 JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
   g.verify();
   if (opts.maxCores < 1 || opts.maxCores > 32)
@@ -952,8 +973,10 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
     files.push_back(launch.sdscFile);
     plan.launches.push_back(std::move(launch));
   }
-  if (!opts.dumpDir.empty())
+  if (!opts.dumpDir.empty()) {
     writeFile(opts.dumpDir + "/bundle.mlir", isa::writeBundleMlir(files));
+    writeFile(opts.dumpDir + "/passes.txt", passesReport(g, drafts, nodeOfDraft, aliasOf, lx, plan));
+  }
   return plan;
 }
 

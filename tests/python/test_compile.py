@@ -269,8 +269,11 @@ def test_dump_dir_writes_every_stage(tmp_path, monkeypatch):
     (graph_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     names = {p.name for p in graph_dir.iterdir()}
     for expected in ["fx_graph.txt", "graph.txt", "bundle.mlir", "sdsc_0.json", "sdsc_0.lst", "sdsc_2.lst",
-                     "sdsc_0.timing.txt"]:
+                     "sdsc_0.timing.txt", "lx_plan.txt", "passes.txt"]:
         assert expected in names, names
+    passes = (graph_dir / "passes.txt").read_text()
+    for section in ["# work division", "# LX planning", "# memory planning"]:
+        assert section in passes, passes
     assert any(n.endswith(".opt.ll") for n in names) and any(n.endswith(".ll") and ".opt" not in n for n in names)
     assert "relu" in (graph_dir / "graph.txt").read_text()
     # The listings parse back: the C++ listing parser is exercised through spyre-isa-dump in
