@@ -838,10 +838,12 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
       if (!isGenericLayout(v))
         throw Unsupported("restickify: %" + g.values[v].name + " (a reduction without keepdim) feeds " + where +
                           "; use keepdim=True");
-    if (n.op == "reshape" && n.inputs.size() == 1 &&
+    // Values are immutable, so an internal clone (e.g. .contiguous() after a materialised
+    // permute) aliases its input as well.
+    if ((n.op == "reshape" || (n.op == "clone" && n.attrs.empty())) && n.inputs.size() == 1 &&
         std::find(g.outputs.begin(), g.outputs.end(), n.output) == g.outputs.end()) {
       const Value &in = g.values[n.inputs[0]];
-      if (in.dtype == out.dtype &&
+      if (in.dtype == out.dtype && isGenericLayout(n.inputs[0]) &&
           reshapeKeepsDeviceBytes(in.shape, out.shape, elemsPerStick(deviceFormat(in.dtype, where)))) {
         aliasOf[n.output] = n.inputs[0];
         continue;

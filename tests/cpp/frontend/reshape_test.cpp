@@ -59,3 +59,24 @@ TEST(Reshape, ElementsMovingBetweenSticksAreUnsupported) {
         << e.what();
   }
 }
+
+TEST(Reshape, InternalClonesAlias) {
+  // .contiguous() after a materialised op: the clone runs no kernel; a cloned graph output does.
+  std::string text = "graph(%x: f16[64, 256]) {\n  %p = neg(%x) : f16[64, 256]\n  %c = clone(%p) : f16[64, 256]\n"
+                     "  %e = exp(%c) : f16[64, 256]\n  %o = clone(%e) : f16[64, 256]\n  return (%o)\n}\n";
+  isa::JobPlan p = frontend::compileGraph(frontend::parseGraph(text), {32, ""});
+  std::vector<std::string> ops;
+  for (const auto &l : p.launches)
+    ops.push_back(l.sdsc.opFuncName);
+  EXPECT_EQ(ops, (std::vector<std::string>{"neg", "exp", "identity"}));
+  std::vector<float> x(64 * 256);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(static_cast<int>(i % 61) - 30) / 16.0f;
+  auto interp = sim::makeInterpreter();
+  test::PlanRunner r(p, *interp);
+  r.setInput(0, x);
+  r.run();
+  std::vector<float> o = r.output(0);
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_NEAR(o[i], std::exp(-x[i]), 0.01 * std::exp(-x[i])) << i;
+}
