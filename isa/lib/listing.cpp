@@ -166,23 +166,30 @@ public:
             fail("kernel name");
           skipWs();
           expectWord("cores=");
-          k.numCores = static_cast<int>(integer());
-          if (k.numCores < 1 || k.numCores > 32)
-            fail("cores between 1 and 32", std::to_string(k.numCores));
+          int64_t cores = integer();
+          if (cores < 1 || cores > 32)
+            fail("cores between 1 and 32", std::to_string(cores));
+          k.numCores = static_cast<int>(cores);
           sawKernel = true;
         } else if (d == ".args") {
-          for (skipWs(); !atEnd() && peek() != ';'; skipWs())
-            k.args.push_back(ident());
+          for (skipWs(); !atEnd() && peek() != ';'; skipWs()) {
+            std::string a = ident();
+            if (a.empty())
+              fail("an argument name");
+            k.args.push_back(a);
+          }
         } else if (d == ".core") {
           if (!stack.empty())
             fail("'}' closing the loop before .core");
           skipWs();
           CoreProgram p;
-          p.firstCore = p.lastCore = static_cast<int>(integer());
+          int64_t first = integer(), last = first;
           if (match(".."))
-            p.lastCore = static_cast<int>(integer());
-          if (p.firstCore < 0 || p.lastCore < p.firstCore || p.lastCore >= k.numCores)
+            last = integer();
+          if (first < 0 || last < first || last >= k.numCores)
             fail("core range inside 0.." + std::to_string(k.numCores - 1));
+          p.firstCore = static_cast<int>(first);
+          p.lastCore = static_cast<int>(last);
           k.programs.push_back(std::move(p));
           cur = &k.programs.back();
         } else {

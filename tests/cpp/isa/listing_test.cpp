@@ -65,6 +65,22 @@ TEST(Listing, ParseErrorsNameLineColumnAndExpectation) {
   EXPECT_THROW(parseKernel("    li r1, 0\n"), Error);                       // no .kernel
   EXPECT_THROW(parseKernel(".kernel k cores=40\n"), Error);                 // too many cores
   EXPECT_THROW(parseKernel(".kernel k cores=2\n.core 0..2\n"), Error);      // core range
+  // Found by fuzzing: a non-name in .args looped forever (and ran out of memory); a core count
+  // above 2^32 wrapped to a valid int.
+  auto message = [](const std::string &text) {
+    try {
+      parseKernel(text);
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  EXPECT_NE(message(".kernel k cores=1\n.args a, b\n").find("expected an argument name"), std::string::npos);
+  EXPECT_NE(message(".kernel k cores=4294967297\n").find("expected cores between 1 and 32, got '4294967297'"),
+            std::string::npos)
+      << message(".kernel k cores=4294967297\n");
+  EXPECT_NE(message(".kernel k cores=2\n.core 4294967296..4294967297\n").find("core range inside 0..1"),
+            std::string::npos);
 }
 
 TEST(Listing, EveryInstructionPrintsAndParses) {
