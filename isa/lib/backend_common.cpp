@@ -142,6 +142,13 @@ void emitLi(ProgramBuilder &pb, int r, int64_t v) {
   pb.emit(i);
 }
 
+void emitTbl(ProgramBuilder &pb, int r, std::vector<int64_t> table) {
+  Instr i = mk(Opcode::Tbl);
+  i.r = {r, -1};
+  i.table = std::move(table);
+  pb.emit(i);
+}
+
 /// v15 = DL16 zero in every lane.
 void emitZero(ProgramBuilder &pb) {
   Instr z = mk(Opcode::Bcast, Format::DL16);

@@ -115,6 +115,8 @@ public:
 // Small emitters shared by the lowerings. Conventions: r5 walks LX rows, v12 holds a lane mask
 // (v13 its bound), v15 a DL16 zero.
 void emitLi(ProgramBuilder &pb, int r, int64_t v);
+/// r = table[core id] (`tbl`): a per-core constant, e.g. each core's DDR offset of a tensor.
+void emitTbl(ProgramBuilder &pb, int r, std::vector<int64_t> table);
 /// v15 = DL16 zero in every lane.
 void emitZero(ProgramBuilder &pb);
 /// v12 = 1.0 on lanes below `valid`, 0.0 above (the valid lanes of a partial last stick).

@@ -69,14 +69,8 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
   const int64_t rowSticks = chunk * inner; // sticks per tile in a block
   Kernel k = newKernel(s, {&in, &out});
   ProgramBuilder pb;
-  Instr t1 = mk(Opcode::Tbl);
-  t1.r = {1, -1};
-  t1.table = offsets(in);
-  pb.emit(t1);
-  Instr t2 = mk(Opcode::Tbl);
-  t2.r = {2, -1};
-  t2.table = offsets(out);
-  pb.emit(t2);
+  emitTbl(pb, 1, offsets(in));
+  emitTbl(pb, 2, offsets(out));
   const int64_t lxIn = 0, lxOut = (widen ? T16 : T32) * rowSticks * kStickBytes;
   auto box = [&](const TensorGeom &g) {
     std::vector<std::pair<int64_t, int64_t>> b;

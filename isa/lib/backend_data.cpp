@@ -89,14 +89,8 @@ Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
 
   Kernel k = newKernel(s, {&in, &out});
   ProgramBuilder pb;
-  Instr t1 = mk(Opcode::Tbl);
-  t1.r = {1, -1};
-  t1.table = inOff;
-  pb.emit(t1);
-  Instr t2 = mk(Opcode::Tbl);
-  t2.r = {2, -1};
-  t2.table = outOff;
-  pb.emit(t2);
+  emitTbl(pb, 1, inOff);
+  emitTbl(pb, 2, outOff);
   auto transpose = [&](int64_t dst, int64_t src, int64_t R, int64_t C) {
     Instr tr = mk(Opcode::PtTr);
     tr.lx = {-1, dst};

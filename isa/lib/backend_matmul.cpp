@@ -221,18 +221,9 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
 
   // Registers: r1 x, r2 y, r3 out DDR offsets; r20/r21 DMA scratch; r5 row walker.
   ProgramBuilder pb;
-  Instr t1 = mk(Opcode::Tbl);
-  t1.r = {1, -1};
-  t1.table = offsets(x);
-  pb.emit(t1);
-  Instr t2 = mk(Opcode::Tbl);
-  t2.r = {2, -1};
-  t2.table = offsets(y);
-  pb.emit(t2);
-  Instr t3 = mk(Opcode::Tbl);
-  t3.r = {3, -1};
-  t3.table = offsets(o);
-  pb.emit(t3);
+  emitTbl(pb, 1, offsets(x));
+  emitTbl(pb, 2, offsets(y));
+  emitTbl(pb, 3, offsets(o));
   emitZero(pb);
   // Zero the K padding rows of every B tile once: DMA never writes them.
   if (Kpad > K)

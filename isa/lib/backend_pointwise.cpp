@@ -269,16 +269,9 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
         b *= len[j];
     lxCursor += b;
   }
-  for (int i = 0; i < nt; ++i) {
-    Instr tbl = mk(Opcode::Tbl);
-    tbl.r = {1 + i, -1};
-    tbl.table = offsets(*tensors[i]);
-    if (tensors[i]->t->inLx) { // r(1+i): the LX address of the block instead of a DDR offset
-      emitLi(pb, 1 + i, lxAddr[i]);
-      continue;
-    }
-    pb.emit(tbl);
-  }
+  // r(1+i): each core's DDR offset, or for an LX-resident operand the block's LX address.
+  for (int i = 0; i < nt; ++i)
+    tensors[i]->t->inLx ? emitLi(pb, 1 + i, lxAddr[i]) : emitTbl(pb, 1 + i, offsets(*tensors[i]));
   if (lnScale) {
     Instr e = mk(Opcode::Bcast, Format::F32);
     e.v = {7, -1, -1, -1};

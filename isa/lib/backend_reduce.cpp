@@ -193,22 +193,8 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
   }
   const int64_t lxIn = lxStage, lxOut = lxStage + (inT.inLx ? 0 : inBlock);
   // r1 / r2: the block's DDR offset, or for an LX-resident operand its LX address.
-  if (inT.inLx) {
-    emitLi(pb, 1, inLxAddr);
-  } else {
-    Instr t1 = mk(Opcode::Tbl);
-    t1.r = {1, -1};
-    t1.table = offsets(in);
-    pb.emit(t1);
-  }
-  if (outT.inLx) {
-    emitLi(pb, 2, outLxAddr);
-  } else {
-    Instr t2 = mk(Opcode::Tbl);
-    t2.r = {2, -1};
-    t2.table = offsets(out);
-    pb.emit(t2);
-  }
+  inT.inLx ? emitLi(pb, 1, inLxAddr) : emitTbl(pb, 1, offsets(in));
+  outT.inLx ? emitLi(pb, 2, outLxAddr) : emitTbl(pb, 2, offsets(out));
   const Opcode combine = base == "max" ? Opcode::Max : base == "min" ? Opcode::Min : Opcode::Add;
   const float identity = base == "max" ? -INFINITY : base == "min" ? INFINITY : 0.0f;
   if (exx2) {
