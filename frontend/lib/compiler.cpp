@@ -31,25 +31,10 @@ int senCoresFromEnv() {
 }
 
 std::vector<int64_t> divideWork(const std::vector<int64_t> &sizes, const std::vector<bool> &outputDims, int maxCores) {
-  std::vector<int64_t> splits(sizes.size(), 1);
-  std::vector<size_t> order;
-  for (size_t i = 0; i < sizes.size(); ++i)
-    if (outputDims[i])
-      order.push_back(i);
-  // Decreasing adjusted size; stable so equal sizes keep dim order.
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
-  int64_t remaining = maxCores;
-  for (size_t d : order) {
-    int64_t best = 1;
-    for (int64_t s = std::min<int64_t>(remaining, sizes[d]); s >= 1; --s)
-      if (sizes[d] % s == 0) {
-        best = s;
-        break;
-      }
-    splits[d] = best;
-    remaining /= best;
-  }
-  return splits;
+  std::vector<bool> others(outputDims.size());
+  for (size_t i = 0; i < outputDims.size(); ++i)
+    others[i] = !outputDims[i];
+  return distributeWork(sizes, others, std::vector<int64_t>(sizes.size(), 1), maxCores, /*splitReduction=*/false);
 }
 
 namespace detail {

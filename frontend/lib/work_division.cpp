@@ -94,7 +94,7 @@ std::vector<int64_t> spanReduction(const std::vector<int64_t> &sizes, const std:
 }
 
 std::vector<int64_t> distributeWork(const std::vector<int64_t> &sizes, const std::vector<bool> &isReduction,
-                                    const std::vector<int64_t> &commits, int maxCores) {
+                                    const std::vector<int64_t> &commits, int maxCores, bool splitReduction) {
   std::vector<int64_t> splits = commits;
   int64_t remaining = maxCores / product(commits);
   std::vector<size_t> order;
@@ -110,7 +110,7 @@ std::vector<int64_t> distributeWork(const std::vector<int64_t> &sizes, const std
   bool reductionCommitted = false;
   for (size_t i = 0; i < sizes.size(); ++i)
     reductionCommitted |= isReduction[i] && commits[i] > 1;
-  if (remaining > 1 && !reductionCommitted) {
+  if (splitReduction && remaining > 1 && !reductionCommitted) {
     int best = -1;
     int64_t bestSplit = 1;
     for (size_t i = 0; i < sizes.size(); ++i)

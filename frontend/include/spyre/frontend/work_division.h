@@ -39,9 +39,10 @@ std::vector<int64_t> spanReduction(const std::vector<int64_t> &sizes, const std:
 
 /// Pass 3 with Pass-1 commits: each output dim (decreasing size) takes its commit times the
 /// largest divisor of the rest that fits the remaining cores; then, if cores remain and no
-/// reduction dim was committed, the single reduction dim with the largest such divisor.
+/// reduction dim was committed, the single reduction dim with the largest such divisor
+/// (unless `splitReduction` is false: divideWork, whose other dims are never split).
 std::vector<int64_t> distributeWork(const std::vector<int64_t> &sizes, const std::vector<bool> &isReduction,
-                                    const std::vector<int64_t> &commits, int maxCores);
+                                    const std::vector<int64_t> &commits, int maxCores, bool splitReduction = true);
 
 /// A batchmatmul as pass 2 sees it (element counts; N and K are split in sticks of 64).
 struct MatmulProblem {
