@@ -160,26 +160,25 @@ if hasattr(aten, "_fused_rms_norm"):
         return _rms(x, normalized_shape, weight, eps)
 
 
-@_register(aten.addmm.default)
-def _addmm(bias: torch.Tensor, m1: torch.Tensor, m2: torch.Tensor, *, beta: float = 1,
-           alpha: float = 1) -> torch.Tensor:
-    out = aten.mm.default(m1, m2)
+def _alpha_beta(out: torch.Tensor, bias: torch.Tensor, beta: float, alpha: float) -> torch.Tensor:
+    """alpha * out + beta * bias, skipping the multiplications by 1 and the bias when beta = 0."""
     if alpha != 1:
         out = aten.mul.Tensor(out, alpha)
     if beta == 0:
         return out
     return aten.add.Tensor(out, bias if beta == 1 else aten.mul.Tensor(bias, beta))
+
+
+@_register(aten.addmm.default)
+def _addmm(bias: torch.Tensor, m1: torch.Tensor, m2: torch.Tensor, *, beta: float = 1,
+           alpha: float = 1) -> torch.Tensor:
+    return _alpha_beta(aten.mm.default(m1, m2), bias, beta, alpha)
 
 
 @_register(aten.baddbmm.default)
 def _baddbmm(bias: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, *, beta: float = 1,
              alpha: float = 1) -> torch.Tensor:
-    out = aten.bmm.default(b1, b2)
-    if alpha != 1:
-        out = aten.mul.Tensor(out, alpha)
-    if beta == 0:
-        return out
-    return aten.add.Tensor(out, bias if beta == 1 else aten.mul.Tensor(bias, beta))
+    return _alpha_beta(aten.bmm.default(b1, b2), bias, beta, alpha)
 
 
 # Compile-only decompositions: view ops that return several views become slices, which
