@@ -83,6 +83,21 @@ std::vector<std::vector<int64_t>> coreSlices(const std::vector<int64_t> &splits,
   return out;
 }
 
+KernelDraft newDraft(size_t index, std::string opFuncName, std::string exUnit, std::vector<std::string> dims,
+                     std::vector<int64_t> N, std::vector<int64_t> splits, const std::string &name) {
+  KernelDraft kd;
+  SuperDsc &s = kd.s;
+  s.name = std::to_string(index) + "_" + (name.empty() ? opFuncName : name);
+  s.opFuncName = std::move(opFuncName);
+  s.exUnit = std::move(exUnit);
+  s.dims = std::move(dims);
+  s.N = std::move(N);
+  s.numCoresUsed = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
+  s.coreIdToWkSlice = coreSlices(splits, s.numCoresUsed);
+  s.numWkSlicesPerDim = std::move(splits);
+  return kd;
+}
+
 /// torch-spyre's generic stick layout over dim labels l (host order, stick dim last): device
 /// dims [l1..l(k-2), tile(l(k-1)), l0, elem]; layoutDimOrder_ lists the non-elem dims inner ->
 /// outer.
@@ -321,18 +336,9 @@ KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int max
   std::vector<int64_t> adjusted = N;
   adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
   auto splits = divideWork(adjusted, std::vector<bool>(r, true), maxCores);
-  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
 
-  KernelDraft kd;
+  KernelDraft kd = newDraft(index, desc.opFunc, "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
-  s.name = std::to_string(index) + "_" + desc.opFunc;
-  s.opFuncName = desc.opFunc;
-  s.exUnit = "sfp";
-  s.dims = labels;
-  s.N = N;
-  s.numWkSlicesPerDim = splits;
-  s.numCoresUsed = cores;
-  s.coreIdToWkSlice = coreSlices(splits, cores);
   // Generic stick layout of a rank-k tensor whose dims are the op's last k dims: device dims
   // [o1..o(k-2), tile(o(k-1)), o0, elem]; layoutDimOrder_ lists the non-elem dims inner -> outer.
   auto layoutFor = [&](size_t k) {
@@ -464,20 +470,11 @@ KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int max
   for (size_t d = 0; d < r; ++d)
     splittable[d] = !red[d];
   auto splits = divideWork(adjusted, splittable, maxCores);
-  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
   bool stickReduced = red[r - 1];
   const char *base = n.op == "sum" ? "sum" : n.op == "mean" ? "mean" : n.op == "amax" ? "max" : "min";
 
-  KernelDraft kd;
+  KernelDraft kd = newDraft(index, std::string(base) + (stickReduced ? "" : "nonstick"), "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
-  s.opFuncName = std::string(base) + (stickReduced ? "" : "nonstick");
-  s.name = std::to_string(index) + "_" + s.opFuncName;
-  s.exUnit = "sfp";
-  s.dims = labels;
-  s.N = N;
-  s.numWkSlicesPerDim = splits;
-  s.numCoresUsed = cores;
-  s.coreIdToWkSlice = coreSlices(splits, cores);
   SdscLayout layout = genericLayout(labels, eps);
   std::vector<int> inScale(r, 1), outScale(r, 1);
   for (size_t d = 0; d < r; ++d)
@@ -542,18 +539,12 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
   // Work division passes 1-3 (span limit, matmul cost model, largest divisors); a K split's
   // partial sums travel over the ring between adjacent cores.
   std::vector<int64_t> splits = matmulWorkDivision({batchShape, rb != 2, M, N, K}, maxCores);
-  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
 
-  KernelDraft kd;
+  KernelDraft kd = newDraft(index, "batchmatmul", "pt", labels, N_, splits);
   SuperDsc &s = kd.s;
-  s.opFuncName = "batchmatmul";
-  s.name = std::to_string(index) + "_batchmatmul";
-  s.exUnit = "pt";
-  s.dims = labels;
-  s.N = N_;
-  s.numWkSlicesPerDim = splits;
-  s.numCoresUsed = cores;
+  const int cores = s.numCoresUsed;
   // K-fast core order (SPYRE_CORE_ID_K_FAST_EMISSION): K partners sit on adjacent cores.
+  s.coreIdToWkSlice.clear();
   for (int c = 0; c < cores; ++c) {
     std::vector<int64_t> slice(r);
     slice[r - 1] = c % splits[r - 1];
@@ -621,17 +612,9 @@ KernelDraft convertKernel(const Graph &g, const Node &n, size_t index, int maxCo
   std::vector<bool> splittable(r, true);
   splittable[r - 1] = false; // dtype ops keep the stick dim on one core
   auto splits = divideWork(N, splittable, maxCores);
-  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
-  KernelDraft kd;
+  KernelDraft kd = newDraft(index, fi == fo ? "identity" : fi == DataFormat::SEN169_FP16 ? "dl16tofp32" : "fp32todl16", "sfp",
+                            labels, N, splits);
   SuperDsc &s = kd.s;
-  s.opFuncName = fi == fo ? "identity" : fi == DataFormat::SEN169_FP16 ? "dl16tofp32" : "fp32todl16";
-  s.name = std::to_string(index) + "_" + s.opFuncName;
-  s.exUnit = "sfp";
-  s.dims = labels;
-  s.N = N;
-  s.numWkSlicesPerDim = splits;
-  s.numCoresUsed = cores;
-  s.coreIdToWkSlice = coreSlices(splits, cores);
   s.primaryDsInfo["OUTPUT"] = genericLayout(labels, elemsPerStick(fo));
   if (fi != fo)
     s.primaryDsInfo["KERNEL"] = genericLayout(labels, elemsPerStick(fi));
@@ -686,17 +669,8 @@ KernelDraft transposeKernel(const Graph &g, const Node &n, size_t index, int max
   std::vector<bool> splittable(r, true);
   splittable[r - 2] = false; // rows stay on one core
   auto splits = divideWork(adjusted, splittable, maxCores);
-  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
-  KernelDraft kd;
+  KernelDraft kd = newDraft(index, "transpose", "pt", labels, N, splits);
   SuperDsc &s = kd.s;
-  s.opFuncName = "transpose";
-  s.name = std::to_string(index) + "_transpose";
-  s.exUnit = "pt";
-  s.dims = labels;
-  s.N = N;
-  s.numWkSlicesPerDim = splits;
-  s.numCoresUsed = cores;
-  s.coreIdToWkSlice = coreSlices(splits, cores);
   std::vector<std::string> outLabels(labels.begin(), labels.end() - 2);
   outLabels.push_back("out");
   outLabels.push_back("mb");

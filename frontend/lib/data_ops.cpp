@@ -60,17 +60,8 @@ KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCore
   if (laneShift)
     splittable[r - 1] = false;
   auto splits = divideWork(adjusted, splittable, maxCores);
-  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
-  KernelDraft kd;
+  KernelDraft kd = newDraft(index, "slice", "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
-  s.opFuncName = "slice";
-  s.name = std::to_string(index) + "_slice";
-  s.exUnit = "sfp";
-  s.dims = labels;
-  s.N = N;
-  s.numWkSlicesPerDim = splits;
-  s.numCoresUsed = cores;
-  s.coreIdToWkSlice = coreSlices(splits, cores);
   s.primaryDsInfo["OUTPUT"] = genericLayout(labels, eps);
   const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
   for (int i = 0; i < 2; ++i) {
@@ -141,17 +132,8 @@ KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCo
   if (restick)
     splittable[rDim] = false; // rows of the PE-array transpose stay on one core
   auto splits = divideWork(adjusted, splittable, maxCores);
-  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
-  KernelDraft kd;
+  KernelDraft kd = newDraft(index, "ReStickifyOpHBM", restick ? "pt" : "sfp", labels, N, splits, "restickify");
   SuperDsc &s = kd.s;
-  s.opFuncName = "ReStickifyOpHBM";
-  s.name = std::to_string(index) + "_restickify";
-  s.exUnit = restick ? "pt" : "sfp";
-  s.dims = labels;
-  s.N = N;
-  s.numWkSlicesPerDim = splits;
-  s.numCoresUsed = cores;
-  s.coreIdToWkSlice = coreSlices(splits, cores);
   s.primaryDsInfo["INPUT"] = genericLayout(labels, eps);
   s.primaryDsInfo["OUTPUT"] = genericLayout(outLabels, eps);
   // The input's stick dim splits in sticks; in the output (sticked elsewhere) the same split
@@ -211,17 +193,8 @@ std::vector<KernelDraft> catKernels(const Graph &g, const Node &n, size_t index,
     std::vector<bool> splittable(r, true);
     splittable[r - 1] = !laneShift;
     auto splits = divideWork(adjusted, splittable, maxCores);
-    int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
-    KernelDraft kd;
+    KernelDraft kd = newDraft(index + i, "identity", "sfp", labels, N, splits);
     SuperDsc &s = kd.s;
-    s.opFuncName = "identity";
-    s.name = std::to_string(index + i) + "_identity";
-    s.exUnit = "sfp";
-    s.dims = labels;
-    s.N = N;
-    s.numWkSlicesPerDim = splits;
-    s.numCoresUsed = cores;
-    s.coreIdToWkSlice = coreSlices(splits, cores);
     s.primaryDsInfo["OUTPUT"] = genericLayout(labels, eps);
     const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
     for (int k = 0; k < 2; ++k) {

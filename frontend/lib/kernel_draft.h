@@ -21,6 +21,11 @@ DataFormat deviceFormat(HostType t, const std::string &where);
 std::vector<std::string> dimLabels(size_t rank);
 /// Mixed-radix core -> work slice mapping (the first dim varies fastest).
 std::vector<std::vector<int64_t>> coreSlices(const std::vector<int64_t> &splits, int cores);
+/// A draft's SuperDSC header: op and unit, dims and sizes, the work division (cores = the product
+/// of `splits`, torch-spyre's core -> slice map) and the name "<index>_<name>" (name defaults to
+/// the op).
+KernelDraft newDraft(size_t index, std::string opFuncName, std::string exUnit, std::vector<std::string> dims,
+                     std::vector<int64_t> N, std::vector<int64_t> splits, const std::string &name = "");
 /// Generic stick layout over dim labels l (host order, stick dim last).
 isa::SdscLayout genericLayout(const std::vector<std::string> &l, int64_t eps);
 /// Elements of each iteration dim one core covers (dims in stickDims split in whole sticks).

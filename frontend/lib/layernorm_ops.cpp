@@ -97,18 +97,9 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
   if (isScale || isExx2)
     splittable[r - 1] = false;
   auto splits = divideWork(adjusted, splittable, maxCores);
-  int cores = static_cast<int>(std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>()));
 
-  KernelDraft kd;
+  KernelDraft kd = newDraft(index, n.op, "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
-  s.opFuncName = n.op;
-  s.name = std::to_string(index) + "_" + n.op;
-  s.exUnit = "sfp";
-  s.dims = labels;
-  s.N = N;
-  s.numWkSlicesPerDim = splits;
-  s.numCoresUsed = cores;
-  s.coreIdToWkSlice = coreSlices(splits, cores);
   const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
   std::vector<int> all(r, 1), sparse(r, 1), column(r, -1);
   sparse[r - 1] = -2;
