@@ -23,6 +23,39 @@ namespace spyre::frontend::detail {
 using isa::SdscTensor;
 using isa::SuperDsc;
 
+namespace {
+/// The operands of a copy: Tensor0 (value `in`, layout class inType) -> Tensor1 (value `out`,
+/// outType), scale 1 on every dim, both in `fmt`. Tensor `view` (0, 1, or -1 for none) is a
+/// view of an allocation `allocSize` long on `dim`, starting at `offset`.
+void addCopyOperands(KernelDraft &kd, int in, int out, DataFormat fmt, const char *inType, const char *outType,
+                     const std::vector<int64_t> &perCore, int view = -1, size_t dim = 0, int64_t allocSize = 0,
+                     int64_t offset = 0) {
+  SuperDsc &s = kd.s;
+  const size_t r = s.dims.size();
+  for (int i = 0; i < 2; ++i) {
+    SdscTensor t;
+    t.ldsIdx = i;
+    t.dsName = "Tensor" + std::to_string(i);
+    t.dsType = i == 0 ? inType : outType;
+    t.scale.assign(r, 1);
+    t.dataFormat = fmt;
+    if (i == view) {
+      t.maxDimSizes.assign(r, -1);
+      t.offsets.assign(r, 0);
+      t.maxDimSizes[dim] = allocSize;
+      t.offsets[dim] = offset;
+    }
+    placeTensor(s, t, perCore);
+    s.labeledDs.push_back(t);
+  }
+  s.inputs = {0};
+  s.inputConsts = {""};
+  s.outputs = {1};
+  kd.tensorValues = {in, out};
+}
+} // namespace
+
+
 KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
   const Value &out = g.values[n.output];
   const std::string where = "node %" + out.name + " = " + n.op;
@@ -64,26 +97,7 @@ KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCore
   SuperDsc &s = kd.s;
   s.primaryDsInfo["OUTPUT"] = genericLayout(labels, eps);
   const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
-  for (int i = 0; i < 2; ++i) {
-    SdscTensor t;
-    t.ldsIdx = i;
-    t.dsName = "Tensor" + std::to_string(i);
-    t.dsType = "OUTPUT";
-    t.scale.assign(r, 1);
-    t.dataFormat = fmt;
-    if (i == 0) {
-      t.maxDimSizes.assign(r, -1);
-      t.offsets.assign(r, 0);
-      t.maxDimSizes[dim] = x.shape[dim];
-      t.offsets[dim] = start;
-    }
-    placeTensor(s, t, perCore);
-    s.labeledDs.push_back(t);
-  }
-  s.inputs = {0};
-  s.inputConsts = {""};
-  s.outputs = {1};
-  kd.tensorValues = {n.inputs[0], n.output};
+  addCopyOperands(kd, n.inputs[0], n.output, fmt, "OUTPUT", "OUTPUT", perCore, 0, dim, x.shape[dim], start);
   return kd;
 }
 
@@ -139,20 +153,7 @@ KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCo
   // The input's stick dim splits in sticks; in the output (sticked elsewhere) the same split
   // moves whole rows, which placeTensor handles per tensor.
   const std::vector<int64_t> perCore = perCoreElems(N, splits, {cDim}, eps);
-  for (int i = 0; i < 2; ++i) {
-    SdscTensor t;
-    t.ldsIdx = i;
-    t.dsName = "Tensor" + std::to_string(i);
-    t.dsType = i == 0 ? "INPUT" : "OUTPUT";
-    t.scale.assign(r, 1);
-    t.dataFormat = fmt;
-    placeTensor(s, t, perCore);
-    s.labeledDs.push_back(t);
-  }
-  s.inputs = {0};
-  s.inputConsts = {""};
-  s.outputs = {1};
-  kd.tensorValues = {n.inputs[0], n.output};
+  addCopyOperands(kd, n.inputs[0], n.output, fmt, "INPUT", "OUTPUT", perCore);
   return kd;
 }
 
@@ -197,26 +198,7 @@ std::vector<KernelDraft> catKernels(const Graph &g, const Node &n, size_t index,
     SuperDsc &s = kd.s;
     s.primaryDsInfo["OUTPUT"] = genericLayout(labels, eps);
     const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
-    for (int k = 0; k < 2; ++k) {
-      SdscTensor t;
-      t.ldsIdx = k;
-      t.dsName = "Tensor" + std::to_string(k);
-      t.dsType = "OUTPUT";
-      t.scale.assign(r, 1);
-      t.dataFormat = fmt;
-      if (k == 1) {
-        t.maxDimSizes.assign(r, -1);
-        t.offsets.assign(r, 0);
-        t.maxDimSizes[dim] = out.shape[dim];
-        t.offsets[dim] = offset;
-      }
-      placeTensor(s, t, perCore);
-      s.labeledDs.push_back(t);
-    }
-    s.inputs = {0};
-    s.inputConsts = {""};
-    s.outputs = {1};
-    kd.tensorValues = {n.inputs[i], n.output};
+    addCopyOperands(kd, n.inputs[i], n.output, fmt, "OUTPUT", "OUTPUT", perCore, 1, dim, out.shape[dim], offset);
     kds.push_back(std::move(kd));
     offset += x.shape[dim];
   }
