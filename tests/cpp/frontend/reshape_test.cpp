@@ -10,6 +10,25 @@
 using namespace spyre;
 using frontend::reshapeKeepsDeviceBytes;
 
+namespace {
+/// The graph compiled for 32 cores and its kernels' ops, in launch order.
+std::pair<isa::JobPlan, std::vector<std::string>> compileOps(const std::string &text) {
+  isa::JobPlan p = frontend::compileGraph(frontend::parseGraph(text), {32, ""});
+  std::vector<std::string> ops;
+  for (const auto &l : p.launches)
+    ops.push_back(l.sdsc.opFuncName);
+  return {std::move(p), ops};
+}
+
+/// A 64 x 256 ramp of exactly representable values in [-1.875, 1.875].
+std::vector<float> ramp() {
+  std::vector<float> x(64 * 256);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(static_cast<int>(i % 61) - 30) / 16.0f;
+  return x;
+}
+} // namespace
+
 TEST(Reshape, WhichReshapesKeepTheDeviceBytes) {
   EXPECT_TRUE(reshapeKeepsDeviceBytes({64, 256}, {64, 4, 64}, 64));  // split the stick dim in whole sticks
   EXPECT_TRUE(reshapeKeepsDeviceBytes({64, 4, 64}, {64, 256}, 64));  // and merge it back
@@ -28,14 +47,9 @@ TEST(Reshape, InternalReshapesAliasAndOutputsCopy) {
   // one copy kernel) ; z = neg(t) [64, 4, 64].
   std::string text = "graph(%x: f16[64, 256]) {\n  %t = reshape(%x) : f16[64, 4, 64]\n  %e = exp(%t) : f16[64, 4, 64]\n"
                      "  %y = reshape(%e) : f16[64, 256]\n  %z = neg(%t) : f16[64, 4, 64]\n  return (%y, %z)\n}\n";
-  isa::JobPlan p = frontend::compileGraph(frontend::parseGraph(text), {32, ""});
-  std::vector<std::string> ops;
-  for (const auto &l : p.launches)
-    ops.push_back(l.sdsc.opFuncName);
+  auto [p, ops] = compileOps(text);
   EXPECT_EQ(ops, (std::vector<std::string>{"exp", "identity", "neg"}));
-  std::vector<float> x(64 * 256);
-  for (size_t i = 0; i < x.size(); ++i)
-    x[i] = static_cast<float>(static_cast<int>(i % 61) - 30) / 16.0f;
+  std::vector<float> x = ramp();
   auto interp = sim::makeInterpreter();
   test::PlanRunner r(p, *interp);
   r.setInput(0, x);
@@ -64,14 +78,9 @@ TEST(Reshape, InternalClonesAlias) {
   // .contiguous() after a materialised op: the clone runs no kernel; a cloned graph output does.
   std::string text = "graph(%x: f16[64, 256]) {\n  %p = neg(%x) : f16[64, 256]\n  %c = clone(%p) : f16[64, 256]\n"
                      "  %e = exp(%c) : f16[64, 256]\n  %o = clone(%e) : f16[64, 256]\n  return (%o)\n}\n";
-  isa::JobPlan p = frontend::compileGraph(frontend::parseGraph(text), {32, ""});
-  std::vector<std::string> ops;
-  for (const auto &l : p.launches)
-    ops.push_back(l.sdsc.opFuncName);
+  auto [p, ops] = compileOps(text);
   EXPECT_EQ(ops, (std::vector<std::string>{"neg", "exp", "identity"}));
-  std::vector<float> x(64 * 256);
-  for (size_t i = 0; i < x.size(); ++i)
-    x[i] = static_cast<float>(static_cast<int>(i % 61) - 30) / 16.0f;
+  std::vector<float> x = ramp();
   auto interp = sim::makeInterpreter();
   test::PlanRunner r(p, *interp);
   r.setInput(0, x);
