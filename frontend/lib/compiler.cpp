@@ -745,10 +745,17 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
     auto red = reducedDims(n, in.shape.size(), "node %" + g.values[n.output].name);
     layoutOf[n.output] = SpyreTensorLayout(keepdimShape(in.shape, red), deviceFormat(in.dtype, n.op));
   }
+  auto genericOf = [&](int v) {
+    const Value &val = g.values[v];
+    return SpyreTensorLayout(val.shape, deviceFormat(val.dtype, "%" + val.name));
+  };
   auto isGenericLayout = [&](int v) {
     auto it = layoutOf.find(v);
-    return it == layoutOf.end() ||
-           it->second == SpyreTensorLayout(g.values[v].shape, deviceFormat(g.values[v].dtype, "%" + g.values[v].name));
+    return it == layoutOf.end() || it->second == genericOf(v);
+  };
+  auto layoutOfValue = [&](int v) {
+    auto it = layoutOf.find(v);
+    return it != layoutOf.end() ? it->second : genericOf(v);
   };
   std::map<int, int> bufferOf; // value id -> buffer
   auto bufferFor = [&](int v, BufferSpec::Kind kind, int index) {
@@ -762,8 +769,7 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
     b.index = index;
     b.hostShape = val.shape;
     b.hostType = val.dtype;
-    auto lit = layoutOf.find(v);
-    b.layout = lit != layoutOf.end() ? lit->second : SpyreTensorLayout(val.shape, deviceFormat(val.dtype, "%" + val.name));
+    b.layout = layoutOfValue(v);
     plan.buffers.push_back(b);
     bufferOf[v] = static_cast<int>(plan.buffers.size()) - 1;
     return bufferOf[v];
@@ -871,7 +877,7 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
   std::vector<Slot> slots;
   for (const auto &[v, range] : order) {
     const Value &val = g.values[v];
-    SpyreTensorLayout layout = layoutOf.count(v) ? layoutOf.at(v) : SpyreTensorLayout(val.shape, deviceFormat(val.dtype, "%" + val.name));
+    SpyreTensorLayout layout = layoutOfValue(v);
     const int64_t bytes = layout.deviceBytes();
     int best = -1;
     for (size_t si = 0; si < slots.size(); ++si) {
@@ -888,15 +894,7 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
         best = static_cast<int>(si);
     }
     if (best < 0) {
-      BufferSpec b;
-      b.name = val.name;
-      b.kind = BufferSpec::Kind::Intermediate;
-      b.hostShape = val.shape;
-      b.hostType = val.dtype;
-      b.layout = layout;
-      plan.buffers.push_back(b);
-      slots.push_back({static_cast<int>(plan.buffers.size()) - 1, range.second});
-      bufferOf[v] = slots.back().buffer;
+      slots.push_back({bufferFor(v, BufferSpec::Kind::Intermediate, 0), range.second});
       continue;
     }
     BufferSpec &b = plan.buffers[slots[best].buffer];
