@@ -78,34 +78,11 @@ extern "C" void spyre_jit_dma(uint8_t *lx, uint8_t *ddr, int64_t n0, int64_t n1,
 
 extern "C" void spyre_jit_pt_mm(uint8_t *C, const uint8_t *A, const uint8_t *B, int64_t M, int64_t N, int64_t K,
                                 int32_t acc) {
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t n = 0; n < N; ++n) {
-      float *cp = reinterpret_cast<float *>(C + ((n / 32) * M + i) * 128) + n % 32;
-      float sum = acc ? *cp : 0.0f;
-      for (int64_t k = 0; k < K; ++k) {
-        uint16_t a, b;
-        std::memcpy(&a, A + ((k / 64) * M + i) * 128 + 2 * (k % 64), 2);
-        std::memcpy(&b, B + ((n / 64) * K + k) * 128 + 2 * (n % 64), 2);
-        sum = std::fma(dl16::toFloat(a), dl16::toFloat(b), sum);
-      }
-      *cp = sum;
-    }
+  isa::ptMm(C, A, B, M, N, K, acc != 0);
 }
 
-extern "C" void spyre_jit_pt_out(uint8_t *D, const uint8_t *C, int64_t M, int64_t N) {
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t n = 0; n < N; ++n) {
-      float v;
-      std::memcpy(&v, C + ((n / 32) * M + i) * 128 + 4 * (n % 32), 4);
-      uint16_t h = dl16::fromFloat(v);
-      std::memcpy(D + ((n / 64) * M + i) * 128 + 2 * (n % 64), &h, 2);
-    }
-}
+extern "C" void spyre_jit_pt_out(uint8_t *D, const uint8_t *C, int64_t M, int64_t N) { isa::ptOut(D, C, M, N); }
 
-extern "C" void spyre_jit_pt_tr(uint8_t *D, const uint8_t *S, int64_t R, int64_t C) {
-  for (int64_t r = 0; r < R; ++r)
-    for (int64_t col = 0; col < C; ++col)
-      std::memcpy(D + ((r / 64) * C + col) * 128 + 2 * (r % 64), S + ((col / 64) * R + r) * 128 + 2 * (col % 64), 2);
-}
+extern "C" void spyre_jit_pt_tr(uint8_t *D, const uint8_t *S, int64_t R, int64_t C) { isa::ptTr(D, S, R, C); }
 
 } // namespace spyre::jit

@@ -142,40 +142,21 @@ private:
       uint8_t *C = lxPtr(in, c, in.lx, N / 32 * M * 128);
       const uint8_t *A = lxPtr(in, c, in.lx2, K / 64 * M * 128);
       const uint8_t *B = lxPtr(in, c, in.lx3, N / 64 * K * 128);
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t n = 0; n < N; ++n) {
-          float *cp = reinterpret_cast<float *>(C + ((n / 32) * M + i) * 128) + n % 32;
-          float acc = in.imms[2] ? *cp : 0.0f;
-          for (int64_t k = 0; k < K; ++k) {
-            uint16_t a, b;
-            std::memcpy(&a, A + ((k / 64) * M + i) * 128 + 2 * (k % 64), 2);
-            std::memcpy(&b, B + ((n / 64) * K + k) * 128 + 2 * (n % 64), 2);
-            acc = std::fma(dl16::toFloat(a), dl16::toFloat(b), acc);
-          }
-          *cp = acc;
-        }
+      ptMm(C, A, B, M, N, K, in.imms[2] != 0);
       return;
     }
     case Opcode::PtTr: {
       const int64_t R = in.imm, C = in.imms[0];
       uint8_t *D = lxPtr(in, c, in.lx, R * C * 2);
       const uint8_t *S = lxPtr(in, c, in.lx2, R * C * 2);
-      for (int64_t r = 0; r < R; ++r)
-        for (int64_t col = 0; col < C; ++col)
-          std::memcpy(D + ((r / 64) * C + col) * 128 + 2 * (r % 64), S + ((col / 64) * R + r) * 128 + 2 * (col % 64), 2);
+      ptTr(D, S, R, C);
       return;
     }
     case Opcode::PtOut: {
       const int64_t M = in.imm, N = in.imms[0];
       uint8_t *D = lxPtr(in, c, in.lx, N / 64 * M * 128);
       const uint8_t *C = lxPtr(in, c, in.lx2, N / 32 * M * 128);
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t n = 0; n < N; ++n) {
-          float v;
-          std::memcpy(&v, C + ((n / 32) * M + i) * 128 + 4 * (n % 32), 4);
-          uint16_t h = dl16::fromFloat(v);
-          std::memcpy(D + ((n / 64) * M + i) * 128 + 2 * (n % 64), &h, 2);
-        }
+      ptOut(D, C, M, N);
       return;
     }
     case Opcode::Ld:

@@ -54,6 +54,12 @@ bool isSfp(Opcode op);
 /// The SFP's exp in fp32 (what exp/sigmoid/silu use): max 3 ulp from libm's expf (tests/cpp/isa/sfp_math_test.cpp).
 float sfpExp(float x);
 
+/// PT semantics on LX tiles (pt.cpp; layouts as instructions.def documents them):
+/// pt.mm C (+)= A x B in fp32 with one fma per k in order; pt.out D = DL16(C); pt.tr D = S^T.
+void ptMm(uint8_t *C, const uint8_t *A, const uint8_t *B, int64_t M, int64_t N, int64_t K, bool acc);
+void ptOut(uint8_t *D, const uint8_t *C, int64_t M, int64_t N);
+void ptTr(uint8_t *D, const uint8_t *S, int64_t R, int64_t C);
+
 } // namespace spyre::isa
 
 /// C entry point the JIT calls for SFP ops it does not inline.
