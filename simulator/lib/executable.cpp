@@ -29,7 +29,7 @@ Executable::Executable(isa::JobPlan plan, Engine &engine, const std::string &dum
       argBytes.push_back(b < 0 ? 0 : static_cast<uint64_t>(plan_.buffers[b].layout.deviceBytes()));
     isa::verifyKernel(cl.kernel, argBytes);
     isa::TimingReport rep = isa::timeKernel(cl.kernel, hw);
-    cl.simulatedUs = rep.overlappedUs;
+    cl.simulatedUs = rep.scheduledUs;
     cl.timing = rep.summary();
     compileMs_ += msSince(t0);
     if (!dumpDir.empty()) {

@@ -180,20 +180,20 @@ void recordLaunch(const isa::Kernel &kernel, const std::shared_ptr<const Prepare
   const double t0 = s.clockUs;
   const double cpu = hw.cyclesPerUs();
   std::ostringstream ka;
-  ka << "\"label\":\"" << jsonEscape(s.label) << "\",\"simulated_us\":" << num(rep.overlappedUs)
-     << ",\"serial_us\":" << num(rep.serialUs) << ",\"host_ms\":" << num(hostMs) << ",\"cores\":" << kernel.numCores
+  ka << "\"label\":\"" << jsonEscape(s.label) << "\",\"simulated_us\":" << num(rep.scheduledUs)
+     << ",\"overlapped_us\":" << num(rep.overlappedUs) << ",\"serial_us\":" << num(rep.serialUs) << ",\"host_ms\":" << num(hostMs) << ",\"cores\":" << kernel.numCores
      << ",\"active_cores\":" << rep.activeCores << ",\"phases\":" << rep.numPhases() << ",\"ddr_bytes\":" << rep.ddrBytes
      << ",\"lsu_sticks\":" << rep.lsuSticks << ",\"sfp_stick_ops\":" << rep.sfpStickOps << ",\"pt_macs\":" << rep.ptMacs
      << ",\"ring_bytes\":" << rep.ringBytes;
-  slice(kernel.name, 0, t0, rep.overlappedUs, ka.str());
+  slice(kernel.name, 0, t0, rep.scheduledUs, ka.str());
   slice("launch", 0, t0, rep.launchUs, "");
   // Barrier time is spread evenly after the phases (the report has only the total).
   const int phases = rep.numPhases();
   const double barrierPerPhase = phases ? rep.barrierUs / phases : 0;
   double t = t0 + rep.launchUs;
   for (int p = 0; p < phases; ++p) {
-    double dur = rep.phaseOverlappedCycles[p] / cpu;
-    slice("phase " + std::to_string(p), 0, t, dur, "\"cycles\":" + num(rep.phaseOverlappedCycles[p]));
+    double dur = rep.phaseScheduledCycles[p] / cpu;
+    slice("phase " + std::to_string(p), 0, t, dur, "\"cycles\":" + num(rep.phaseScheduledCycles[p]));
     for (size_t c = 0; c < rep.perCorePhase.size(); ++c) {
       if (p >= static_cast<int>(rep.perCorePhase[c].size()))
         continue;
@@ -213,7 +213,7 @@ void recordLaunch(const isa::Kernel &kernel, const std::shared_ptr<const Prepare
     }
     t += dur + barrierPerPhase;
   }
-  s.clockUs = t0 + rep.overlappedUs;
+  s.clockUs = t0 + rep.scheduledUs;
 
   std::string body = o.str();
   std::fseek(s.file, -kTrailerLen, SEEK_END);

@@ -47,7 +47,7 @@ Totals totals(const isa::JobPlan &p) {
   for (const auto &l : p.launches) {
     isa::TimingReport r = isa::timeKernel(isa::compileSuperDsc(l.sdsc), isa::HardwareConfig{});
     t.ddrBytes += r.ddrBytes;
-    t.us += r.overlappedUs;
+    t.us += r.scheduledUs;
     for (int b : l.argBuffers)
       t.lxArgs += b < 0;
   }

@@ -23,13 +23,18 @@ struct TimingReport {
   std::string kernel;
   /// perCorePhase[core][phase]; every core has numPhases entries.
   std::vector<std::vector<UnitCycles>> perCorePhase;
-  /// Per phase: max over cores of UnitCycles::overlapped() / serial().
-  std::vector<double> phaseOverlappedCycles, phaseSerialCycles;
+  /// Per phase: max over cores of UnitCycles::overlapped() / serial() (the bounds), and of the
+  /// scheduled replay (in-order issue, async DMA engine, waits; timing.cpp).
+  std::vector<double> phaseOverlappedCycles, phaseSerialCycles, phaseScheduledCycles;
   int barriers = 0;      ///< top-level `bar`s (each costs hw.barrierNs)
   int activeCores = 0;   ///< cores that issue any DMA; they share the DDR bandwidth
   double launchUs = 0, barrierUs = 0;
-  /// Kernel time: launch + Σ phases (max over cores) + barriers, in µs.
-  double overlappedUs = 0, serialUs = 0;
+  /// Kernel time: launch + Σ phases (max over cores) + barriers, in µs. scheduledUs is the
+  /// kernel's simulated time; overlappedUs <= scheduledUs (perfect overlap) and serialUs (no
+  /// overlap) bound it.
+  double overlappedUs = 0, serialUs = 0, scheduledUs = 0;
+  /// A loop never reached a steady state within the replay budget; its tail was extrapolated.
+  bool scheduleApproximate = false;
   // Work counters over all cores.
   uint64_t ddrBytes = 0, lsuSticks = 0, sfpStickOps = 0, ptMacs = 0, ringBytes = 0;
   uint64_t dmaOps = 0, sfpTransStickOps = 0, scalarOps = 0, waits = 0; ///< of which / also counted
