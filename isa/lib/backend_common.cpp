@@ -198,25 +198,16 @@ Instr addi(int rd, int rs, int64_t imm) {
   return i;
 }
 
-void ProgramBuilder::dmaBox(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
-                            std::vector<std::pair<int64_t, int64_t>> box, int token, int scratchDdr, int scratchLx) {
-  // Dense LX strides of the box.
-  std::vector<std::array<int64_t, 3>> full(box.size());
-  int64_t lxStride = kStickBytes;
-  for (size_t j = box.size(); j-- > 0;) {
-    full[j] = {box[j].first, box[j].second, lxStride};
-    lxStride *= box[j].first;
-  }
-  dmaBoxStrided(toLx, arg, rDdr, ddrOff, rLx, lxOff, full, token, scratchDdr, scratchLx);
-}
 
-void ProgramBuilder::dmaBoxStrided(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
-                                   const std::vector<std::array<int64_t, 3>> &box, int token, int scratchDdr,
-                                   int scratchLx) {
-  // Merge dims that are contiguous on both sides.
-  struct Run {
-    int64_t n, ddr, lx;
-  };
+namespace {
+
+struct Run {
+  int64_t n, ddr, lx;
+};
+
+/// The box's dims with count > 1, merged where contiguous on both sides, ending in the
+/// stick-contiguous run (count, 128, 128).
+std::vector<Run> dmaRuns(const std::vector<std::array<int64_t, 3>> &box) {
   std::vector<Run> runs;
   for (const auto &b : box)
     if (b[0] > 1)
@@ -229,6 +220,49 @@ void ProgramBuilder::dmaBoxStrided(bool toLx, int arg, int rDdr, int64_t ddrOff,
   }
   if (runs.empty() || runs.back().ddr != kStickBytes || runs.back().lx != kStickBytes)
     runs.push_back({1, kStickBytes, kStickBytes});
+  return runs;
+}
+
+std::vector<std::array<int64_t, 3>> denseBox(const std::vector<std::pair<int64_t, int64_t>> &box) {
+  std::vector<std::array<int64_t, 3>> full(box.size());
+  int64_t lxStride = kStickBytes;
+  for (size_t j = box.size(); j-- > 0;) {
+    full[j] = {box[j].first, box[j].second, lxStride};
+    lxStride *= box[j].first;
+  }
+  return full;
+}
+
+} // namespace
+
+void ProgramBuilder::dmaBox(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
+                            std::vector<std::pair<int64_t, int64_t>> box, int token, int scratchDdr, int scratchLx) {
+  dmaBoxStrided(toLx, arg, rDdr, ddrOff, rLx, lxOff, denseBox(box), token, scratchDdr, scratchLx);
+}
+
+bool ProgramBuilder::singleDma(const std::vector<std::pair<int64_t, int64_t>> &box) {
+  return dmaRuns(denseBox(box)).size() <= 3;
+}
+
+void ProgramBuilder::dmaAsync(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
+                              const std::vector<std::pair<int64_t, int64_t>> &box, int token) {
+  if (!singleDma(box))
+    throw Error("internal: dmaAsync of a box that needs more than one DMA");
+  dmaBoxStrided(toLx, arg, rDdr, ddrOff, rLx, lxOff, denseBox(box), token, -1, -1, /*wait=*/false);
+}
+
+void ProgramBuilder::waitTokens(std::vector<int> tokens) {
+  if (tokens.empty())
+    return;
+  Instr w = mk(Opcode::Wait);
+  w.tokens = std::move(tokens);
+  emit(w);
+}
+
+void ProgramBuilder::dmaBoxStrided(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
+                                   const std::vector<std::array<int64_t, 3>> &box, int token, int scratchDdr,
+                                   int scratchLx, bool wait) {
+  std::vector<Run> runs = dmaRuns(box);
   // More than three runs: the outer ones become program loops around the DMA.
   std::vector<Run> outer;
   while (runs.size() > 3) {
@@ -251,9 +285,8 @@ void ProgramBuilder::dmaBoxStrided(bool toLx, int arg, int rDdr, int64_t ddrOff,
     d.ddr = {arg, rDdr, ddrOff};
     d.lx = {rLx, lxOff};
     emit(d);
-    Instr w = mk(Opcode::Wait);
-    w.tokens = {token};
-    emit(w);
+    if (wait)
+      waitTokens({token});
     return;
   }
   emit(addi(scratchDdr, rDdr, ddrOff));
@@ -270,9 +303,7 @@ void ProgramBuilder::dmaBoxStrided(bool toLx, int arg, int rDdr, int64_t ddrOff,
   std::function<void(size_t)> nest = [&](size_t k) {
     if (k == outer.size()) {
       emit(d);
-      Instr w = mk(Opcode::Wait);
-      w.tokens = {token};
-      emit(w);
+      waitTokens({token});
       return;
     }
     loop(outer[k].n, {{scratchDdr, outer[k].ddr}, {scratchLx, outer[k].lx}}, [&] { nest(k + 1); });

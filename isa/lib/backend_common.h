@@ -109,7 +109,16 @@ public:
               std::vector<std::pair<int64_t, int64_t>> box, int token, int scratchDdr, int scratchLx);
   /// As dmaBox with explicit LX strides: box = (count, ddr stride, lx stride), outer -> inner.
   void dmaBoxStrided(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
-                     const std::vector<std::array<int64_t, 3>> &box, int token, int scratchDdr, int scratchLx);
+                     const std::vector<std::array<int64_t, 3>> &box, int token, int scratchDdr, int scratchLx,
+                     bool wait = true);
+  /// The box moves with one DMA instruction (at most three runs after merging contiguous dims).
+  static bool singleDma(const std::vector<std::pair<int64_t, int64_t>> &box);
+  /// One DMA of a singleDma box into/out of dense LX, *not* waited: the caller waits `token`
+  /// before touching that LX (double-buffered staging).
+  void dmaAsync(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
+                const std::vector<std::pair<int64_t, int64_t>> &box, int token);
+  /// `wait t, ...` (nothing for an empty list).
+  void waitTokens(std::vector<int> tokens);
 };
 
 // Small emitters shared by the lowerings. Conventions: r5 walks LX rows, v12 holds a lane mask

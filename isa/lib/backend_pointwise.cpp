@@ -219,55 +219,88 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
     lxAddr[i] = lxResidentAddress(s, g, st);
   }
   const int64_t lxStage = s.lxReservedBytes, stageBytes = opts.lxBytes - lxStage;
-  auto blockBytes = [&](size_t c0, int64_t chunk) {
+  // Bytes of tensor g's block: chunk of dim c0, whole dims after it (a dim it spans).
+  auto tensorBlockBytes = [&](const TensorGeom &g, size_t c0, int64_t chunk) {
+    int64_t b = kStickBytes;
+    if (spans(g, c0))
+      b *= chunk;
+    for (size_t j = c0 + 1; j < J; ++j)
+      if (spans(g, j))
+        b *= len[j];
+    return b;
+  };
+  // Double buffering: tensors that change from block to block (they span c0) get two buffers,
+  // block i+1 is fetched while block i is computed and block i's result written back while
+  // block i+1 is computed. Tensors constant over the sweep are staged once per sweep.
+  auto blockBytes = [&](size_t c0, int64_t chunk, bool dbl) {
     int64_t total = 0;
-    for (const TensorGeom *g : tensors) {
-      if (g->t->inLx)
-        continue;
-      int64_t b = kStickBytes;
-      if (spans(*g, c0))
-        b *= chunk;
-      for (size_t j = c0 + 1; j < J; ++j)
-        if (spans(*g, j))
-          b *= len[j];
-      total += b;
-    }
+    for (const TensorGeom *g : tensors)
+      if (!g->t->inLx)
+        total += tensorBlockBytes(*g, c0, chunk) * (dbl && spans(*g, c0) ? 2 : 1);
     return total;
   };
   size_t c0 = 0;
   int64_t chunk = len[0];
-  for (;; ++c0) {
-    if (c0 == J)
-      throw Unsupported("a single stick per operand does not fit in LX in " + s.name);
-    chunk = len[c0];
-    while (chunk > 1 && blockBytes(c0, chunk) > stageBytes) {
-      int64_t c = chunk - 1;
-      while (c > 1 && len[c0] % c != 0)
-        --c;
-      chunk = c;
+  auto choose = [&](bool dbl) {
+    for (c0 = 0; c0 < J; ++c0) {
+      chunk = len[c0];
+      while (chunk > 1 && blockBytes(c0, chunk, dbl) > stageBytes) {
+        int64_t c = chunk - 1;
+        while (c > 1 && len[c0] % c != 0)
+          --c;
+        chunk = c;
+      }
+      if (blockBytes(c0, chunk, dbl) <= stageBytes)
+        return true;
     }
-    if (blockBytes(c0, chunk) <= stageBytes)
-      break;
+    return false;
+  };
+  bool dbl = choose(true);
+  if (!dbl && !choose(false))
+    throw Unsupported("a single stick per operand does not fit in LX in " + s.name);
+  // A sweep of one block overlaps nothing: split it into up to kPipeBlocks blocks while each
+  // staged block stays >= kMinPipeSticks sticks (DMA start-up stays small against transfer).
+  constexpr int64_t kPipeBlocks = 4, kMinPipeSticks = 128;
+  if (dbl) {
+    auto largest = [&](int64_t ch) {
+      int64_t m = 0;
+      for (const TensorGeom *g : tensors)
+        if (!g->t->inLx && spans(*g, c0))
+          m = std::max(m, tensorBlockBytes(*g, c0, ch) / kStickBytes);
+      return m;
+    };
+    for (int64_t c = chunk - 1; c >= 1 && len[c0] / chunk < kPipeBlocks; --c)
+      if (len[c0] % c == 0 && largest(c) >= kMinPipeSticks)
+        chunk = c;
   }
+  const int64_t numBlocks = len[c0] / chunk;
+  const bool pipelined = dbl && numBlocks >= 2;
 
   Kernel k = newKernel(s, tensors);
 
   // Registers: r1.. DDR offset per tensor, r10.. LX offset per tensor in the compute loop,
-  // r20/r21 DMA scratch. Vector registers: v0..v2 inputs, v4 result, v8.. constants.
+  // r20/r21 DMA scratch, r22/r23 this block's / the other block's buffer half (0 or H), r24
+  // swap scratch. Vector registers: v0..v2 inputs, v4 result, v8.. constants.
+  // LX: [reserved | sweep-constant tensors | half 0: block-varying tensors | half 1].
+  constexpr int rCur = 22, rOther = 23, rSwap = 24;
   ProgramBuilder pb;
   std::vector<int64_t> lxBase(nt);
   int64_t lxCursor = lxStage;
-  for (int i = 0; i < nt; ++i) {
-    lxBase[i] = lxCursor;
-    if (tensors[i]->t->inLx)
-      continue;
-    int64_t b = kStickBytes;
-    if (spans(*tensors[i], c0))
-      b *= chunk;
-    for (size_t j = c0 + 1; j < J; ++j)
-      if (spans(*tensors[i], j))
-        b *= len[j];
-    lxCursor += b;
+  for (int pass = 0; pass < 2; ++pass) // sweep-constant tensors first, then one half
+    for (int i = 0; i < nt; ++i) {
+      if (tensors[i]->t->inLx || spans(*tensors[i], c0) != (pass == 1))
+        continue;
+      lxBase[i] = lxCursor;
+      lxCursor += tensorBlockBytes(*tensors[i], c0, chunk);
+    }
+  int64_t half = 0;
+  if (pipelined) {
+    int64_t halfStart = lxStage;
+    for (int i = 0; i < nt; ++i)
+      if (!tensors[i]->t->inLx && !spans(*tensors[i], c0))
+        halfStart += tensorBlockBytes(*tensors[i], c0, chunk);
+    half = lxCursor - halfStart;
+    lxCursor += half;
   }
   // r(1+i): each core's DDR offset, or for an LX-resident operand the block's LX address.
   for (int i = 0; i < nt; ++i)
@@ -293,147 +326,213 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
       adv.push_back({1 + i, units * (tensors[i]->t->inLx ? canon[i][j] : strideAlong(*tensors[i], j))});
     return adv;
   };
+  // Block length of output dim j for a tensor that spans it.
+  auto blockLen = [&](size_t j) -> int64_t { return j < c0 ? 1 : j == c0 ? chunk : len[j]; };
+  auto outDimOf = [&](int iterDim) {
+    for (size_t j = 0; j < J; ++j)
+      if (out.dims[j].iterDim == iterDim)
+        return j;
+    return J;
+  };
+  // The block of a tensor in its own dim order (outer -> inner), stored densely in LX.
+  auto boxOf = [&](const TensorGeom &g) {
+    std::vector<std::pair<int64_t, int64_t>> box;
+    for (const auto &td : g.dims) {
+      size_t j = outDimOf(td.iterDim);
+      box.push_back({td.extent > 1 && j < J ? blockLen(j) : 1, td.strideBytes});
+    }
+    return box;
+  };
+  // LX stride of each tensor along each output dim: dense over its own box.
+  std::vector<std::vector<int64_t>> lxStride(nt, std::vector<int64_t>(J, 0));
+  for (int i = 0; i < nt; ++i) {
+    if (tensors[i]->t->inLx) {
+      lxStride[i] = canon[i];
+      continue;
+    }
+    auto box = boxOf(*tensors[i]);
+    int64_t st = kStickBytes;
+    for (size_t kk = box.size(); kk-- > 0;) {
+      size_t j = outDimOf(tensors[i]->dims[kk].iterDim);
+      if (j < J && j >= c0 && box[kk].first > 1)
+        lxStride[i][j] = st;
+      st *= box[kk].first;
+    }
+  }
+  // Which block-varying tensors move with one (asynchronous) DMA; the others are staged
+  // synchronously in their block (a box needing a loop of DMAs cannot share one token).
+  const int outTok = 15;
+  std::vector<bool> async(nt, false);
+  for (int i = 0; i < nt; ++i)
+    async[i] = pipelined && !tensors[i]->t->inLx && spans(*tensors[i], c0) && ProgramBuilder::singleDma(boxOf(*tensors[i]));
+  std::vector<int> inTokens;
+  for (int i = 0; i + 1 < nt; ++i)
+    if (async[i])
+      inTokens.push_back(i);
+
+  // Compute of one block: walk the output block, every tensor's LX offset register advancing
+  // densely.
+  auto computeBlock = [&] {
+    for (int i = 0; i < nt; ++i) {
+      if (tensors[i]->t->inLx) {
+        pb.emit(addi(10 + i, 1 + i, 0));
+      } else if (pipelined && spans(*tensors[i], c0)) {
+        pb.emit(addi(10 + i, rCur, lxBase[i]));
+      } else {
+        emitLi(pb, 10 + i, lxBase[i]);
+      }
+    }
+    std::function<void(size_t)> inner = [&](size_t jj) {
+      if (jj < J) {
+        std::vector<std::pair<int, int64_t>> adv;
+        for (int i = 0; i < nt; ++i)
+          adv.push_back({10 + i, lxStride[i][jj]});
+        pb.loop(jj == c0 ? chunk : len[jj], adv, [&] { inner(jj + 1); });
+        return;
+      }
+      std::vector<int> src;
+      int ti = 0;
+      for (size_t i = 0; i < ins.size(); ++i) {
+        if (ins[i].isConst) {
+          src.push_back(constReg[i]);
+          continue;
+        }
+        Instr ld = mk(Opcode::Ld, ins[i].g.fmt);
+        int v = static_cast<int>(i);
+        ld.v = {v, -1, -1, -1};
+        ld.lx = {10 + ti, 0};
+        pb.emit(ld);
+        if (!ins[i].g.stickPresent && s.N[s.dimIndex(stickDim)] > 1 && !lnScale) {
+          Instr sp = mk(Opcode::Splat, ins[i].g.fmt);
+          sp.v = {v, v, -1, -1};
+          sp.imm = 0;
+          pb.emit(sp);
+        }
+        src.push_back(v);
+        ++ti;
+      }
+      int result = src[0];
+      auto emit3 = [&](Opcode o, int d, int a, int b, int c = -1) {
+        Instr x = mk(o, Format::F32);
+        x.v = {d, a, b, c};
+        pb.emit(x);
+      };
+      if (lnScale) {
+        // v5 = E[x] (lane 0), v6 = E[x^2] (lane 1); v4 = rsqrt(relu(v6 - v5^2) + eps).
+        Instr sp = mk(Opcode::Splat, Format::F32);
+        sp.v = {5, src[0], -1, -1};
+        pb.emit(sp);
+        sp.v = {6, src[0], -1, -1};
+        sp.imm = 1;
+        pb.emit(sp);
+        emit3(Opcode::Mul, 5, 5, 5);
+        emit3(Opcode::Sub, 6, 6, 5);
+        emit3(Opcode::Relu, 6, 6, -1);
+        emit3(Opcode::Add, 6, 6, 7);
+        emit3(Opcode::Rsqrt, 4, 6, -1);
+        result = 4;
+      } else if (lnNorm) {
+        // v5 = (x - mean) * rstd * w + b, all fp32; rounded once by the store.
+        emit3(Opcode::Sub, 5, src[0], src[1]);
+        emit3(Opcode::Mul, 5, 5, src[2]);
+        emit3(Opcode::Fma, 5, 5, src[3], src[4]);
+        result = 5;
+      } else if (pw.op != Opcode::Ld) {
+        Instr op = mk(pw.op, computeFmt);
+        result = 4;
+        op.v = {4, src[0], src.size() > 1 ? src[1] : -1, src.size() > 2 ? src[2] : -1};
+        if (pw.op == Opcode::Softplus) {
+          op.fimm = static_cast<float>(constant(s, "softplusBeta", 1.0, false));
+          op.fimm2 = static_cast<float>(constant(s, "softplusThresh", 20.0, false));
+        } else if (pw.op == Opcode::Clip) {
+          op.fimm = static_cast<float>(constant(s, "clipMin", -INFINITY, false));
+          op.fimm2 = static_cast<float>(constant(s, "clipMax", INFINITY, false));
+        } else if (pw.op == Opcode::Gelu && constant(s, "geluTanh", 0.0, false) == 0.0) {
+          op.op = Opcode::GeluErf;
+        }
+        pb.emit(op);
+      }
+      Instr st = mk(Opcode::St, out.fmt);
+      st.v = {result, -1, -1, -1};
+      st.lx = {10 + nt - 1, 0};
+      pb.emit(st);
+    };
+    inner(c0);
+  };
+
+  // One block of the sweep over dim c0. Pipelined: wait for this block's inputs, start
+  // fetching the next block's into the other half, compute, then write the result back once
+  // the previous block's write-back (same token) is done.
+  auto block = [&](bool first, bool last) {
+    if (pipelined) {
+      pb.waitTokens(inTokens);
+      if (!last)
+        for (int i : inTokens)
+          pb.dmaAsync(true, tensors[i]->segment, 1 + i, chunk * strideAlong(*tensors[i], c0), rOther, lxBase[i],
+                      boxOf(*tensors[i]), i);
+    }
+    for (int i = 0; i + 1 < nt; ++i)
+      if (!tensors[i]->t->inLx && spans(*tensors[i], c0) && !async[i])
+        pb.dmaBox(true, tensors[i]->segment, 1 + i, 0, pipelined ? rCur : -1, lxBase[i], boxOf(*tensors[i]), i, 20,
+                  21);
+    computeBlock();
+    if (outT.inLx)
+      return;
+    if (async[nt - 1]) {
+      if (!first)
+        pb.waitTokens({outTok});
+      pb.dmaAsync(false, out.segment, nt, 0, rCur, lxBase[nt - 1], boxOf(out), outTok);
+    } else {
+      pb.dmaBox(false, out.segment, nt, 0, pipelined ? rCur : -1, lxBase[nt - 1], boxOf(out), outTok, 20, 21);
+    }
+  };
+  auto sweep = [&] {
+    // Tensors constant over the sweep (they do not span c0): staged once.
+    for (int i = 0; i + 1 < nt; ++i)
+      if (!tensors[i]->t->inLx && !spans(*tensors[i], c0))
+        pb.dmaBox(true, tensors[i]->segment, 1 + i, 0, -1, lxBase[i], boxOf(*tensors[i]), i, 20, 21);
+    if (!pipelined) {
+      pb.loop(numBlocks, ddrAdv(c0, chunk), [&] { block(true, true); });
+      return;
+    }
+    auto adv = ddrAdv(c0, chunk);
+    auto advance = [&] {
+      for (auto [r, step] : adv)
+        if (step)
+          pb.emit(addi(r, r, step));
+      pb.emit(addi(rSwap, rCur, 0));
+      pb.emit(addi(rCur, rOther, 0));
+      pb.emit(addi(rOther, rSwap, 0));
+    };
+    emitLi(pb, rCur, 0);
+    emitLi(pb, rOther, half);
+    for (int i : inTokens)
+      pb.dmaAsync(true, tensors[i]->segment, 1 + i, 0, rCur, lxBase[i], boxOf(*tensors[i]), i);
+    block(true, false);
+    advance();
+    pb.loop(numBlocks - 2, {}, [&] {
+      block(false, false);
+      advance();
+    });
+    block(false, true);
+    if (async[nt - 1])
+      pb.waitTokens({outTok});
+    for (auto [r, step] : adv)
+      if (step)
+        pb.emit(addi(r, r, -(numBlocks - 1) * step));
+  };
   std::function<void(size_t)> outerLoops = [&](size_t j) {
     if (j < c0) {
       pb.loop(len[j], ddrAdv(j, 1), [&] { outerLoops(j + 1); });
       return;
     }
-    pb.loop(len[c0] / chunk, ddrAdv(c0, chunk), [&] {
-      // DMA the block of every input.
-      // Block length of output dim j for a tensor that spans it.
-      auto blockLen = [&](size_t j) -> int64_t { return j < c0 ? 1 : j == c0 ? chunk : len[j]; };
-      auto outDimOf = [&](int iterDim) {
-        for (size_t j = 0; j < J; ++j)
-          if (out.dims[j].iterDim == iterDim)
-            return j;
-        return J;
-      };
-      // The block of a tensor in its own dim order (outer -> inner), stored densely in LX.
-      auto boxOf = [&](const TensorGeom &g) {
-        std::vector<std::pair<int64_t, int64_t>> box;
-        for (const auto &td : g.dims) {
-          size_t j = outDimOf(td.iterDim);
-          box.push_back({td.extent > 1 && j < J ? blockLen(j) : 1, td.strideBytes});
-        }
-        return box;
-      };
-      int tok = 0;
-      for (int i = 0; i + 1 < nt; ++i)
-        if (!tensors[i]->t->inLx)
-          pb.dmaBox(true, tensors[i]->segment, 1 + i, 0, -1, lxBase[i], boxOf(*tensors[i]), tok++ % 15, 20, 21);
-      // Compute: walk the output block, every tensor's LX offset register advancing densely.
-      for (int i = 0; i < nt; ++i) {
-        if (tensors[i]->t->inLx) {
-          pb.emit(addi(10 + i, 1 + i, 0));
-          continue;
-        }
-        Instr li = mk(Opcode::Li);
-        li.r = {10 + i, -1};
-        li.imm = lxBase[i];
-        pb.emit(li);
-      }
-      // LX stride of each tensor along each output dim: dense over its own box.
-      std::vector<std::vector<int64_t>> lxStride(nt, std::vector<int64_t>(J, 0));
-      for (int i = 0; i < nt; ++i) {
-        if (tensors[i]->t->inLx) {
-          lxStride[i] = canon[i];
-          continue;
-        }
-        auto box = boxOf(*tensors[i]);
-        int64_t st = kStickBytes;
-        for (size_t k = box.size(); k-- > 0;) {
-          size_t j = outDimOf(tensors[i]->dims[k].iterDim);
-          if (j < J && j >= c0 && box[k].first > 1)
-            lxStride[i][j] = st;
-          st *= box[k].first;
-        }
-      }
-      std::function<void(size_t)> inner = [&](size_t jj) {
-        if (jj < J) {
-          std::vector<std::pair<int, int64_t>> adv;
-          for (int i = 0; i < nt; ++i)
-            adv.push_back({10 + i, lxStride[i][jj]});
-          pb.loop(jj == c0 ? chunk : len[jj], adv, [&] { inner(jj + 1); });
-          return;
-        }
-        std::vector<int> src;
-        int ti = 0;
-        for (size_t i = 0; i < ins.size(); ++i) {
-          if (ins[i].isConst) {
-            src.push_back(constReg[i]);
-            continue;
-          }
-          Instr ld = mk(Opcode::Ld, ins[i].g.fmt);
-          int v = static_cast<int>(i);
-          ld.v = {v, -1, -1, -1};
-          ld.lx = {10 + ti, 0};
-          pb.emit(ld);
-          if (!ins[i].g.stickPresent && s.N[s.dimIndex(stickDim)] > 1 && !lnScale) {
-            Instr sp = mk(Opcode::Splat, ins[i].g.fmt);
-            sp.v = {v, v, -1, -1};
-            sp.imm = 0;
-            pb.emit(sp);
-          }
-          src.push_back(v);
-          ++ti;
-        }
-        int result = src[0];
-        auto emit3 = [&](Opcode o, int d, int a, int b, int c = -1) {
-          Instr x = mk(o, Format::F32);
-          x.v = {d, a, b, c};
-          pb.emit(x);
-        };
-        if (lnScale) {
-          // v5 = E[x] (lane 0), v6 = E[x^2] (lane 1); v4 = rsqrt(relu(v6 - v5^2) + eps).
-          Instr sp = mk(Opcode::Splat, Format::F32);
-          sp.v = {5, src[0], -1, -1};
-          pb.emit(sp);
-          sp.v = {6, src[0], -1, -1};
-          sp.imm = 1;
-          pb.emit(sp);
-          emit3(Opcode::Mul, 5, 5, 5);
-          emit3(Opcode::Sub, 6, 6, 5);
-          emit3(Opcode::Relu, 6, 6, -1);
-          emit3(Opcode::Add, 6, 6, 7);
-          emit3(Opcode::Rsqrt, 4, 6, -1);
-          result = 4;
-        } else if (lnNorm) {
-          // v5 = (x - mean) * rstd * w + b, all fp32; rounded once by the store.
-          emit3(Opcode::Sub, 5, src[0], src[1]);
-          emit3(Opcode::Mul, 5, 5, src[2]);
-          emit3(Opcode::Fma, 5, 5, src[3], src[4]);
-          result = 5;
-        } else if (pw.op != Opcode::Ld) {
-          Instr op = mk(pw.op, computeFmt);
-          result = 4;
-          op.v = {4, src[0], src.size() > 1 ? src[1] : -1, src.size() > 2 ? src[2] : -1};
-          if (pw.op == Opcode::Softplus) {
-            op.fimm = static_cast<float>(constant(s, "softplusBeta", 1.0, false));
-            op.fimm2 = static_cast<float>(constant(s, "softplusThresh", 20.0, false));
-          } else if (pw.op == Opcode::Clip) {
-            op.fimm = static_cast<float>(constant(s, "clipMin", -INFINITY, false));
-            op.fimm2 = static_cast<float>(constant(s, "clipMax", INFINITY, false));
-          } else if (pw.op == Opcode::Gelu && constant(s, "geluTanh", 0.0, false) == 0.0) {
-            op.op = Opcode::GeluErf;
-          }
-          pb.emit(op);
-        }
-        Instr st = mk(Opcode::St, out.fmt);
-        st.v = {result, -1, -1, -1};
-        st.lx = {10 + nt - 1, 0};
-        pb.emit(st);
-      };
-      inner(c0);
-      if (!outT.inLx)
-        pb.dmaBox(false, out.segment, nt, 0, -1, lxBase[nt - 1], boxOf(out), 15, 20, 21);
-    });
+    sweep();
   };
   outerLoops(0);
   pb.finishSpmd(k);
-  int64_t blockSticks = lxCursor / kStickBytes;
   k.comment = "op=" + s.opFuncName + " fmt=" + std::string(formatName(computeFmt)) + " cores=" +
-              std::to_string(k.numCores) + " lx=" + std::to_string(lxCursor) + " B (" + std::to_string(blockSticks) +
-              " sticks per block)";
+              std::to_string(k.numCores) + " lx=" + std::to_string(lxCursor) + " B, " + std::to_string(numBlocks) +
+              (pipelined ? " double-buffered" : "") + " block(s) per sweep";
   return k;
 }
 

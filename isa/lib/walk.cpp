@@ -158,7 +158,12 @@ private:
       // Period-p translation from j = i - 2p (walk.h, with F^p for F): iterations j..i-1, two
       // consecutive members of every residue class mod p, were visited; the last p iterations
       // (the last member of each class) stand for all iterations i..n-1.
+      // The jump also waits until n - i is a multiple of p: the last iteration visited before
+      // it (i - 1) then has the residue of iteration n - p - 1, whose effects (outstanding DMAs
+      // and the LX they touch, which alternate with the buffers) the next visit must see.
       for (int64_t p = 1; p <= kMaxPeriod && 2 * p <= i && n - i >= p; ++p) {
+        if ((n - i) % p != 0)
+          continue;
         if (!sameDelta(hist[(i - 2 * p) % kHistory], hist[(i - p) % kHistory], cur))
           continue;
         const int64_t j = i - 2 * p;

@@ -15,7 +15,9 @@
 // and gives the last visit the weight of all iterations it stands for. The same holds with
 // period p <= 4 for F^p (double/triple buffering alternates addresses): once s[j+2p] - s[j+p]
 // == s[j+p] - s[j], each residue class of iterations mod p has affine entry states, so the
-// walker visits iterations j..j+2p-1 and the last p iterations. Token state is also exact: a
+// walker visits iterations j..j+2p-1 and the last p iterations, jumping only when the
+// remaining count is a multiple of p so that the iteration visited just before the jump has the
+// residue of the one really before it (outstanding DMAs alternate with the buffers they touch). Token state is also exact: a
 // body's effect on "token outstanding" is idempotent (each touched token ends in the state its
 // last issue/wait leaves it), so all iterations after the first start alike.
 // 64-bit overflow of scalar arithmetic is an error (the affine argument needs exact integers,
