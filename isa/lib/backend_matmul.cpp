@@ -12,9 +12,13 @@ bool isMatmulOp(const std::string &op) { return op == "batchmatmul" || op == "ma
 namespace {
 
 // Builder steps shared by the plain and the K-split lowerings (see also backend_common.h).
-/// Zeroes the lanes outside mask v12 of `rows` consecutive sticks at lx (A's last K tile).
-void emitMaskSticks(ProgramBuilder &pb, int64_t lx, int64_t rows) {
-  emitLi(pb, 5, lx);
+/// Zeroes the lanes outside mask v12 of `rows` consecutive sticks at lx[rBase + lx] (A's last
+/// K tile; rBase -1 = absolute).
+void emitMaskSticks(ProgramBuilder &pb, int64_t lx, int64_t rows, int rBase = -1) {
+  if (rBase >= 0)
+    pb.emit(addi(5, rBase, lx));
+  else
+    emitLi(pb, 5, lx);
   pb.loop(rows, {{5, 128}}, [&] {
     Instr ld = mk(Opcode::Ld, Format::DL16);
     ld.v = {0, -1, -1, -1};
@@ -30,19 +34,20 @@ void emitMaskSticks(ProgramBuilder &pb, int64_t lx, int64_t rows) {
   });
 }
 
-void emitPtMm(ProgramBuilder &pb, int64_t lxC, int64_t lxA, int64_t lxB, int64_t M, int64_t N, int64_t K) {
+void emitPtMm(ProgramBuilder &pb, int64_t lxC, int64_t lxA, int64_t lxB, int64_t M, int64_t N, int64_t K,
+              int rA = -1) {
   Instr mm = mk(Opcode::PtMm);
   mm.lx = {-1, lxC};
-  mm.lx2 = {-1, lxA};
+  mm.lx2 = {rA, lxA};
   mm.lx3 = {-1, lxB};
   mm.imm = M;
   mm.imms = {N, K, 0};
   pb.emit(mm);
 }
 
-void emitPtOut(ProgramBuilder &pb, int64_t lxD, int64_t lxC, int64_t M, int64_t N) {
+void emitPtOut(ProgramBuilder &pb, int64_t lxD, int64_t lxC, int64_t M, int64_t N, int rD = -1) {
   Instr out = mk(Opcode::PtOut);
-  out.lx = {-1, lxD};
+  out.lx = {rD, lxD};
   out.lx2 = {-1, lxC};
   out.imm = M;
   out.imms = {N, 0, 0};
@@ -201,9 +206,11 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
     return compileMatmulKSplit(s, x, y, o, offsets(x), offsets(y), offsets(o), opts);
   }
 
-  // Block sizes: nc tiles of B (Kpad rows each) resident, mc rows of A, C (fp32) and D.
-  auto bytes = [&](int64_t nc, int64_t mc) {
-    return nc * Kpad * 128 + KT * mc * 128 + 2 * nc * mc * 128 + nc * mc * 128;
+  // Block sizes: nc tiles of B (Kpad rows each) resident, mc rows of A, C (fp32) and D. Double
+  // buffered, A and D get two copies: A block i+1 is fetched and D block i-1 written back
+  // while block i is on the PT.
+  auto bytes = [&](int64_t nc, int64_t mc, bool dbl) {
+    return nc * Kpad * 128 + 2 * nc * mc * 128 + (dbl ? 2 : 1) * (KT * mc * 128 + nc * mc * 128);
   };
   auto largestDivisor = [](int64_t n, auto fits) {
     for (int64_t c = n; c >= 1; --c)
@@ -211,15 +218,36 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
         return c;
     return int64_t{0};
   };
-  int64_t nc = largestDivisor(nCore, [&](int64_t c) { return bytes(c, 1) <= opts.lxBytes; });
-  if (nc == 0)
-    throw Unsupported("K = " + std::to_string(K) + " too large for one B tile in LX (K-split needed) in " + s.name);
-  int64_t mc = largestDivisor(mCore, [&](int64_t c) { return bytes(nc, c) <= opts.lxBytes; });
-  const int64_t lxB = 0, lxA = nc * Kpad * 128, lxC = lxA + KT * mc * 128, lxD = lxC + 2 * nc * mc * 128;
+  auto aBox = [&](int64_t mc) {
+    return std::vector<std::pair<int64_t, int64_t>>{{KT, strideOf(x, dK)}, {mc, strideOf(x, dM) ? strideOf(x, dM) : 128}};
+  };
+  auto dBox = [&](int64_t nc, int64_t mc) {
+    return std::vector<std::pair<int64_t, int64_t>>{{nc, strideOf(o, dN)}, {mc, strideOf(o, dM) ? strideOf(o, dM) : 128}};
+  };
+  bool pipelined = true;
+  int64_t nc = largestDivisor(nCore, [&](int64_t c) { return bytes(c, 1, true) <= opts.lxBytes; });
+  int64_t mc = nc ? largestDivisor(mCore, [&](int64_t c) { return bytes(nc, c, true) <= opts.lxBytes; }) : 0;
+  // Something to overlap: at least kPipeBlocks row blocks while an A block keeps >= 128 sticks.
+  constexpr int64_t kPipeBlocks = 4;
+  for (int64_t c = mc - 1; c >= 1 && mCore / mc < kPipeBlocks; --c)
+    if (mCore % c == 0 && KT * c >= 128)
+      mc = c;
+  if (nc == 0 || mCore / mc < 2 || !ProgramBuilder::singleDma(aBox(mc)) || !ProgramBuilder::singleDma(dBox(nc, mc))) {
+    pipelined = false;
+    nc = largestDivisor(nCore, [&](int64_t c) { return bytes(c, 1, false) <= opts.lxBytes; });
+    if (nc == 0)
+      throw Unsupported("K = " + std::to_string(K) + " too large for one B tile in LX (K-split needed) in " + s.name);
+    mc = largestDivisor(mCore, [&](int64_t c) { return bytes(nc, c, false) <= opts.lxBytes; });
+  }
+  // LX: B | C | A, D (| A, D of the other block when double-buffered).
+  const int64_t lxB = 0, lxC = nc * Kpad * 128, lxA = lxC + 2 * nc * mc * 128, lxD = lxA + KT * mc * 128;
+  const int64_t half = KT * mc * 128 + nc * mc * 128;
 
   Kernel k = newKernel(s, {&x, &y, &o});
 
-  // Registers: r1 x, r2 y, r3 out DDR offsets; r20/r21 DMA scratch; r5 row walker.
+  // Registers: r1 x, r2 y, r3 out DDR offsets; r20/r21 DMA scratch; r5 row walker; r22/r23
+  // this block's / the other block's A and D (0 or `half`), r24 swap scratch.
+  constexpr int rCur = 22, rOther = 23, rSwap = 24, tokA = 1, tokD = 2;
   ProgramBuilder pb;
   emitTbl(pb, 1, offsets(x));
   emitTbl(pb, 2, offsets(y));
@@ -231,6 +259,31 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   const int64_t validK = K % 64;
   if (validK)
     emitLaneMask(pb, validK);
+  const int64_t aStep = mc * strideOf(x, dM), oStep = mc * strideOf(o, dM), numBlocks = mCore / mc;
+  auto aDma = [&](int rBuf, int64_t ddrOff) {
+    std::vector<std::pair<int64_t, int64_t>> box = aBox(mc);
+    pb.dmaAsync(true, x.segment, 1, ddrOff, rBuf, lxA, box, tokA);
+  };
+  // One row block: A (already fetched into rCur's half) through PT into D, D written back.
+  auto block = [&](bool first, bool last) {
+    pb.waitTokens({tokA});
+    if (!last)
+      aDma(rOther, aStep);
+    if (validK)
+      emitMaskSticks(pb, lxA + (KT - 1) * mc * 128, mc, rCur);
+    emitPtMm(pb, lxC, lxA, lxB, mc, nc * 64, Kpad, rCur);
+    emitPtOut(pb, lxD, lxC, mc, nc * 64, rCur);
+    if (!first)
+      pb.waitTokens({tokD});
+    pb.dmaAsync(false, o.segment, 3, 0, rCur, lxD, dBox(nc, mc), tokD);
+  };
+  auto advance = [&] {
+    pb.emit(addi(1, 1, aStep));
+    pb.emit(addi(3, 3, oStep));
+    pb.emit(addi(rSwap, rCur, 0));
+    pb.emit(addi(rCur, rOther, 0));
+    pb.emit(addi(rOther, rSwap, 0));
+  };
   std::function<void(size_t)> batchLoops = [&](size_t bi) {
     if (bi < batch.size()) {
       int d = batch[bi];
@@ -242,17 +295,34 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
       // B block: nc tiles x K rows into tiles of Kpad rows.
       pb.dmaBoxStrided(true, y.segment, 2, 0, -1, lxB,
                        {{nc, strideOf(y, dN), Kpad * 128}, {K, strideOf(y, dK) ? strideOf(y, dK) : 128, 128}}, 0, 20, 21);
-      pb.loop(mCore / mc, {{1, mc * strideOf(x, dM)}, {3, mc * strideOf(o, dM)}}, [&] {
+      if (pipelined) {
+        emitLi(pb, rCur, 0);
+        emitLi(pb, rOther, half);
+        aDma(rCur, 0);
+        block(true, false);
+        advance();
+        pb.loop(numBlocks - 2, {}, [&] {
+          block(false, false);
+          advance();
+        });
+        block(false, true);
+        pb.waitTokens({tokD});
+        pb.emit(addi(1, 1, -(numBlocks - 1) * aStep));
+        pb.emit(addi(3, 3, -(numBlocks - 1) * oStep));
+        return;
+      }
+      pb.loop(numBlocks, {{1, aStep}, {3, oStep}}, [&] {
         // A block: KT tiles x mc rows, (kt, i) order.
         pb.dmaBoxStrided(true, x.segment, 1, 0, -1, lxA,
-                         {{KT, strideOf(x, dK), mc * 128}, {mc, strideOf(x, dM) ? strideOf(x, dM) : 128, 128}}, 1, 20,
+                         {{KT, strideOf(x, dK), mc * 128}, {mc, strideOf(x, dM) ? strideOf(x, dM) : 128, 128}}, tokA, 20,
                          21);
         if (validK)
           emitMaskSticks(pb, lxA + (KT - 1) * mc * 128, mc);
         emitPtMm(pb, lxC, lxA, lxB, mc, nc * 64, Kpad);
         emitPtOut(pb, lxD, lxC, mc, nc * 64);
         pb.dmaBoxStrided(false, o.segment, 3, 0, -1, lxD,
-                         {{nc, strideOf(o, dN), mc * 128}, {mc, strideOf(o, dM) ? strideOf(o, dM) : 128, 128}}, 2, 20, 21);
+                         {{nc, strideOf(o, dN), mc * 128}, {mc, strideOf(o, dM) ? strideOf(o, dM) : 128, 128}}, tokD, 20,
+                         21);
       });
     });
   };
@@ -260,7 +330,7 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   pb.finishSpmd(k);
   k.comment = "op=" + s.opFuncName + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" +
               std::to_string(K) + " cores=" + std::to_string(k.numCores) + " block " + std::to_string(mc) + "x" +
-              std::to_string(nc * 64);
+              std::to_string(nc * 64) + (pipelined ? ", double-buffered" : "");
   return k;
 }
 

@@ -48,6 +48,12 @@ const GoldenCase kCases[] = {
      "graph(%x: f16[130, 200]) {\n  %y = slice(%x, dim=1, start=5, end=195) : f16[130, 190]\n  return (%y)\n}\n", 2},
     {"permute_restickify_3x67x129",
      "graph(%x: f16[3, 67, 129]) {\n  %y = permute(%x, dims=[2, 1, 0]) : f16[129, 67, 3]\n  return (%y)\n}\n", 3},
+    // Double-buffered staging: pointwise with a broadcast row staged once per sweep, and PT row
+    // blocks with a masked last K tile.
+    {"double_buffered_mul_512x1024",
+     "graph(%x: f16[512, 1024], %w: f16[1024]) {\n  %y = mul(%x, %w) : f16[512, 1024]\n  return (%y)\n}\n", 1},
+    {"double_buffered_matmul_256x200x130",
+     "graph(%a: f16[256, 200], %w: f16[200, 130]) {\n  %c = matmul(%a, %w) : f16[256, 130]\n  return (%c)\n}\n", 1},
 };
 
 std::string readFile(const std::string &p) {
