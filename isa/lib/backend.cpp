@@ -1,6 +1,7 @@
 // Backend compiler entry: dispatches a SuperDSC to the lowering of its op class.
 #include "spyre/isa/backend.h"
 #include "backend_common.h"
+#include "spyre/isa/timing.h"
 
 namespace spyre::isa {
 namespace detail {
@@ -26,11 +27,33 @@ bool supportsLxResidentOperands(const std::string &op) {
   return detail::isPointwiseOp(op) || detail::isReductionOp(op);
 }
 
-Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
-  // Only the SFP lowerings stage above lxReservedBytes_ (and read/write memOrg_ lx operands).
-  if (s.lxReservedBytes > 0 && !supportsLxResidentOperands(s.opFuncName))
-    throw Unsupported("lxReservedBytes_ (LX-resident tensors live across the kernel) in " + s.opFuncName +
-                      " kernel " + s.name);
+namespace {
+
+Kernel compileOne(const SuperDsc &s, const BackendOptions &opts);
+
+/// The block count of a double-buffered sweep trades DMA start-ups against overlap; the
+/// timing model settles it per kernel.
+Kernel compileBestSchedule(const SuperDsc &s, const BackendOptions &opts) {
+  const HardwareConfig hw;
+  Kernel best;
+  double bestUs = 0;
+  for (int blocks : {1, 2, 4, 8}) {
+    BackendOptions o = opts;
+    o.pipelineBlocks = blocks;
+    Kernel k = compileOne(s, o);
+    double us = scheduledKernelUs(k, hw);
+    if (blocks == 1 || us < bestUs * 0.995) {
+      best = std::move(k);
+      bestUs = us;
+    }
+  }
+  return best;
+}
+
+Kernel compileOne(const SuperDsc &s, const BackendOptions &opts) {
+  if (opts.pipelineBlocks == 0 && (detail::isPointwiseOp(s.opFuncName) || detail::isReductionOp(s.opFuncName) ||
+                                   detail::isMatmulOp(s.opFuncName)))
+    return compileBestSchedule(s, opts);
   if (detail::isPointwiseOp(s.opFuncName))
     return detail::compilePointwise(s, opts);
   if (detail::isReductionOp(s.opFuncName))
@@ -42,6 +65,16 @@ Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
   if (detail::isTransposeOp(s.opFuncName))
     return detail::compileTranspose(s, opts);
   throw Unsupported("SuperDSC op '" + s.opFuncName + "' in " + s.name);
+}
+
+} // namespace
+
+Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
+  // Only the SFP lowerings stage above lxReservedBytes_ (and read/write memOrg_ lx operands).
+  if (s.lxReservedBytes > 0 && !supportsLxResidentOperands(s.opFuncName))
+    throw Unsupported("lxReservedBytes_ (LX-resident tensors live across the kernel) in " + s.opFuncName +
+                      " kernel " + s.name);
+  return compileOne(s, opts);
 }
 
 } // namespace spyre::isa

@@ -227,10 +227,11 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   bool pipelined = true;
   int64_t nc = largestDivisor(nCore, [&](int64_t c) { return bytes(c, 1, true) <= opts.lxBytes; });
   int64_t mc = nc ? largestDivisor(mCore, [&](int64_t c) { return bytes(nc, c, true) <= opts.lxBytes; }) : 0;
-  // Something to overlap: at least kPipeBlocks row blocks while an A block keeps >= 128 sticks.
-  constexpr int64_t kPipeBlocks = 4;
+  // Something to overlap: at least opts.pipelineBlocks row blocks (BackendOptions; the timing
+  // model picks the count) while an A block keeps a few sticks.
+  const int64_t kPipeBlocks = std::max(1, opts.pipelineBlocks);
   for (int64_t c = mc - 1; c >= 1 && mCore / mc < kPipeBlocks; --c)
-    if (mCore % c == 0 && KT * c >= 128)
+    if (mCore % c == 0 && KT * c >= 8)
       mc = c;
   if (nc == 0 || mCore / mc < 2 || !ProgramBuilder::singleDma(aBox(mc)) || !ProgramBuilder::singleDma(dBox(nc, mc))) {
     pipelined = false;

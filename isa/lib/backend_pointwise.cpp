@@ -258,9 +258,9 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   bool dbl = choose(true);
   if (!dbl && !choose(false))
     throw Unsupported("a single stick per operand does not fit in LX in " + s.name);
-  // A sweep of one block overlaps nothing: split it into up to kPipeBlocks blocks while each
-  // staged block stays >= kMinPipeSticks sticks (DMA start-up stays small against transfer).
-  constexpr int64_t kPipeBlocks = 4, kMinPipeSticks = 128;
+  // A sweep of one block overlaps nothing: split it into opts.pipelineBlocks blocks or more
+  // (BackendOptions; the timing model picks the count) while staged blocks keep a few sticks.
+  const int64_t kPipeBlocks = std::max(1, opts.pipelineBlocks), kMinPipeSticks = 8;
   if (dbl) {
     auto largest = [&](int64_t ch) {
       int64_t m = 0;

@@ -146,7 +146,9 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
       return len[j];
     return j < c0 ? 1 : j == c0 ? chunk : len[j];
   };
-  auto blockBytes = [&](size_t c0, int64_t chunk) {
+  // Double buffering (dbl): the staged input and output blocks get two copies each, so block
+  // i+1 is fetched and block i-1 written back while block i is reduced.
+  auto blockBytes = [&](size_t c0, int64_t chunk, bool dbl) {
     int64_t bi = kStickBytes, bo = kStickBytes;
     for (size_t j = 0; j < J; ++j) {
       int64_t l = lenIn(j, c0, chunk);
@@ -154,33 +156,48 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
       if (outSpans(j))
         bo *= l;
     }
-    return (inT.inLx ? 0 : bi) + (outT.inLx ? 0 : bo);
+    return ((inT.inLx ? 0 : bi) + (outT.inLx ? 0 : bo)) * (dbl ? 2 : 1);
   };
   const int64_t stageBytes = opts.lxBytes - lxStage;
+  const bool lxOperand = inT.inLx || outT.inLx;
   size_t c0 = 0;
   int64_t chunk = 1;
-  for (;; ++c0) {
-    if (c0 < J && isRed(c0))
-      continue;
-    if (c0 == J) {
-      if (blockBytes(J, 1) > stageBytes)
-        throw Unsupported("a reduction row of " + s.name + " that does not fit in LX (" +
-                          std::to_string(blockBytes(J, 1)) + " bytes)");
-      break;
+  auto choose = [&](bool dbl) {
+    for (c0 = 0; c0 <= J; ++c0) {
+      if (c0 < J && isRed(c0))
+        continue;
+      if (c0 == J) {
+        chunk = 1;
+        return blockBytes(J, 1, dbl) <= stageBytes;
+      }
+      // The largest chunk that fits; a chunk that does not divide the dim leaves one shorter
+      // last block (LX-resident operands keep whole chunks: their walk is laid out per chunk).
+      chunk = len[c0];
+      while (chunk > 1 && ((lxOperand && len[c0] % chunk != 0) || blockBytes(c0, chunk, dbl) > stageBytes))
+        --chunk;
+      if (blockBytes(c0, chunk, dbl) <= stageBytes)
+        return true;
     }
-    // The largest chunk that fits; a chunk that does not divide the dim leaves one shorter
-    // last block (LX-resident operands keep whole chunks: their walk is laid out per chunk).
-    const bool lxOperand = inT.inLx || outT.inLx;
-    chunk = len[c0];
-    while (chunk > 1 && ((lxOperand && len[c0] % chunk != 0) || blockBytes(c0, chunk) > stageBytes))
-      --chunk;
-    if (blockBytes(c0, chunk) <= stageBytes)
-      break;
+    return false;
+  };
+  bool dbl = !inT.inLx && choose(true);
+  if (!dbl && !choose(false))
+    throw Unsupported("a reduction row of " + s.name + " that does not fit in LX (" +
+                      std::to_string(blockBytes(J, 1, false)) + " bytes)");
+  // Something to overlap: at least opts.pipelineBlocks blocks (BackendOptions; the timing
+  // model picks the count) while an input block keeps a few sticks.
+  const int64_t kPipeBlocks = std::max(1, opts.pipelineBlocks), kMinPipeSticks = 8;
+  if (dbl && c0 < J) {
+    auto inSticks = [&](int64_t ch) { return blockBytes(c0, ch, false) / kStickBytes; };
+    for (int64_t c = chunk - 1; c >= 1 && len[c0] / chunk < kPipeBlocks; --c)
+      if ((!lxOperand || len[c0] % c == 0) && inSticks(c) >= kMinPipeSticks)
+        chunk = c;
   }
   auto blockLen = [&](size_t j) -> int64_t { return lenIn(j, c0, chunk); };
 
   Kernel k = newKernel(s, {&in, &out});
 
+  bool pipelined = false; // some sweep is double-buffered
   // Registers: r1/r2 DDR offsets of input/output, r10/r11 LX offsets, r20/r21 DMA scratch.
   // Vectors: v0 loaded stick, v1 accumulator, v14 scale.
   ProgramBuilder pb;
@@ -192,6 +209,10 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
       outBlock *= blockLen(j);
   }
   const int64_t lxIn = lxStage, lxOut = lxStage + (inT.inLx ? 0 : inBlock);
+  // The other copy of both blocks when double-buffered; r22/r23 = this block's / the other
+  // block's copy (0 or `half`), r24 swap scratch.
+  const int64_t half = (inT.inLx ? 0 : inBlock) + (outT.inLx ? 0 : outBlock);
+  constexpr int rCur = 22, rOther = 23, rSwap = 24;
   // r1 / r2: the block's DDR offset, or for an LX-resident operand its LX address.
   inT.inLx ? emitLi(pb, 1, inLxAddr) : emitTbl(pb, 1, offsets(in));
   outT.inLx ? emitLi(pb, 2, outLxAddr) : emitTbl(pb, 2, offsets(out));
@@ -249,7 +270,10 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
         pb.loop(len[j], ddrAdv(j, 1), [&] { outer(j + 1); });
       return;
     }
-    std::function<void()> block = [&] {
+    // pipe: one block of the double-buffered sweep (file comment of backend_pointwise.cpp):
+    // wait for this block's input, fetch the next one into the other copy, reduce, write back
+    // once the previous block's write-back is done.
+    std::function<void(bool, bool, bool)> block = [&](bool pipe, bool first, bool last) {
       std::vector<std::pair<int64_t, int64_t>> inBox, outBox;
       for (size_t jj = 0; jj < J; ++jj)
         inBox.push_back({blockLen(jj), in.dims[jj].strideBytes});
@@ -261,12 +285,19 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
       }
       if (inT.inLx) {
         pb.emit(addi(10, 1, 0));
+      } else if (pipe) {
+        pb.waitTokens({0});
+        if (!last)
+          pb.dmaAsync(true, in.segment, 1, chunk * in.dims[c0].strideBytes, rOther, lxIn, inBox, 0);
+        pb.emit(addi(10, rCur, lxIn));
       } else {
         pb.dmaBox(true, in.segment, 1, 0, -1, lxIn, inBox, 0, 20, 21);
         emitLi(pb, 10, lxIn);
       }
       if (outT.inLx)
         pb.emit(addi(11, 2, 0));
+      else if (pipe)
+        pb.emit(addi(11, rCur, lxOut));
       else
         emitLi(pb, 11, lxOut);
       // Loop nest: kept dims of the block, then reduced dims with the stick tile innermost.
@@ -389,15 +420,69 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
         pb.emit(st);
       };
       keptNest(0);
-      if (!outT.inLx)
+      if (outT.inLx)
+        return;
+      if (pipe) {
+        if (!first)
+          pb.waitTokens({1});
+        pb.dmaAsync(false, out.segment, 2, 0, rCur, lxOut, outBox, 1);
+      } else {
         pb.dmaBox(false, out.segment, 2, 0, -1, lxOut, outBox, 1, 20, 21);
+      }
     };
     if (c0 == J) {
-      block();
+      block(false, true, true);
       return;
     }
     const int64_t full = len[c0] / chunk, rem = len[c0] % chunk;
-    pb.loop(full, ddrAdv(c0, chunk), block);
+    // Pipelined when there are blocks to overlap and each staged block moves with one DMA.
+    bool pipe = dbl && full >= 2;
+    if (pipe) {
+      std::vector<std::pair<int64_t, int64_t>> inBox, outBox;
+      for (size_t jj = 0; jj < J; ++jj)
+        inBox.push_back({blockLen(jj), in.dims[jj].strideBytes});
+      for (const auto &td : out.dims) {
+        size_t jj = 0;
+        while (jj < J && in.dims[jj].iterDim != td.iterDim)
+          ++jj;
+        outBox.push_back({td.extent > 1 && jj < J ? blockLen(jj) : 1, td.strideBytes});
+      }
+      pipe = ProgramBuilder::singleDma(inBox) && (outT.inLx || ProgramBuilder::singleDma(outBox));
+    }
+    pipelined = pipelined || pipe;
+    if (pipe) {
+      auto adv = ddrAdv(c0, chunk);
+      auto advance = [&] {
+        for (auto [r, step] : adv)
+          if (step)
+            pb.emit(addi(r, r, step));
+        pb.emit(addi(rSwap, rCur, 0));
+        pb.emit(addi(rCur, rOther, 0));
+        pb.emit(addi(rOther, rSwap, 0));
+      };
+      emitLi(pb, rCur, 0);
+      emitLi(pb, rOther, half);
+      {
+        std::vector<std::pair<int64_t, int64_t>> inBox;
+        for (size_t jj = 0; jj < J; ++jj)
+          inBox.push_back({blockLen(jj), in.dims[jj].strideBytes});
+        pb.dmaAsync(true, in.segment, 1, 0, rCur, lxIn, inBox, 0);
+      }
+      block(true, true, false);
+      advance();
+      pb.loop(full - 2, {}, [&] {
+        block(true, false, false);
+        advance();
+      });
+      block(true, false, true);
+      if (!outT.inLx)
+        pb.waitTokens({1});
+      for (auto [r, step] : adv)
+        if (step)
+          pb.emit(addi(r, r, -(full - 1) * step));
+    } else {
+      pb.loop(full, ddrAdv(c0, chunk), [&] { block(false, true, true); });
+    }
     if (rem) {
       // The shorter last block: advance past the full chunks, run it with chunk = rem, restore.
       auto adv = ddrAdv(c0, full * chunk);
@@ -407,7 +492,7 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
       const int64_t saved = chunk;
       chunk = rem;
       lxStrides();
-      block();
+      block(false, true, true);
       chunk = saved;
       lxStrides();
       for (auto [r, step] : adv)
@@ -418,7 +503,7 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
   outer(0);
   pb.finishSpmd(k);
   k.comment = "op=" + s.opFuncName + " fmt=" + std::string(formatName(fmt)) + " cores=" + std::to_string(k.numCores) +
-              " reduce " + std::to_string(count) + " elements per output lane";
+              " reduce " + std::to_string(count) + " elements per output lane" + (pipelined ? ", double-buffered" : "");
   (void)eps;
   return k;
 }

@@ -252,6 +252,45 @@ UnitCycles cycles(const Work &w, const HardwareConfig &hw, int activeCores) {
 
 } // namespace
 
+namespace {
+
+/// The program executes a DMA (a loop with zero trips executes nothing).
+bool issuesDma(const std::vector<Instr> &body) {
+  for (const Instr &in : body) {
+    if (opInfo(in.op).timing == TimingClass::Dma)
+      return true;
+    if (in.op == Opcode::Loop && in.imm > 0 && issuesDma(in.body))
+      return true;
+  }
+  return false;
+}
+
+} // namespace
+
+double scheduledKernelUs(const Kernel &k, const HardwareConfig &hw) {
+  int active = 0;
+  for (const CoreProgram &p : k.programs)
+    if (issuesDma(p.body))
+      active += p.lastCore - p.firstCore + 1;
+  Scheduler sched(hw, active);
+  int barriers = 0;
+  std::vector<double> phases;
+  for (const CoreProgram &p : k.programs) {
+    auto ranges = phaseRanges(p);
+    if (phases.size() < ranges.size())
+      phases.resize(ranges.size(), 0.0);
+    for (size_t ph = 0; ph < ranges.size(); ++ph)
+      phases[ph] = std::max(phases[ph], sched.phase(p.body, ranges[ph].first, ranges[ph].second));
+    barriers = std::max(barriers, static_cast<int>(std::count_if(p.body.begin(), p.body.end(), [](const Instr &in) {
+                                    return in.op == Opcode::Bar;
+                                  })));
+  }
+  double cycles = 0;
+  for (double c : phases)
+    cycles += c;
+  return hw.kernelLaunchNs / 1e3 + barriers * hw.barrierNs / 1e3 + cycles / hw.cyclesPerUs();
+}
+
 TimingReport timeKernel(const Kernel &k, const HardwareConfig &hw) {
   TimingReport rep;
   rep.kernel = k.name;

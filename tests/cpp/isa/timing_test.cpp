@@ -264,6 +264,12 @@ TEST(Timing, DoubleBufferingOverlapsDmaWithCompute) {
   EXPECT_GE(d.phaseScheduledCycles[0], d.phaseOverlappedCycles[0] - kEps);
   EXPECT_LT(d.phaseScheduledCycles[0], d.phaseOverlappedCycles[0] + 210 + 128 + 10);
   EXPECT_LT(d.phaseScheduledCycles[0], 0.8 * s.phaseScheduledCycles[0]); // 3366 vs 4427 cycles
+  // The backend's cheap estimate is the same number.
+  EXPECT_DOUBLE_EQ(scheduledKernelUs(single, hw), s.scheduledUs);
+  EXPECT_DOUBLE_EQ(scheduledKernelUs(dbl, hw), d.scheduledUs);
+  Kernel vadd = parseKernel(kVectorAdd), two = parseKernel(readFile(std::string(SPYRE_TEST_DATA_DIR) + "/kernels/add_relu_mul.lst"));
+  EXPECT_DOUBLE_EQ(scheduledKernelUs(vadd, hw), timeKernel(vadd, hw).scheduledUs);
+  EXPECT_DOUBLE_EQ(scheduledKernelUs(two, hw), timeKernel(two, hw).scheduledUs);
 }
 
 TEST(Timing, PeriodicLoopWeightsAreExact) {

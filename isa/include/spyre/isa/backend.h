@@ -8,6 +8,11 @@ namespace spyre::isa {
 
 struct BackendOptions {
   int64_t lxBytes = 1677721; ///< usable LX per core
+  /// Double-buffered staging: split each core's sweep into at least this many blocks (where
+  /// the extents allow), so DMA of one block overlaps compute of another. 0 = let the timing
+  /// model choose: 1, 2, 4 and 8 are compiled and the lowest scheduled time wins (more
+  /// blocks only if at least 0.5 % faster).
+  int pipelineBlocks = 0;
 };
 
 /// Kernel argument i is the tensor whose start address lies in segment i (arguments are bound to

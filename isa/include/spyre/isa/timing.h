@@ -52,4 +52,8 @@ struct TimingReport {
 /// run cannot proceed (a core without a program, a per-core table without the core's entry).
 TimingReport timeKernel(const Kernel &k, const HardwareConfig &hw);
 
+/// timeKernel(k, hw).scheduledUs without the per-core work counters (no dry run per core):
+/// cheap enough for the backend to compare candidate schedules of one SuperDSC.
+double scheduledKernelUs(const Kernel &k, const HardwareConfig &hw);
+
 } // namespace spyre::isa
