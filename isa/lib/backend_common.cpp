@@ -125,11 +125,56 @@ Kernel newKernel(const SuperDsc &s, const std::vector<const TensorGeom *> &tenso
   return k;
 }
 
+namespace {
+
+/// Folds register walks: within a run of consecutive addi, increments of one register
+/// (`addi r, r, a` ... `addi r, r, b`) become one `addi r, r, a+b` (dropped if 0). The loop
+/// builders restore a walker after a loop and the enclosing loop then advances it, which
+/// otherwise shows up as back-to-back opposite addi pairs in every listing.
+void foldAddi(std::vector<Instr> &body) {
+  std::vector<Instr> out;
+  std::vector<std::pair<int, int64_t>> pending; // (register, delta) in first-seen order
+  auto flush = [&](int reg) {
+    for (size_t i = 0; i < pending.size(); ++i)
+      if (reg < 0 || pending[i].first == reg) {
+        if (pending[i].second != 0)
+          out.push_back(addi(pending[i].first, pending[i].first, pending[i].second));
+        pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+        --i;
+      }
+  };
+  for (Instr &in : body) {
+    if (in.op == Opcode::Addi && in.r[0] == in.r[1] && in.r[0] > 0) {
+      auto it = std::find_if(pending.begin(), pending.end(), [&](auto &p) { return p.first == in.r[0]; });
+      if (it == pending.end())
+        pending.push_back({in.r[0], in.imm});
+      else
+        it->second += in.imm;
+      continue;
+    }
+    if (in.op == Opcode::Addi) {
+      flush(in.r[0]);
+      flush(in.r[1]);
+      out.push_back(std::move(in));
+      continue;
+    }
+    flush(-1);
+    if (in.op == Opcode::Loop)
+      foldAddi(in.body);
+    out.push_back(std::move(in));
+  }
+  flush(-1);
+  body = std::move(out);
+}
+
+} // namespace
+
 void ProgramBuilder::finishSpmd(Kernel &k) {
   CoreProgram p;
   p.firstCore = 0;
   p.lastCore = k.numCores - 1;
   p.body = std::move(top);
+  foldAddi(p.body);
   while (!p.body.empty() && p.body.back().op == Opcode::Addi)
     p.body.pop_back();
   k.programs.push_back(std::move(p));
