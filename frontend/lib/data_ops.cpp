@@ -82,9 +82,6 @@ KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCore
   const DataFormat fmt = deviceFormat(x.dtype, where);
   const int64_t eps = elemsPerStick(fmt);
   const bool laneShift = static_cast<size_t>(dim) == r - 1 && start % eps != 0;
-  if (laneShift && fmt != DataFormat::SEN169_FP16)
-    throw Unsupported("a slice of the last dim starting inside a stick of a " + std::string(dtypeShortName(x.dtype)) +
-                      " tensor (" + where + "; fp16/bf16 only)");
   auto labels = dimLabels(r);
   const std::vector<int64_t> &N = out.shape;
   std::vector<int64_t> adjusted = N;
@@ -180,13 +177,9 @@ std::vector<KernelDraft> catKernels(const Graph &g, const Node &n, size_t index,
     for (int64_t d : x.shape)
       if (d == 0)
         throw Unsupported("empty tensors in " + where);
-    // Along the stick dim at an offset inside a stick the copy moves lanes (PE array, DL16) and
+    // Along the stick dim at an offset inside a stick the copy moves lanes (PE array, 16-bit words) and
     // merges the boundary stick with what earlier operands wrote; the stick dim stays whole.
     const bool laneShift = static_cast<size_t>(dim) == r - 1 && offset % eps != 0;
-    if (laneShift && fmt != DataFormat::SEN169_FP16)
-      throw Unsupported("cat along the last dim at offset " + std::to_string(offset) + ", not a multiple of " +
-                        std::to_string(eps) + " elements, of " + std::string(dtypeShortName(out.dtype)) +
-                        " tensors (" + where + "; fp16/bf16 only: the copy moves lanes)");
     auto labels = dimLabels(r);
     const std::vector<int64_t> &N = x.shape;
     std::vector<int64_t> adjusted = N;

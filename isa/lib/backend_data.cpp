@@ -1,5 +1,5 @@
 // Lane-moving copies: a slice of the stick dim whose first element is not at a stick boundary
-// (an input view with a lane offset). The SFP has no lane shift, so the copy goes through the PE
+// (an input view with a lane offset). DL16 and fp32 (as pairs of 16-bit words). The SFP has no lane shift, so the copy goes through the PE
 // array twice, as a restickify would: per block of 64 rows, the input sticks that cover the
 // view are transposed (columns become sticks), the view's columns are then whole sticks starting
 // `lane` sticks in, and transposing those back gives the output sticks.
@@ -32,9 +32,12 @@ Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
   const std::string &stickDim = layout.stickDimOrder[0];
   const int sd = s.dimIndex(stickDim);
   TensorGeom in = tensorGeom(s, inT, stickDim, true), out = tensorGeom(s, outT, stickDim, true);
-  if (in.fmt != Format::DL16 || out.fmt != Format::DL16)
-    throw Unsupported("a slice of the stick dim inside a stick of " + std::string(formatName(in.fmt)) + " tensors in " +
-                      s.name + " (DL16 only: it moves lanes through the PE array)");
+  if (in.fmt != out.fmt || (in.fmt != Format::DL16 && in.fmt != Format::F32))
+    throw Unsupported("a lane-moving copy from " + std::string(formatName(in.fmt)) + " to " +
+                      std::string(formatName(out.fmt)) + " in " + s.name + " (DL16 or f32, same on both sides)");
+  // pt.tr moves 16-bit words without arithmetic, so an fp32 stick is 64 words: an fp32 element
+  // is two adjacent words and every lane count below is in words (u per element).
+  const int64_t u = in.fmt == Format::F32 ? 2 : 1;
   for (size_t d = 0; d < s.dims.size(); ++d)
     if (inT.scale[d] != 1)
       throw Unsupported("broadcasting in a lane-moving copy in " + s.name);
@@ -42,7 +45,7 @@ Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
     throw Unsupported("a lane-moving copy between different layouts in " + s.name);
   if (s.numWkSlicesPerDim[sd] != 1)
     throw Unsupported("splitting the stick dim of a lane-moving copy over cores in " + s.name);
-  const int64_t lane = in.laneOffset, laneOut = out.laneOffset, N = s.N[sd];
+  const int64_t lane = in.laneOffset * u, laneOut = out.laneOffset * u, N = s.N[sd] * u;
   // Output tiles the view touches (its first starts laneOut lanes in).
   const int64_t outTiles = (laneOut + N + 63) / 64;
   // The row dim: the innermost device dim (layoutDimOrder_[0]) unless it is the stick dim.
@@ -114,11 +117,12 @@ Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
       emitLi(pb, 5, lxD + L * kStickBytes);
       emitLi(pb, 6, lxE + laneOut * kStickBytes);
       pb.loop(mergeCols, {{5, kStickBytes}, {6, kStickBytes}}, [&] {
-        Instr ld = mk(Opcode::Ld, Format::DL16);
+        // A raw 128-byte move (f32 ld/st copy bits): the column sticks hold 16-bit words.
+        Instr ld = mk(Opcode::Ld, Format::F32);
         ld.v = {0, -1, -1, -1};
         ld.lx = {5, 0};
         pb.emit(ld);
-        Instr st = mk(Opcode::St, Format::DL16);
+        Instr st = mk(Opcode::St, Format::F32);
         st.v = {0, -1, -1, -1};
         st.lx = {6, 0};
         pb.emit(st);
