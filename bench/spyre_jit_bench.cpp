@@ -211,6 +211,13 @@ frontend::Attr dims(std::vector<double> d) { return frontend::Attr(std::move(d))
 
 frontend::Graph singleOpGraph(const std::string &op, const Shape &shape, HostType dt) {
   frontend::Graph g;
+  if (op == "matmul") { // --shape MxKxN: [M, K] @ [K, N]
+    if (shape.size() != 3)
+      throw Error("--op matmul takes --shape MxKxN, got " + std::to_string(shape.size()) + " dims");
+    int a = g.addInput("a", {shape[0], shape[1]}, dt), b = g.addInput("b", {shape[1], shape[2]}, dt);
+    g.outputs = {g.addNode("matmul", {a, b}, "out", {shape[0], shape[2]}, dt)};
+    return g;
+  }
   static const std::vector<std::string> binary = {"add", "sub", "mul", "div", "maximum", "minimum"};
   int arity = std::count(binary.begin(), binary.end(), op) ? 2 : 1;
   std::vector<int> ins;
@@ -831,7 +838,7 @@ int main(int argc, char **argv) {
       "workload", po::value<std::string>(), "workload name(s), comma separated, a name prefix, or all")(
       "op", po::value<std::string>()->default_value("add"),
       "single-op mode: add sub mul div maximum minimum relu neg abs clone exp ...")(
-      "shape", po::value<std::string>()->default_value("4096x1024"), "shape, e.g. 4096x1024")(
+      "shape", po::value<std::string>()->default_value("4096x1024"), "shape, e.g. 4096x1024 (matmul: MxKxN)")(
       "dtype", po::value<std::string>()->default_value("f16"), "f16 or f32")(
       "engine", po::value<std::string>()->default_value("both"), "jit, interp or both")(
       "tier", po::value<std::string>()->default_value("O2"), "JIT tier O0 or O2")(

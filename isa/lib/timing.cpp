@@ -94,11 +94,21 @@ class Scheduler {
 public:
   Scheduler(const HardwareConfig &hw, int activeCores) : hw_(hw), activeCores_(activeCores) {}
 
-  /// Cycles from phase start until every unit of the core is idle.
-  double phase(const std::vector<Instr> &body, size_t begin, size_t end) {
+  /// Cycles from phase start until every unit of the core is idle. With `rec`, the units'
+  /// busy intervals are appended to it (at most `maxPerUnit` slices per unit; later work is
+  /// merged into the last slice).
+  double phase(const std::vector<Instr> &body, size_t begin, size_t end, int phaseIndex = 0,
+               std::vector<TimelineSlice> *rec = nullptr, size_t maxPerUnit = 64) {
     t_.fill(0.0);
+    rec_ = rec;
+    phase_ = phaseIndex;
+    maxPerUnit_ = maxPerUnit;
+    perUnit_.fill(0);
+    last_.fill(-1);
+    busy_.fill(0);
     for (size_t i = begin; i < end; ++i)
       step(body[i]);
+    rec_ = nullptr;
     return *std::max_element(t_.begin(), t_.end());
   }
 
@@ -107,15 +117,63 @@ public:
 private:
   enum : int { Seq, Lsu, Sfp, Pt, Ring, Dma, Tok0, NumComp = Tok0 + kNumTokens };
   using State = std::array<double, NumComp>;
+  static constexpr int kUnitsRecorded = 6; // Seq .. Dma
 
   const HardwareConfig &hw_;
   int activeCores_;
   State t_{};
   bool approximate_ = false;
+  // Timeline recording (trace): slices per unit, index of each unit's last slice.
+  std::vector<TimelineSlice> *rec_ = nullptr;
+  int phase_ = 0;
+  size_t maxPerUnit_ = 64;
+  std::array<size_t, kUnitsRecorded> perUnit_{};
+  std::array<long, kUnitsRecorded> last_{};
+  std::array<double, kUnitsRecorded> busy_{}; ///< busy cycles per unit (recording only)
+
+  static TimelineUnit timelineUnit(int u) {
+    switch (u) {
+    case Lsu: return TimelineUnit::Lsu;
+    case Sfp: return TimelineUnit::Sfp;
+    case Pt: return TimelineUnit::Pt;
+    case Ring: return TimelineUnit::Ring;
+    case Dma: return TimelineUnit::Dma;
+    default: return TimelineUnit::Sequencer;
+    }
+  }
+
+  /// Records [start, end) on unit u. Compute slices that continue the unit's last one (same
+  /// name, no gap) extend it; past the cap everything extends the last slice.
+  void record(int u, double start, double end, const std::string &what, bool mergeable, uint64_t count = 1) {
+    if (!rec_ || end <= start)
+      return;
+    long li = last_[u];
+    if (li >= 0) {
+      TimelineSlice &l = (*rec_)[static_cast<size_t>(li)];
+      bool contiguous = start <= l.end + 1e-9;
+      if ((mergeable && contiguous && l.what == what) || perUnit_[u] >= maxPerUnit_) {
+        l.end = std::max(l.end, end);
+        l.count += count;
+        if (perUnit_[u] >= maxPerUnit_ && l.what != what)
+          l.what = "(more work, merged)";
+        return;
+      }
+    }
+    last_[u] = static_cast<long>(rec_->size());
+    ++perUnit_[u];
+    rec_->push_back({phase_, timelineUnit(u), start, end, what, count});
+  }
 
   double corelets() const { return hw_.corelets; }
 
-  void unit(int u, double cost) { t_[u] = std::max(t_[u], t_[Seq]) + cost; }
+  void unit(int u, double cost, const char *what = nullptr) {
+    double start = std::max(t_[u], t_[Seq]);
+    t_[u] = start + cost;
+    if (rec_) {
+      busy_[u] += cost;
+      record(u, start, t_[u], what ? what : "busy", true);
+    }
+  }
 
   void step(const Instr &in) {
     const double c = corelets();
@@ -125,31 +183,49 @@ private:
       if (in.op == Opcode::Loop)
         loop(in);
       return;
-    case TimingClass::Lsu: unit(Lsu, 1.0 / (hw_.lsuSticksPerCycle * c)); return;
-    case TimingClass::Sfp: unit(Sfp, 1.0 / (hw_.sfpSticksPerCycle * c)); return;
-    case TimingClass::SfpTrans: unit(Sfp, hw_.transcendentalCyclesPerStick / (hw_.sfpSticksPerCycle * c)); return;
+    case TimingClass::Lsu: unit(Lsu, 1.0 / (hw_.lsuSticksPerCycle * c), "ld/st"); return;
+    case TimingClass::Sfp: unit(Sfp, 1.0 / (hw_.sfpSticksPerCycle * c), "sfp"); return;
+    case TimingClass::SfpTrans:
+      unit(Sfp, hw_.transcendentalCyclesPerStick / (hw_.sfpSticksPerCycle * c), "sfp");
+      return;
     case TimingClass::Pt:
-      unit(Pt, static_cast<double>(in.imm) * static_cast<double>(in.imms[0]) * static_cast<double>(in.imms[1]) /
-                   hw_.ptMacsPerCycle);
+      unit(Pt,
+           static_cast<double>(in.imm) * static_cast<double>(in.imms[0]) * static_cast<double>(in.imms[1]) /
+               hw_.ptMacsPerCycle,
+           "pt.mm");
       return;
     case TimingClass::PtOut:
-      unit(Sfp, static_cast<double>(in.imm) * static_cast<double>(in.imms[0] / 64) / (hw_.sfpSticksPerCycle * c));
+      unit(Sfp, static_cast<double>(in.imm) * static_cast<double>(in.imms[0] / 64) / (hw_.sfpSticksPerCycle * c),
+           "pt.out");
       return;
-    case TimingClass::Ring: unit(Ring, static_cast<double>(in.imm) * 128 / hw_.ringBytesPerCyclePerHop); return;
+    case TimingClass::Ring:
+      unit(Ring, static_cast<double>(in.imm) * 128 / hw_.ringBytesPerCyclePerHop, "ring");
+      return;
     case TimingClass::Dma: {
       double start = std::max({t_[Seq], t_[Dma], t_[Lsu], t_[Sfp], t_[Pt], t_[Ring]});
       double bytes = static_cast<double>(in.dma.sticks()) * 128;
       t_[Dma] = start + hw_.nsToCycles(hw_.dmaStartupNs) + bytes / hw_.ddrBytesPerCyclePerCore(activeCores_);
+      if (rec_) {
+        char what[64];
+        std::snprintf(what, sizeof what, "%s %lld sticks -> t%d", in.op == Opcode::DmaIn ? "dma.in" : "dma.out",
+                      static_cast<long long>(in.dma.sticks()), in.outToken);
+        busy_[Dma] += t_[Dma] - start;
+        record(Dma, start, t_[Dma], what, false);
+      }
       if (in.outToken >= 0 && in.outToken < kNumTokens)
         t_[Tok0 + in.outToken] = t_[Dma];
       return;
     }
-    case TimingClass::Sync:
+    case TimingClass::Sync: {
+      double issued = t_[Seq];
       for (int tok : in.tokens)
         if (tok >= 0 && tok < kNumTokens)
           t_[Seq] = std::max(t_[Seq], t_[Tok0 + tok]);
+      if (rec_ && t_[Seq] > issued + 1e-9)
+        record(Seq, issued, t_[Seq], "wait (stalled on DMA)", false);
       t_[Seq] += hw_.waitCycles;
       return;
+    }
     case TimingClass::Barrier: return; // phases are split by the caller
     }
   }
@@ -190,12 +266,15 @@ private:
       return;
     clamp();
     State prev2{}, prev1 = t_;
+    auto busyPrev1 = busy_;
     int have = 1; // history entries (prev1, prev2) that are valid
     int64_t done = 0, replayed = 0;
     while (done < n) {
+      const auto busyBefore = busy_;
       body(l);
       ++done;
       ++replayed;
+      busyPrev1 = busyBefore;
       if (have == 2 && done < n && sameStep(prev2, prev1, t_)) {
         State d;
         for (int i = 0; i < NumComp; ++i)
@@ -206,6 +285,23 @@ private:
           State save = t_, at;
           for (int i = 0; i < NumComp; ++i)
             at[i] = save[i] + static_cast<double>(k) * d[i];
+          // Recording: the skipped iterations become one slice per unit that advanced.
+          const size_t recSize = rec_ ? rec_->size() : 0;
+          const auto perUnit = perUnit_;
+          const auto last = last_;
+          const auto busy = busy_;
+          if (rec_) {
+            for (int u = Lsu; u <= Dma; ++u) {
+              double perIter = busy_[u] - busyPrev1[u];
+              if (perIter <= 0)
+                continue;
+              char what[96];
+              std::snprintf(what, sizeof what, "%lld loop iterations (extrapolated, %.0f%% busy)",
+                            static_cast<long long>(k), 100.0 * std::min(1.0, perIter * k / (at[u] - save[u])));
+              busy_[u] += perIter * static_cast<double>(k);
+              record(u, save[u], at[u], what, false, static_cast<uint64_t>(k));
+            }
+          }
           t_ = at;
           body(l);
           if (stepIs(at, t_, d)) {
@@ -215,6 +311,12 @@ private:
             jumped = true;
           } else {
             t_ = save;
+            if (rec_) {
+              rec_->resize(recSize);
+              perUnit_ = perUnit;
+              last_ = last;
+              busy_ = busy;
+            }
           }
         }
         if (jumped)
@@ -266,6 +368,20 @@ bool issuesDma(const std::vector<Instr> &body) {
 }
 
 } // namespace
+
+std::vector<TimelineSlice> scheduleTimeline(const Kernel &k, const CoreProgram &p, const HardwareConfig &hw,
+                                            size_t maxSlicesPerUnit) {
+  int active = 0;
+  for (const CoreProgram &q : k.programs)
+    if (issuesDma(q.body))
+      active += q.lastCore - q.firstCore + 1;
+  Scheduler sched(hw, active);
+  std::vector<TimelineSlice> out;
+  auto ranges = phaseRanges(p);
+  for (size_t ph = 0; ph < ranges.size(); ++ph)
+    sched.phase(p.body, ranges[ph].first, ranges[ph].second, static_cast<int>(ph), &out, maxSlicesPerUnit);
+  return out;
+}
 
 double scheduledKernelUs(const Kernel &k, const HardwareConfig &hw) {
   int active = 0;

@@ -15,13 +15,18 @@ namespace {
 
 constexpr const char *kTrailer = "\n]}\n";
 constexpr long kTrailerLen = 4;
-constexpr int kUnits = 5;
-const char *const kUnitNames[kUnits] = {"DMA", "LSU", "SFP", "PT", "RING"};
+constexpr int kUnits = 6;
+// Track order per core; indexed by isa::TimelineUnit.
+const char *const kUnitNames[kUnits] = {"SEQ (waits)", "LSU", "SFP", "PT", "RING", "DMA"};
+constexpr int kTrackOrder[kUnits] = {5, 1, 2, 3, 4, 0}; // DMA first, then compute, then waits
+constexpr size_t kMaxSlicesPerUnit = 32;
 constexpr int kPid = 1;
 
 struct CachedReport {
   std::weak_ptr<const PreparedKernel> prepared;
   std::shared_ptr<const isa::TimingReport> report;
+  /// scheduleTimeline of each core program of the kernel.
+  std::vector<std::vector<isa::TimelineSlice>> timelines;
 };
 
 struct State {
@@ -78,7 +83,7 @@ std::string num(double v) {
   return b;
 }
 
-int trackId(int core, int unit) { return 1 + core * kUnits + unit; }
+int trackId(int core, int unit) { return 1 + core * kUnits + kTrackOrder[unit]; }
 
 } // namespace
 
@@ -136,6 +141,9 @@ void recordLaunch(const isa::Kernel &kernel, const std::shared_ptr<const Prepare
   if (!cached.report || cached.prepared.lock() != prepared) {
     cached.prepared = prepared;
     cached.report = std::make_shared<const isa::TimingReport>(isa::timeKernel(kernel, hw));
+    cached.timelines.clear();
+    for (const auto &p : kernel.programs)
+      cached.timelines.push_back(isa::scheduleTimeline(kernel, p, hw, kMaxSlicesPerUnit));
   }
   const isa::TimingReport &rep = *cached.report;
 
@@ -190,28 +198,30 @@ void recordLaunch(const isa::Kernel &kernel, const std::shared_ptr<const Prepare
   // Barrier time is spread evenly after the phases (the report has only the total).
   const int phases = rep.numPhases();
   const double barrierPerPhase = phases ? rep.barrierUs / phases : 0;
-  double t = t0 + rep.launchUs;
+  std::vector<double> phaseStart(phases + 1, t0 + rep.launchUs);
   for (int p = 0; p < phases; ++p) {
     double dur = rep.phaseScheduledCycles[p] / cpu;
-    slice("phase " + std::to_string(p), 0, t, dur, "\"cycles\":" + num(rep.phaseScheduledCycles[p]));
-    for (size_t c = 0; c < rep.perCorePhase.size(); ++c) {
-      if (p >= static_cast<int>(rep.perCorePhase[c].size()))
-        continue;
-      const isa::UnitCycles &u = rep.perCorePhase[c][p];
-      const double cyc[kUnits] = {u.dma, u.lsu, u.sfp, u.pt, u.ring};
-      for (int k = 0; k < kUnits; ++k) {
-        if (cyc[k] <= 0)
+    slice("phase " + std::to_string(p), 0, phaseStart[p], dur, "\"cycles\":" + num(rep.phaseScheduledCycles[p]));
+    phaseStart[p + 1] = phaseStart[p] + dur + barrierPerPhase;
+  }
+  // Every core of a program shares its scheduled timeline (SPMD; timing depends only on the
+  // program's structure): DMA transfers, compute runs, stalls on `wait`.
+  for (size_t pi = 0; pi < kernel.programs.size() && pi < cached.timelines.size(); ++pi) {
+    const auto &prog = kernel.programs[pi];
+    for (int c = prog.firstCore; c <= prog.lastCore; ++c) {
+      for (const isa::TimelineSlice &ts : cached.timelines[pi]) {
+        if (ts.phase >= phases)
           continue;
-        int tid = trackId(static_cast<int>(c), k);
-        char name[32];
-        std::snprintf(name, sizeof name, "core %02zu %s", c, kUnitNames[k]);
+        const int u = static_cast<int>(ts.unit);
+        int tid = trackId(c, u);
+        char name[48];
+        std::snprintf(name, sizeof name, "core %02d %s", c, kUnitNames[u]);
         nameTrack(tid, name);
-        slice(kUnitNames[k], tid, t, cyc[k] / cpu,
-              "\"kernel\":\"" + jsonEscape(kernel.name) + "\",\"phase\":" + std::to_string(p) +
-                  ",\"cycles\":" + num(cyc[k]));
+        slice(ts.what, tid, phaseStart[ts.phase] + ts.start / cpu, (ts.end - ts.start) / cpu,
+              "\"kernel\":\"" + jsonEscape(kernel.name) + "\",\"phase\":" + std::to_string(ts.phase) +
+                  ",\"cycles\":" + num(ts.end - ts.start) + ",\"count\":" + std::to_string(ts.count));
       }
     }
-    t += dur + barrierPerPhase;
   }
   s.clockUs = t0 + rep.scheduledUs;
 

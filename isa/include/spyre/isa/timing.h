@@ -52,6 +52,25 @@ struct TimingReport {
 /// run cannot proceed (a core without a program, a per-core table without the core's entry).
 TimingReport timeKernel(const Kernel &k, const HardwareConfig &hw);
 
+enum class TimelineUnit : uint8_t { Sequencer, Lsu, Sfp, Pt, Ring, Dma };
+
+/// One busy interval of a unit on the scheduled timeline of one core program, in cycles from
+/// the start of its phase. `count` instructions (or loop iterations) are merged into it.
+struct TimelineSlice {
+  int phase = 0;
+  TimelineUnit unit = TimelineUnit::Sequencer;
+  double start = 0, end = 0;
+  std::string what;
+  uint64_t count = 1;
+};
+
+/// The scheduled replay of program `p` of `k` as slices: DMA transfers one by one, compute
+/// units as merged busy runs, sequencer stalls on `wait`, loop iterations skipped by
+/// extrapolation as one slice each. At most maxSlicesPerUnit per unit and phase (later work
+/// extends the last slice). For SPYRE_TRACE.
+std::vector<TimelineSlice> scheduleTimeline(const Kernel &k, const CoreProgram &p, const HardwareConfig &hw,
+                                            size_t maxSlicesPerUnit = 64);
+
 /// timeKernel(k, hw).scheduledUs without the per-core work counters (no dry run per core):
 /// cheap enough for the backend to compare candidate schedules of one SuperDSC.
 double scheduledKernelUs(const Kernel &k, const HardwareConfig &hw);
