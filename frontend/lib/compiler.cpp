@@ -335,7 +335,22 @@ KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int max
 
   std::vector<int64_t> adjusted = N;
   adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
-  auto splits = divideWork(adjusted, std::vector<bool>(r, true), maxCores);
+  // Work division passes 1 and 3: no core may span more than 256 MiB of any operand.
+  std::vector<SpanTensor> spans;
+  auto spanOf = [&](const std::string &name, size_t k, const std::vector<int> &sc) {
+    std::vector<int> dims;
+    std::vector<int64_t> ext;
+    for (size_t d = r - std::min(k, r); d < r; ++d) {
+      dims.push_back(sc[d] == 1 ? static_cast<int>(d) : -1);
+      ext.push_back(sc[d] == 1 ? adjusted[d] : 1);
+    }
+    spans.push_back(genericSpanTensor(name, dims, ext));
+  };
+  for (const auto &o : ops)
+    if (!o.isConst)
+      spanOf(g.values[o.value].name, g.values[o.value].shape.size(), scalesOf(o.value));
+  spanOf(out.name, r, std::vector<int>(r, 1));
+  auto splits = divideWorkWithSpan(adjusted, std::vector<bool>(r, true), spans, maxCores);
 
   KernelDraft kd = newDraft(index, desc.opFunc, "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
@@ -467,9 +482,17 @@ KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int max
   std::vector<int64_t> adjusted = N;
   adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
   std::vector<bool> splittable(r);
-  for (size_t d = 0; d < r; ++d)
+  std::vector<int> inDims(r), outDims(r);
+  std::vector<int64_t> outExt(r);
+  for (size_t d = 0; d < r; ++d) {
     splittable[d] = !red[d];
-  auto splits = divideWork(adjusted, splittable, maxCores);
+    inDims[d] = static_cast<int>(d);
+    outDims[d] = red[d] ? -1 : static_cast<int>(d);
+    outExt[d] = red[d] ? 1 : adjusted[d];
+  }
+  auto splits = divideWorkWithSpan(
+      adjusted, splittable,
+      {genericSpanTensor(in.name, inDims, adjusted), genericSpanTensor(out.name, outDims, outExt)}, maxCores);
   bool stickReduced = red[r - 1];
   const char *base = n.op == "sum" ? "sum" : n.op == "mean" ? "mean" : n.op == "amax" ? "max" : "min";
 

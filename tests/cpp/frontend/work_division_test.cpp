@@ -111,3 +111,60 @@ TEST(WorkDivision, MatmulSplitsAreValidForManyShapes) {
                     static_cast<long long>(s[2]));
     }
 }
+
+namespace {
+std::vector<int64_t> firstKernelSplits(const std::string &text, int cores) {
+  CompileOptions o;
+  o.maxCores = cores;
+  o.lxPlanning = false;
+  isa::JobPlan plan = compileGraph(parseGraph(text), o);
+  return plan.launches.at(0).sdsc.numWkSlicesPerDim;
+}
+} // namespace
+
+TEST(WorkDivision, Pass1SplitsPointwiseOpsOverTheSpanLimit) {
+  // x[2, 64, 4M] fp16 is 1 GiB; generic layout outer -> inner: [64 rows of dim 1, 65536 sticks,
+  // 2 rows of dim 0]. Pass 3 alone gives the stick dim all 32 cores, and every core would
+  // still span all 64 outer rows (1 GiB). Pass 1 splits dim 1 by 4 (256 MiB each), pass 3 then
+  // gives the stick dim the remaining 8.
+  const std::string add = "graph(%a: f16[2, 64, 4194304], %b: f16[2, 64, 4194304]) {\n"
+                          "  %c = add(%a, %b) : f16[2, 64, 4194304]\n  return (%c)\n}\n";
+  const std::vector<int64_t> splits = firstKernelSplits(add, 32);
+  EXPECT_EQ(splits, (std::vector<int64_t>{1, 4, 8}));
+  SpanTensor t = genericSpanTensor("a", {0, 1, 2}, {2, 64, 65536});
+  EXPECT_LE(perCoreSpan(t, splits), kMaxSpanBytes);
+  EXPECT_GT(perCoreSpan(t, {1, 1, 32}), kMaxSpanBytes);
+  // A broadcast operand spans less: only the full-size tensors force the split.
+  const std::string bias = "graph(%a: f16[2, 64, 4194304], %b: f16[4194304]) {\n"
+                           "  %c = mul(%a, %b) : f16[2, 64, 4194304]\n  return (%c)\n}\n";
+  EXPECT_EQ(firstKernelSplits(bias, 32), (std::vector<int64_t>{1, 4, 8}));
+  // The docs' abs example is small: pass 1 commits nothing and pass 3 splits c0 by 32.
+  EXPECT_EQ(firstKernelSplits("graph(%x: f16[256, 128, 512]) {\n  %y = abs(%x) : f16[256, 128, 512]\n"
+                              "  return (%y)\n}\n",
+                              32),
+            (std::vector<int64_t>{32, 1, 1}));
+}
+
+TEST(WorkDivision, Pass1SplitsReductionsOnKeptDims) {
+  // sum over dim 0 of [64, 4M] (512 MiB): device dims [65536 sticks, 64 rows]; pass 1 splits
+  // the sticks (a kept dim) so no core spans more than 256 MiB.
+  const std::vector<int64_t> splits =
+      firstKernelSplits("graph(%x: f16[64, 4194304]) {\n  %s = sum(%x, dims=[0], keepdim=1) : f16[1, 4194304]\n"
+                        "  return (%s)\n}\n",
+                        32);
+  EXPECT_EQ(splits[0], 1);
+  EXPECT_LE(perCoreSpan(genericSpanTensor("x", {0, 1}, {64, 65536}), splits), kMaxSpanBytes);
+}
+
+TEST(WorkDivision, Pass1NeedingASplitOfAReducedDimIsUnsupported) {
+  // A row sum of [2, 128M] (512 MiB): only the reduced stick dim could bring a core's span
+  // under 256 MiB, and the reduction kernels keep it on one core.
+  try {
+    firstKernelSplits("graph(%x: f16[2, 134217728]) {\n  %s = sum(%x, dims=[1], keepdim=1) : f16[2, 1]\n"
+                      "  return (%s)\n}\n",
+                      32);
+    FAIL() << "expected Unsupported";
+  } catch (const Unsupported &e) {
+    EXPECT_NE(std::string(e.what()).find("256 MiB would split iteration dim 1"), std::string::npos) << e.what();
+  }
+}
