@@ -636,3 +636,37 @@ def _layernormnorm(env: Env, b: dict) -> Lowered:
     L = Lowered()
     L.add("layernormnorm", operands, **attrs)
     return L
+
+
+@_reg(aten.select.int)
+def _select(env: Env, b: dict) -> Lowered:
+    """x[.., i, ..]: the frontend's decomposition makes it a slice and a squeeze (a zero-copy
+    reshape, after a copy that moves the size-1 dim where the generic layouts need it)."""
+    x = b["self"]
+    t = env.tensor(x)
+    if t is None or len(t[0]) == 0:
+        raise Unsupported(f"select of {_describe(env, x)}")
+    shape = t[0]
+    dim = b["dim"] % len(shape)
+    index = b["index"]
+    if not -shape[dim] <= index < shape[dim]:
+        raise Unsupported(f"select index {index} of dim {dim} of size {shape[dim]}")
+    return _unary(env, "select", x, dim=dim, index=index % shape[dim])
+
+
+@_reg(aten.constant_pad_nd.default)
+def _constant_pad_nd(env: Env, b: dict) -> Lowered:
+    """Padding with a constant: the frontend's decomposition fills the output and copies x into
+    a view of it (a cat with filled blocks along the last dim)."""
+    x = b["self"]
+    t = env.tensor(x)
+    if t is None:
+        raise Unsupported(f"constant_pad_nd of {_describe(env, x)}")
+    pad = [int(p) for p in b["pad"]]
+    if len(pad) % 2 or len(pad) // 2 > len(t[0]):
+        raise Unsupported(f"constant_pad_nd with pad {pad} of a rank-{len(t[0])} tensor")
+    if any(p < 0 for p in pad):
+        raise Unsupported(f"constant_pad_nd with a negative pad {pad} (cropping)")
+    value = b.get("value")
+    return _unary(env, "constant_pad_nd", x, pad=pad,
+                  value=0.0 if value is None else _scalar_value(env, value, "constant_pad_nd value"))
