@@ -643,7 +643,10 @@ KernelDraft convertKernel(const Graph &g, const Node &n, size_t index, int maxCo
   auto labels = dimLabels(r);
   std::vector<bool> splittable(r, true);
   splittable[r - 1] = false; // dtype ops keep the stick dim on one core
-  auto splits = divideWork(N, splittable, maxCores);
+  auto splits = divideWorkWithSpan(N, splittable,
+                                   {genericSpanTensor(in.name, identityDims(r), N, elemsPerStick(fi)),
+                                    genericSpanTensor(out.name, identityDims(r), N, elemsPerStick(fo))},
+                                   maxCores);
   KernelDraft kd = newDraft(index, fi == fo ? "identity" : fi == DataFormat::SEN169_FP16 ? "dl16tofp32" : "fp32todl16", "sfp",
                             labels, N, splits);
   SuperDsc &s = kd.s;
@@ -700,7 +703,12 @@ KernelDraft transposeKernel(const Graph &g, const Node &n, size_t index, int max
   adjusted[r - 1] = CT;
   std::vector<bool> splittable(r, true);
   splittable[r - 2] = false; // rows stay on one core
-  auto splits = divideWork(adjusted, splittable, maxCores);
+  std::vector<int> outDims = identityDims(r);
+  std::swap(outDims[r - 1], outDims[r - 2]);
+  auto splits = divideWorkWithSpan(adjusted, splittable,
+                                   {genericSpanTensor(in.name, identityDims(r), in.shape, 64),
+                                    genericSpanTensor(out.name, outDims, out.shape, 64)},
+                                   maxCores);
   KernelDraft kd = newDraft(index, "transpose", "pt", labels, N, splits);
   SuperDsc &s = kd.s;
   std::vector<std::string> outLabels(labels.begin(), labels.end() - 2);

@@ -15,6 +15,7 @@
 //        stick (fp16/bf16; that operand's stick dim is not split over cores).
 #include "kernel_draft.h"
 #include "spyre/frontend/compiler.h"
+#include "spyre/frontend/work_division.h"
 #include "spyre/isa/error.h"
 #include <cmath>
 #include <numeric>
@@ -119,7 +120,11 @@ std::vector<KernelDraft> copyIntoKernels(const Graph &g, const Node &n, size_t i
   const std::vector<int64_t> &N = x.shape;
   std::vector<int64_t> adjusted = N;
   adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
-  auto splits = divideWork(adjusted, std::vector<bool>(r, true), maxCores);
+  // Pass 1 sees the output view with its allocation's extents (an upper bound of its span).
+  auto splits = divideWorkWithSpan(adjusted, std::vector<bool>(r, true),
+                                   {genericSpanTensor(x.name, identityDims(r), N, eps),
+                                    genericSpanTensor(out.name, identityDims(r), out.shape, eps)},
+                                   maxCores);
   KernelDraft kd = newDraft(index + 1, "identity", "sfp", labels, N, splits);
   kd.s.primaryDsInfo["OUTPUT"] = genericLayout(labels, eps);
   const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
@@ -164,7 +169,11 @@ KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCore
   std::vector<bool> splittable(r, true);
   if (laneShift)
     splittable[r - 1] = false;
-  auto splits = divideWork(adjusted, splittable, maxCores);
+  // Pass 1 sees the input view with its allocation's extents (an upper bound of its span).
+  auto splits = divideWorkWithSpan(adjusted, splittable,
+                                   {genericSpanTensor(x.name, identityDims(r), x.shape, eps),
+                                    genericSpanTensor(out.name, identityDims(r), N, eps)},
+                                   maxCores);
   KernelDraft kd = newDraft(index, "slice", "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
   s.primaryDsInfo["OUTPUT"] = genericLayout(labels, eps);
@@ -217,7 +226,11 @@ KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCo
   std::vector<bool> splittable(r, true);
   if (restick)
     splittable[rDim] = false; // rows of the PE-array transpose stay on one core
-  auto splits = divideWork(adjusted, splittable, maxCores);
+  std::vector<int> outDims(perm.begin(), perm.end());
+  auto splits = divideWorkWithSpan(adjusted, splittable,
+                                   {genericSpanTensor(x.name, identityDims(r), x.shape, eps),
+                                    genericSpanTensor(out.name, outDims, out.shape, eps)},
+                                   maxCores);
   KernelDraft kd = newDraft(index, "ReStickifyOpHBM", restick ? "pt" : "sfp", labels, N, splits, "restickify");
   SuperDsc &s = kd.s;
   s.primaryDsInfo["INPUT"] = genericLayout(labels, eps);
@@ -265,7 +278,10 @@ std::vector<KernelDraft> catKernels(const Graph &g, const Node &n, size_t index,
     adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
     std::vector<bool> splittable(r, true);
     splittable[r - 1] = !laneShift;
-    auto splits = divideWork(adjusted, splittable, maxCores);
+    auto splits = divideWorkWithSpan(adjusted, splittable,
+                                     {genericSpanTensor(x.name, identityDims(r), N, eps),
+                                      genericSpanTensor(out.name, identityDims(r), out.shape, eps)},
+                                     maxCores);
     KernelDraft kd = newDraft(index + i, "identity", "sfp", labels, N, splits);
     SuperDsc &s = kd.s;
     s.primaryDsInfo["OUTPUT"] = genericLayout(labels, eps);

@@ -240,16 +240,31 @@ SpanTensor genericSpanTensor(std::string name, const std::vector<int> &iterDims,
   return t;
 }
 
+SpanTensor genericSpanTensor(std::string name, const std::vector<int> &iterDims, std::vector<int64_t> shape,
+                             int64_t eps) {
+  if (!shape.empty())
+    shape.back() = (shape.back() + eps - 1) / eps;
+  return genericSpanTensor(std::move(name), iterDims, shape);
+}
+
+std::vector<int> identityDims(size_t rank) {
+  std::vector<int> d(rank);
+  for (size_t i = 0; i < rank; ++i)
+    d[i] = static_cast<int>(i);
+  return d;
+}
+
 std::vector<int64_t> divideWorkWithSpan(const std::vector<int64_t> &adjustedSizes, const std::vector<bool> &splittable,
                                         const std::vector<SpanTensor> &tensors, int maxCores) {
   std::vector<bool> fixed(splittable.size());
   for (size_t i = 0; i < splittable.size(); ++i)
     fixed[i] = !splittable[i];
   std::vector<int64_t> commits = spanReduction(adjustedSizes, fixed, tensors, maxCores);
+  // A dim the op's kernel keeps on one core cannot take a commit: the span stays over the limit
+  // there, as torch-spyre's warn_if_per_core_overflow allows (its kernels would split it).
   for (size_t i = 0; i < commits.size(); ++i)
-    if (fixed[i] && commits[i] > 1)
-      throw Unsupported("work division: keeping every core's span within 256 MiB would split iteration dim " +
-                        std::to_string(i) + ", which this op keeps on one core");
+    if (fixed[i])
+      commits[i] = 1;
   return distributeWork(adjustedSizes, fixed, commits, maxCores, /*splitReduction=*/false);
 }
 

@@ -156,15 +156,34 @@ TEST(WorkDivision, Pass1SplitsReductionsOnKeptDims) {
   EXPECT_LE(perCoreSpan(genericSpanTensor("x", {0, 1}, {64, 65536}), splits), kMaxSpanBytes);
 }
 
-TEST(WorkDivision, Pass1NeedingASplitOfAReducedDimIsUnsupported) {
-  // A row sum of [2, 128M] (512 MiB): only the reduced stick dim could bring a core's span
-  // under 256 MiB, and the reduction kernels keep it on one core.
-  try {
-    firstKernelSplits("graph(%x: f16[2, 134217728]) {\n  %s = sum(%x, dims=[1], keepdim=1) : f16[2, 1]\n"
-                      "  return (%s)\n}\n",
-                      32);
-    FAIL() << "expected Unsupported";
-  } catch (const Unsupported &e) {
-    EXPECT_NE(std::string(e.what()).find("256 MiB would split iteration dim 1"), std::string::npos) << e.what();
-  }
+TEST(WorkDivision, Pass1KeepsDimsTheKernelCannotSplit) {
+  // A row sum of [2, 128M] (512 MiB): only the reduced stick dim could bring a core's span under
+  // 256 MiB, and the reduction kernels keep it on one core. The commit is dropped (torch-spyre
+  // warns when it cannot meet the limit) and pass 3 splits the rows.
+  EXPECT_EQ(firstKernelSplits("graph(%x: f16[2, 134217728]) {\n  %s = sum(%x, dims=[1], keepdim=1) : f16[2, 1]\n"
+                              "  return (%s)\n}\n",
+                              32),
+            (std::vector<int64_t>{2, 1}));
+  // The same for the rows of a PE-array transpose of 512 MiB: its input side still splits.
+  const std::vector<int64_t> t = firstKernelSplits(
+      "graph(%x: f16[8192, 32768]) {\n  %y = transpose(%x) : f16[32768, 8192]\n  return (%y)\n}\n", 32);
+  EXPECT_EQ(t, (std::vector<int64_t>{1, 32}));
+}
+
+TEST(WorkDivision, Pass1SplitsCopyOps) {
+  // to_dtype f16 -> f32 of [2, 64, 4M]: the f32 output is 2 GiB; the stick dim stays on one core,
+  // so pass 1 splits the 64 outer rows by 8 (256 MiB), and pass 3 adds the remaining cores.
+  const std::vector<int64_t> c = firstKernelSplits(
+      "graph(%x: f16[2, 64, 4194304]) {\n  %y = to_dtype(%x) : f32[2, 64, 4194304]\n  return (%y)\n}\n", 32);
+  EXPECT_EQ(c[2], 1);
+  EXPECT_EQ(c[1] % 8, 0);
+  EXPECT_LE(perCoreSpan(genericSpanTensor("y", identityDims(3), {2, 64, 4194304}, 32), c), kMaxSpanBytes);
+  // A slice of the same 1 GiB tensor: its input view and output both stay within the limit.
+  const std::vector<int64_t> s = firstKernelSplits(
+      "graph(%x: f16[2, 64, 4194304]) {\n  %y = slice(%x, dim=0, start=1, end=2) : f16[1, 64, 4194304]\n"
+      "  return (%y)\n}\n",
+      32);
+  EXPECT_LE(perCoreSpan(genericSpanTensor("x", identityDims(3), {2, 64, 4194304}, 64), s), kMaxSpanBytes);
+  // Without pass 1 the stick dim would take all 32 cores (divideWork), spanning 512 MiB.
+  EXPECT_EQ(divideWork({1, 64, 65536}, {true, true, true}, 32), (std::vector<int64_t>{1, 1, 32}));
 }
