@@ -408,7 +408,8 @@ def lowerable_ops() -> list[Any]:
     only appear in traced graphs, and view ops (slice, expand) must stay views in eager mode;
     only compiled graphs materialise them."""
     return [op for op in _LOWERINGS
-            if op.namespace == "aten" and not op.is_view and op is not aten._unsafe_view.default]
+            if op.namespace == "aten" and not op.is_view and op is not aten._unsafe_view.default
+            and op not in _COMPILE_ONLY]
 
 
 def lower(op: Any, args: tuple, kwargs: dict, env: Env) -> Lowered:
@@ -670,3 +671,37 @@ def _constant_pad_nd(env: Env, b: dict) -> Lowered:
     value = b.get("value")
     return _unary(env, "constant_pad_nd", x, pad=pad,
                   value=0.0 if value is None else _scalar_value(env, value, "constant_pad_nd value"))
+
+
+def _fill(env: Env, b: dict, value: Any) -> Lowered:
+    """A constant tensor (the frontend's `full`: one fill kernel; constant dedup merges equal
+    ones). Only in compiled graphs: eager factories keep their native empty + fill."""
+    dev = b.get("device")
+    if dev is not None and torch.device(dev).type != "spyre":
+        raise Unsupported(f"a constant tensor on device {dev}")
+    if b.get("layout") not in (None, torch.strided) or b.get("pin_memory"):
+        raise Unsupported("a constant tensor with a layout or pinned memory")
+    L = Lowered()
+    L.add("full", [], value=_scalar_value(env, value, "a fill value"))
+    return L
+
+
+@_reg(aten.full.default, aten.full_like.default)
+def _full(env: Env, b: dict) -> Lowered:
+    return _fill(env, b, b["fill_value"])
+
+
+@_reg(aten.zeros.default, aten.zeros_like.default)
+def _zeros(env: Env, b: dict) -> Lowered:
+    return _fill(env, b, 0.0)
+
+
+@_reg(aten.ones.default, aten.ones_like.default)
+def _ones(env: Env, b: dict) -> Lowered:
+    return _fill(env, b, 1.0)
+
+
+# Lowerings that eager mode must not take over: factories (their device comes from kwargs and
+# the native empty + fill already runs on the card).
+_COMPILE_ONLY = {aten.full.default, aten.full_like.default, aten.zeros.default, aten.zeros_like.default,
+                 aten.ones.default, aten.ones_like.default}

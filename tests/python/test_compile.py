@@ -378,3 +378,24 @@ def test_debug_logging_shows_the_graph_after_each_pass(env, stream, capfd, monke
     for p in ["dead-code", "decompose", "constant-dedup", "work-division", "lx-planning", "memory-planning"]:
         assert f"# graph after {p}\n" in text, text
     assert "{cores=4, splits=[1, 4]}" in text, text
+
+
+def test_constants_compile_and_dedup():
+    """full / full_like / ones_like become `full` nodes inside the partition; constant dedup
+    keeps one fill per (value, dtype, shape) and moves the fills to the front."""
+    from torch_spyre.testing import compare_with_cpu
+
+    def f(x):
+        return x * torch.full_like(x, 2.0) + torch.full(x.shape, 2.0, dtype=x.dtype, device=x.device) \
+            - torch.ones_like(x) + torch.zeros(x.shape[-1], dtype=x.dtype, device=x.device)
+
+    fb = compare_with_cpu(f, torch.randn(67, 129).half(), on_spyre=True)
+    assert not fb["eager"]
+    from torch_spyre._compile import compile_stats
+
+    passes = dict(compile_stats.last.passes())
+    assert passes["decompose"].count("full(") == 4, passes["decompose"]
+    dedup = passes["constant-dedup"]
+    assert dedup.count("full(value=2)") == 1, dedup
+    body = dedup.splitlines()[1:]
+    assert [line.split(" = ")[1].split("(")[0] for line in body[:3]] == ["full"] * 3, dedup
