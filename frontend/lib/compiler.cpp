@@ -778,7 +778,11 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
   // Graph-to-graph passes (passes.h); each leaves its text in the pass log.
   Graph g = input;
   std::vector<PassSnapshot> log;
-  auto snapshot = [&](const char *pass) { log.push_back({pass, printGraph(g)}); };
+  const bool logPasses = opts.passLog || !opts.dumpDir.empty();
+  auto snapshot = [&](const char *pass) {
+    if (logPasses)
+      log.push_back({pass, printGraph(g)});
+  };
   eliminateDeadCode(g);
   snapshot("dead-code");
   decomposeOps(g);
