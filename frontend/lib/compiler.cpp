@@ -1,6 +1,7 @@
 #include "spyre/frontend/compiler.h"
 #include "kernel_draft.h"
 #include "lx_planning.h"
+#include "memory_planning.h"
 #include "spyre/frontend/work_division.h"
 #include "spyre/isa/error.h"
 #include <algorithm>
@@ -18,6 +19,14 @@ using isa::JobPlan;
 using isa::SuperDsc;
 using isa::SdscLayout;
 using isa::SdscTensor;
+
+bool padMatmulKFromEnv() {
+  const char *e = std::getenv("SPYRE_PAD_MATMUL_K");
+  if (!e)
+    return false;
+  const std::string v = e;
+  return v == "1" || v == "true" || v == "on";
+}
 
 int senCoresFromEnv() {
   const char *e = std::getenv("SENCORES");
@@ -335,7 +344,22 @@ KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int max
 
   std::vector<int64_t> adjusted = N;
   adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
-  auto splits = divideWork(adjusted, std::vector<bool>(r, true), maxCores);
+  // Work division passes 1 and 3: no core may span more than 256 MiB of any operand.
+  std::vector<SpanTensor> spans;
+  auto spanOf = [&](const std::string &name, size_t k, const std::vector<int> &sc) {
+    std::vector<int> dims;
+    std::vector<int64_t> ext;
+    for (size_t d = r - std::min(k, r); d < r; ++d) {
+      dims.push_back(sc[d] == 1 ? static_cast<int>(d) : -1);
+      ext.push_back(sc[d] == 1 ? adjusted[d] : 1);
+    }
+    spans.push_back(genericSpanTensor(name, dims, ext));
+  };
+  for (const auto &o : ops)
+    if (!o.isConst)
+      spanOf(g.values[o.value].name, g.values[o.value].shape.size(), scalesOf(o.value));
+  spanOf(out.name, r, std::vector<int>(r, 1));
+  auto splits = divideWorkWithSpan(adjusted, std::vector<bool>(r, true), spans, maxCores);
 
   KernelDraft kd = newDraft(index, desc.opFunc, "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
@@ -467,9 +491,17 @@ KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int max
   std::vector<int64_t> adjusted = N;
   adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
   std::vector<bool> splittable(r);
-  for (size_t d = 0; d < r; ++d)
+  std::vector<int> inDims(r), outDims(r);
+  std::vector<int64_t> outExt(r);
+  for (size_t d = 0; d < r; ++d) {
     splittable[d] = !red[d];
-  auto splits = divideWork(adjusted, splittable, maxCores);
+    inDims[d] = static_cast<int>(d);
+    outDims[d] = red[d] ? -1 : static_cast<int>(d);
+    outExt[d] = red[d] ? 1 : adjusted[d];
+  }
+  auto splits = divideWorkWithSpan(
+      adjusted, splittable,
+      {genericSpanTensor(in.name, inDims, adjusted), genericSpanTensor(out.name, outDims, outExt)}, maxCores);
   bool stickReduced = red[r - 1];
   const char *base = n.op == "sum" ? "sum" : n.op == "mean" ? "mean" : n.op == "amax" ? "max" : "min";
 
@@ -611,7 +643,10 @@ KernelDraft convertKernel(const Graph &g, const Node &n, size_t index, int maxCo
   auto labels = dimLabels(r);
   std::vector<bool> splittable(r, true);
   splittable[r - 1] = false; // dtype ops keep the stick dim on one core
-  auto splits = divideWork(N, splittable, maxCores);
+  auto splits = divideWorkWithSpan(N, splittable,
+                                   {genericSpanTensor(in.name, identityDims(r), N, elemsPerStick(fi)),
+                                    genericSpanTensor(out.name, identityDims(r), N, elemsPerStick(fo))},
+                                   maxCores);
   KernelDraft kd = newDraft(index, fi == fo ? "identity" : fi == DataFormat::SEN169_FP16 ? "dl16tofp32" : "fp32todl16", "sfp",
                             labels, N, splits);
   SuperDsc &s = kd.s;
@@ -668,7 +703,12 @@ KernelDraft transposeKernel(const Graph &g, const Node &n, size_t index, int max
   adjusted[r - 1] = CT;
   std::vector<bool> splittable(r, true);
   splittable[r - 2] = false; // rows stay on one core
-  auto splits = divideWork(adjusted, splittable, maxCores);
+  std::vector<int> outDims = identityDims(r);
+  std::swap(outDims[r - 1], outDims[r - 2]);
+  auto splits = divideWorkWithSpan(adjusted, splittable,
+                                   {genericSpanTensor(in.name, identityDims(r), in.shape, 64),
+                                    genericSpanTensor(out.name, outDims, out.shape, 64)},
+                                   maxCores);
   KernelDraft kd = newDraft(index, "transpose", "pt", labels, N, splits);
   SuperDsc &s = kd.s;
   std::vector<std::string> outLabels(labels.begin(), labels.end() - 2);
@@ -703,10 +743,14 @@ KernelDraft transposeKernel(const Graph &g, const Node &n, size_t index, int max
 using namespace detail;
 
 namespace {
-/// SPYRE_DUMP_DIR's passes.txt: what each frontend pass decided, in pass order.
-std::string passesReport(const Graph &g, const std::vector<KernelDraft> &drafts, const std::vector<int> &nodeOfDraft,
-                         const std::map<int, int> &aliasOf, const LxPlanningResult &lx, const JobPlan &plan) {
-  std::string r = "# split: one kernel per node (zero-copy reshapes alias their input's buffer)\n";
+/// SPYRE_DUMP_DIR's passes.txt: the graph after each frontend pass, then what each decided.
+std::string passesReport(const Graph &g, const std::vector<PassSnapshot> &log, const std::vector<KernelDraft> &drafts,
+                         const std::vector<int> &nodeOfDraft, const std::map<int, int> &aliasOf,
+                         const LxPlanningResult &lx, const JobPlan &plan) {
+  std::string r;
+  for (const PassSnapshot &p : log)
+    r += "# graph after " + p.pass + "\n" + p.graph + "\n";
+  r += "# split: one kernel per node (zero-copy reshapes alias their input's buffer)\n";
   for (const auto &[v, src] : aliasOf)
     r += "%" + g.values[v].name + " = reshape(%" + g.values[src].name + "): alias, no kernel\n";
   r += "\n# work division: kernel, node, dims = size / splits, cores\n";
@@ -723,14 +767,36 @@ std::string passesReport(const Graph &g, const std::vector<KernelDraft> &drafts,
 }
 } // namespace
 
-JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
-  g.verify();
+JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
+  input.verify();
   if (opts.maxCores < 1 || opts.maxCores > 32)
     throw Unsupported("invalid SENCORES value " + std::to_string(opts.maxCores));
   if (!opts.dumpDir.empty()) {
     std::filesystem::create_directories(opts.dumpDir);
-    writeFile(opts.dumpDir + "/graph.txt", printGraph(g));
+    writeFile(opts.dumpDir + "/graph.txt", printGraph(input));
   }
+  // Graph-to-graph passes (passes.h); each leaves its text in the pass log.
+  Graph g = input;
+  std::vector<PassSnapshot> log;
+  const bool logPasses = opts.passLog || !opts.dumpDir.empty();
+  auto snapshot = [&](const char *pass) {
+    if (logPasses)
+      log.push_back({pass, printGraph(g)});
+  };
+  eliminateDeadCode(g);
+  snapshot("dead-code");
+  decomposeOps(g);
+  g.verify();
+  snapshot("decompose");
+  if (opts.padMatmulK) {
+    padMatmulK(g);
+    g.verify();
+    snapshot("k-padding");
+  }
+  dedupConstants(g);
+  g.verify();
+  snapshot("constant-dedup");
+
   JobPlan plan;
   // Device layout of each value: the generic layout of its shape, except reduction outputs,
   // which keep the layout of their keepdim shape (one value per stick when the stick dim is
@@ -833,9 +899,12 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
       kd = reshapeKernel(g, n, drafts.size(), opts.maxCores);
     else if (n.op == "permute")
       kd = permuteKernel(g, n, drafts.size(), opts.maxCores);
-    else if (n.op == "cat") {
-      // One copy per operand (numbered in launch order, after every earlier draft).
-      for (KernelDraft &part : catKernels(g, n, drafts.size(), opts.maxCores)) {
+    else if (n.op == "full")
+      kd = fullKernel(g, n, drafts.size(), opts.maxCores);
+    else if (n.op == "cat" || n.op == "copy_into") {
+      // Several copies (numbered in launch order, after every earlier draft).
+      for (KernelDraft &part : n.op == "cat" ? catKernels(g, n, drafts.size(), opts.maxCores)
+                                             : copyIntoKernels(g, n, drafts.size(), opts.maxCores)) {
         drafts.push_back(std::move(part));
         nodeOfDraft.push_back(static_cast<int>(ni));
       }
@@ -849,6 +918,26 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
   for (KernelDraft &kd : drafts)
     for (int &v : kd.tensorValues)
       v = root(v);
+  // The split / layout / work-division decisions as notes: each node's kernels and their cores.
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    Node &n = g.nodes[ni];
+    std::vector<double> cores;
+    const isa::SuperDsc *only = nullptr;
+    for (size_t k = 0; k < drafts.size(); ++k)
+      if (nodeOfDraft[k] == static_cast<int>(ni)) {
+        cores.push_back(drafts[k].s.numCoresUsed);
+        only = &drafts[k].s;
+      }
+    if (aliasOf.count(n.output))
+      n.notes["alias"] = Attr(1.0);
+    else if (cores.size() == 1)
+      n.notes["cores"] = Attr(cores[0]);
+    else if (!cores.empty())
+      n.notes["cores"] = Attr(cores);
+    if (cores.size() == 1)
+      n.notes["splits"] = Attr(std::vector<double>(only->numWkSlicesPerDim.begin(), only->numWkSlicesPerDim.end()));
+  }
+  snapshot("work-division");
 
   // LX planning: intermediates that stay in the cores' LX between kernels (no DDR buffer).
   LxPlanningResult lx;
@@ -856,57 +945,19 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
     lx = planLxResidency(g, drafts, nodeOfDraft, opts.lxPlanBytes);
   if (!opts.dumpDir.empty() && opts.lxPlanning)
     writeFile(opts.dumpDir + "/lx_plan.txt", lx.summary);
+  for (Node &n : g.nodes)
+    if (auto it = lx.address.find(n.output); it != lx.address.end())
+      n.notes["lx"] = Attr(static_cast<double>(it->second));
+  snapshot("lx-planning");
 
   // Memory planning: intermediates whose kernel ranges [first, last] do not overlap share one
-  // DDR buffer (a pool slot as large as its largest value), best fit first.
-  std::map<int, std::pair<size_t, size_t>> live; // value -> first, last kernel
-  for (size_t ni = 0; ni < drafts.size(); ++ni)
-    for (int v : drafts[ni].tensorValues) {
-      if (lx.lxValues.count(v) || bufferOf.count(v))
-        continue; // LX-resident, or a graph input / output
-      auto [it, fresh] = live.try_emplace(v, ni, ni);
-      if (!fresh)
-        it->second.second = ni;
-    }
-  std::vector<std::pair<int, std::pair<size_t, size_t>>> order(live.begin(), live.end());
-  std::stable_sort(order.begin(), order.end(), [](const auto &a, const auto &b) { return a.second.first < b.second.first; });
-  struct Slot {
-    int buffer;
-    size_t freeAfter; // last kernel of its current value
-  };
-  std::vector<Slot> slots;
-  for (const auto &[v, range] : order) {
-    const Value &val = g.values[v];
-    SpyreTensorLayout layout = layoutOfValue(v);
-    const int64_t bytes = layout.deviceBytes();
-    int best = -1;
-    for (size_t si = 0; si < slots.size(); ++si) {
-      if (slots[si].freeAfter >= range.first)
-        continue;
-      const int64_t have = plan.buffers[slots[si].buffer].layout.deviceBytes();
-      if (best < 0) {
-        best = static_cast<int>(si);
-        continue;
-      }
-      const int64_t cur = plan.buffers[slots[best].buffer].layout.deviceBytes();
-      // Smallest slot that fits, else the largest (it grows least).
-      if ((have >= bytes && (cur < bytes || have < cur)) || (cur < bytes && have > cur))
-        best = static_cast<int>(si);
-    }
-    if (best < 0) {
-      slots.push_back({bufferFor(v, BufferSpec::Kind::Intermediate, 0), range.second});
-      continue;
-    }
-    BufferSpec &b = plan.buffers[slots[best].buffer];
-    b.name += "|" + val.name;
-    if (bytes > b.layout.deviceBytes()) {
-      b.hostShape = val.shape;
-      b.hostType = val.dtype;
-      b.layout = layout;
-    }
-    slots[best].freeAfter = range.second;
-    bufferOf[v] = slots[best].buffer;
-  }
+  // DDR buffer (memory_planning.cpp).
+  planMemory(g, drafts, lx.lxValues, bufferOf, plan, layoutOfValue,
+             [&](int v) { return bufferFor(v, BufferSpec::Kind::Intermediate, 0); });
+  for (Node &n : g.nodes)
+    if (auto it = bufferOf.find(root(n.output)); it != bufferOf.end())
+      n.notes["buffer"] = Attr(static_cast<double>(it->second));
+  snapshot("memory-planning");
 
   // Emission: SuperDSC JSON + launches binding kernel arguments (segments) to buffers.
   std::vector<std::string> files;
@@ -934,8 +985,10 @@ JobPlan compileGraph(const Graph &g, const CompileOptions &opts) {
   }
   if (!opts.dumpDir.empty()) {
     writeFile(opts.dumpDir + "/bundle.mlir", isa::writeBundleMlir(files));
-    writeFile(opts.dumpDir + "/passes.txt", passesReport(g, drafts, nodeOfDraft, aliasOf, lx, plan));
+    writeFile(opts.dumpDir + "/passes.txt", passesReport(g, log, drafts, nodeOfDraft, aliasOf, lx, plan));
   }
+  if (opts.passLog)
+    *opts.passLog = std::move(log);
   return plan;
 }
 

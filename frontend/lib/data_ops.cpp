@@ -15,7 +15,9 @@
 //        stick (fp16/bf16; that operand's stick dim is not split over cores).
 #include "kernel_draft.h"
 #include "spyre/frontend/compiler.h"
+#include "spyre/frontend/work_division.h"
 #include "spyre/isa/error.h"
+#include <cmath>
 #include <numeric>
 
 namespace spyre::frontend::detail {
@@ -26,10 +28,10 @@ using isa::SuperDsc;
 namespace {
 /// The operands of a copy: Tensor0 (value `in`, layout class inType) -> Tensor1 (value `out`,
 /// outType), scale 1 on every dim, both in `fmt`. Tensor `view` (0, 1, or -1 for none) is a
-/// view of an allocation `allocSize` long on `dim`, starting at `offset`.
+/// view of an allocation of allocSizes (-1: the view's own size) starting at viewOffsets.
 void addCopyOperands(KernelDraft &kd, int in, int out, DataFormat fmt, const char *inType, const char *outType,
-                     const std::vector<int64_t> &perCore, int view = -1, size_t dim = 0, int64_t allocSize = 0,
-                     int64_t offset = 0) {
+                     const std::vector<int64_t> &perCore, int view, const std::vector<int64_t> &allocSizes,
+                     const std::vector<int64_t> &viewOffsets) {
   SuperDsc &s = kd.s;
   const size_t r = s.dims.size();
   for (int i = 0; i < 2; ++i) {
@@ -40,10 +42,8 @@ void addCopyOperands(KernelDraft &kd, int in, int out, DataFormat fmt, const cha
     t.scale.assign(r, 1);
     t.dataFormat = fmt;
     if (i == view) {
-      t.maxDimSizes.assign(r, -1);
-      t.offsets.assign(r, 0);
-      t.maxDimSizes[dim] = allocSize;
-      t.offsets[dim] = offset;
+      t.maxDimSizes = allocSizes;
+      t.offsets = viewOffsets;
     }
     placeTensor(s, t, perCore);
     s.labeledDs.push_back(t);
@@ -53,8 +53,85 @@ void addCopyOperands(KernelDraft &kd, int in, int out, DataFormat fmt, const cha
   s.outputs = {1};
   kd.tensorValues = {in, out};
 }
+
+void addCopyOperands(KernelDraft &kd, int in, int out, DataFormat fmt, const char *inType, const char *outType,
+                     const std::vector<int64_t> &perCore) {
+  addCopyOperands(kd, in, out, fmt, inType, outType, perCore, -1, std::vector<int64_t>{}, std::vector<int64_t>{});
+}
+
+/// The same with tensor `view` a view of an allocation `allocSize` long on `dim` from `offset`.
+void addCopyOperands(KernelDraft &kd, int in, int out, DataFormat fmt, const char *inType, const char *outType,
+                     const std::vector<int64_t> &perCore, int view, size_t dim, int64_t allocSize, int64_t offset) {
+  const size_t r = kd.s.dims.size();
+  std::vector<int64_t> sizes(r, -1), offsets(r, 0);
+  sizes[dim] = allocSize;
+  offsets[dim] = offset;
+  addCopyOperands(kd, in, out, fmt, inType, outType, perCore, view, sizes, offsets);
+}
 } // namespace
 
+KernelDraft fullKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
+  const std::string where = "node %" + g.values[n.output].name + " = " + n.op;
+  checkAttrs(n, where, {"value"});
+  if (!n.inputs.empty())
+    throw Error(where + ": full takes no tensor operand");
+  const double value = attrOr(n, "value", 0.0);
+  if (!std::isfinite(value))
+    throw Unsupported("a fill with the non-finite value " + std::to_string(value) + " (" + where +
+                      "; SuperDSC constantInfo_ values are JSON numbers)");
+  // The identity SuperDSC with a constant operand writes the value to every element.
+  Node fill{"clone", {}, n.output, {{"scalar", Attr(value)}}, {}};
+  return pointwiseKernel(g, fill, index, maxCores);
+}
+
+std::vector<KernelDraft> copyIntoKernels(const Graph &g, const Node &n, size_t index, int maxCores) {
+  const Value &out = g.values[n.output];
+  const std::string where = "node %" + out.name + " = " + n.op;
+  checkAttrs(n, where, {"offsets"});
+  if (n.inputs.size() != 2)
+    throw Error(where + ": copy_into takes a fill and a source tensor");
+  const Value &x = g.values[n.inputs[1]];
+  const size_t r = out.shape.size();
+  auto it = n.attrs.find("offsets");
+  if (it == n.attrs.end() || it->second.values.size() != r || x.shape.size() != r || x.dtype != out.dtype)
+    throw Error(where + ": copy_into needs offsets=[..] and a source of the output's rank and dtype");
+  std::vector<int64_t> offsets;
+  for (size_t d = 0; d < r; ++d) {
+    const double o = it->second.values[d];
+    const bool whole = o == static_cast<double>(static_cast<int64_t>(o));
+    if (o < 0 || !whole || static_cast<int64_t>(o) + x.shape[d] > out.shape[d])
+      throw Error(where + ": the source does not fit the output at offsets on dim " + std::to_string(d));
+    offsets.push_back(static_cast<int64_t>(o));
+  }
+  if (r == 0 || offsets[r - 1] != 0 || x.shape[r - 1] != out.shape[r - 1])
+    throw Unsupported("copy_into a view that starts or ends inside the stick dim (" + where +
+                      "; the copy would overwrite the output's lanes past the source)");
+  for (int64_t d : x.shape)
+    if (d == 0)
+      throw Unsupported("empty tensors in " + where);
+  std::vector<KernelDraft> kds;
+  // 1: the fill (the first operand broadcast to the whole output).
+  Node fill{"expand", {n.inputs[0]}, n.output, {}, {}};
+  kds.push_back(pointwiseKernel(g, fill, index, maxCores));
+  // 2: the source into its view of the output (whole sticks: the stick dim is not offset).
+  const DataFormat fmt = deviceFormat(out.dtype, where);
+  const int64_t eps = elemsPerStick(fmt);
+  auto labels = dimLabels(r);
+  const std::vector<int64_t> &N = x.shape;
+  std::vector<int64_t> adjusted = N;
+  adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
+  // Pass 1 sees the output view with its allocation's extents (an upper bound of its span).
+  auto splits = divideWorkWithSpan(adjusted, std::vector<bool>(r, true),
+                                   {genericSpanTensor(x.name, identityDims(r), N, eps),
+                                    genericSpanTensor(out.name, identityDims(r), out.shape, eps)},
+                                   maxCores);
+  KernelDraft kd = newDraft(index + 1, "identity", "sfp", labels, N, splits);
+  kd.s.primaryDsInfo["OUTPUT"] = genericLayout(labels, eps);
+  const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
+  addCopyOperands(kd, n.inputs[1], n.output, fmt, "OUTPUT", "OUTPUT", perCore, 1, out.shape, offsets);
+  kds.push_back(std::move(kd));
+  return kds;
+}
 
 KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
   const Value &out = g.values[n.output];
@@ -89,7 +166,11 @@ KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCore
   std::vector<bool> splittable(r, true);
   if (laneShift)
     splittable[r - 1] = false;
-  auto splits = divideWork(adjusted, splittable, maxCores);
+  // Pass 1 sees the input view with its allocation's extents (an upper bound of its span).
+  auto splits = divideWorkWithSpan(adjusted, splittable,
+                                   {genericSpanTensor(x.name, identityDims(r), x.shape, eps),
+                                    genericSpanTensor(out.name, identityDims(r), N, eps)},
+                                   maxCores);
   KernelDraft kd = newDraft(index, "slice", "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
   s.primaryDsInfo["OUTPUT"] = genericLayout(labels, eps);
@@ -142,7 +223,11 @@ KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCo
   std::vector<bool> splittable(r, true);
   if (restick)
     splittable[rDim] = false; // rows of the PE-array transpose stay on one core
-  auto splits = divideWork(adjusted, splittable, maxCores);
+  std::vector<int> outDims(perm.begin(), perm.end());
+  auto splits = divideWorkWithSpan(adjusted, splittable,
+                                   {genericSpanTensor(x.name, identityDims(r), x.shape, eps),
+                                    genericSpanTensor(out.name, outDims, out.shape, eps)},
+                                   maxCores);
   KernelDraft kd = newDraft(index, "ReStickifyOpHBM", restick ? "pt" : "sfp", labels, N, splits, "restickify");
   SuperDsc &s = kd.s;
   s.primaryDsInfo["INPUT"] = genericLayout(labels, eps);
@@ -186,7 +271,10 @@ std::vector<KernelDraft> catKernels(const Graph &g, const Node &n, size_t index,
     adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
     std::vector<bool> splittable(r, true);
     splittable[r - 1] = !laneShift;
-    auto splits = divideWork(adjusted, splittable, maxCores);
+    auto splits = divideWorkWithSpan(adjusted, splittable,
+                                     {genericSpanTensor(x.name, identityDims(r), N, eps),
+                                      genericSpanTensor(out.name, identityDims(r), out.shape, eps)},
+                                     maxCores);
     KernelDraft kd = newDraft(index + i, "identity", "sfp", labels, N, splits);
     SuperDsc &s = kd.s;
     s.primaryDsInfo["OUTPUT"] = genericLayout(labels, eps);

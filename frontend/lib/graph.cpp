@@ -48,6 +48,23 @@ int Graph::addNode(std::string op, std::vector<int> ins, std::string outName, st
   return id;
 }
 
+std::string Graph::freshName(const std::string &base) const {
+  std::set<std::string> taken;
+  for (const auto &v : values)
+    taken.insert(v.name);
+  std::string n = base;
+  for (int i = 1; taken.count(n); ++i)
+    n = base + "_" + std::to_string(i);
+  return n;
+}
+
+int Graph::producer(int v) const {
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].output == v)
+      return static_cast<int>(i);
+  return -1;
+}
+
 void Graph::verify() const {
   std::set<std::string> names;
   std::vector<bool> defined(values.size(), false);
@@ -90,6 +107,15 @@ static std::string numText(double d) {
   return std::string(buf, r.ptr);
 }
 
+static std::string attrText(const Attr &v) {
+  if (!v.isList)
+    return numText(v.scalar());
+  std::string t = "[";
+  for (size_t i = 0; i < v.values.size(); ++i)
+    t += (i ? ", " : "") + numText(v.values[i]);
+  return t + "]";
+}
+
 std::string printGraph(const Graph &g) {
   std::string s = "graph(";
   for (size_t i = 0; i < g.inputs.size(); ++i) {
@@ -105,19 +131,20 @@ std::string printGraph(const Graph &g) {
       first = false;
     }
     for (const auto &[k, v] : n.attrs) {
-      std::string t;
-      if (v.isList) {
-        t = "[";
-        for (size_t i = 0; i < v.values.size(); ++i)
-          t += (i ? ", " : "") + numText(v.values[i]);
-        t += "]";
-      } else {
-        t = numText(v.scalar());
-      }
-      s += (first ? "" : ", ") + k + "=" + t;
+      s += (first ? "" : ", ") + k + "=" + attrText(v);
       first = false;
     }
-    s += ") : " + typeText(g.values[n.output]) + "\n";
+    s += ") : " + typeText(g.values[n.output]);
+    if (!n.notes.empty()) {
+      s += " {";
+      first = true;
+      for (const auto &[k, v] : n.notes) {
+        s += (first ? "" : ", ") + k + "=" + attrText(v);
+        first = false;
+      }
+      s += "}";
+    }
+    s += "\n";
   }
   s += "  return (";
   for (size_t i = 0; i < g.outputs.size(); ++i)
@@ -175,22 +202,7 @@ public:
           if (peekIs('%')) {
             ins.push_back(lookup(valueName()));
           } else {
-            std::string key = ident();
-            if (key.empty())
-              fail("an operand %name or attribute key=value");
-            expect('=');
-            if (accept('[')) {
-              std::vector<double> list;
-              if (!peekIs(']')) {
-                do {
-                  list.push_back(number());
-                } while (accept(','));
-              }
-              expect(']');
-              attrs[key] = Attr(list);
-            } else {
-              attrs[key] = Attr(number());
-            }
+            keyValue(attrs, "an operand %name or attribute key=value");
           }
         } while (accept(','));
       }
@@ -198,6 +210,14 @@ public:
       expect(':');
       auto [dt, shape] = type();
       names_[out] = g.addNode(op, ins, out, shape, dt, attrs);
+      if (accept('{')) { // pass decisions
+        if (!peekIs('}')) {
+          do {
+            keyValue(g.nodes.back().notes, "a note key=value");
+          } while (accept(','));
+        }
+        expect('}');
+      }
     }
     skip();
     if (pos_ != t_.size())
@@ -269,6 +289,24 @@ private:
     if (n.empty())
       fail("a value name after '%'");
     return n;
+  }
+  void keyValue(std::map<std::string, Attr> &into, const char *what) {
+    std::string key = ident();
+    if (key.empty())
+      fail(what);
+    expect('=');
+    if (accept('[')) {
+      std::vector<double> list;
+      if (!peekIs(']')) {
+        do {
+          list.push_back(number());
+        } while (accept(','));
+      }
+      expect(']');
+      into[key] = Attr(list);
+    } else {
+      into[key] = Attr(number());
+    }
   }
   int lookup(const std::string &n) {
     auto it = names_.find(n);

@@ -54,5 +54,10 @@ KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCore
 KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCores);
 /// One identity copy per operand into its part of the output (numbered from `index`).
 std::vector<KernelDraft> catKernels(const Graph &g, const Node &n, size_t index, int maxCores);
+/// full(value=v): the identity SuperDSC with a constant operand (a fill).
+KernelDraft fullKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+/// copy_into(%fill, %x, offsets=[..]): the fill broadcast to the output, then x copied into the
+/// output's view at offsets (the stick dim whole: offset 0, x's full width).
+std::vector<KernelDraft> copyIntoKernels(const Graph &g, const Node &n, size_t index, int maxCores);
 
 } // namespace spyre::frontend::detail

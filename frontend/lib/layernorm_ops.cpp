@@ -8,6 +8,7 @@
 // layouts of the [.., 2] and [.., 1] fp32 host shapes, which put one stick per row.
 #include "kernel_draft.h"
 #include "spyre/frontend/compiler.h"
+#include "spyre/frontend/work_division.h"
 #include "spyre/isa/error.h"
 #include <numeric>
 
@@ -96,7 +97,11 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
   std::vector<bool> splittable(r, true);
   if (isScale || isExx2)
     splittable[r - 1] = false;
-  auto splits = divideWork(adjusted, splittable, maxCores);
+  auto splits = divideWorkWithSpan(adjusted, splittable,
+                                   {genericSpanTensor(x.name, identityDims(r), N, eps),
+                                    genericSpanTensor(out.name, identityDims(r), out.shape,
+                                                      elemsPerStick(deviceFormat(out.dtype, where)))},
+                                   maxCores);
 
   KernelDraft kd = newDraft(index, n.op, "sfp", labels, N, splits);
   SuperDsc &s = kd.s;

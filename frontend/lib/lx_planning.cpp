@@ -141,6 +141,7 @@ LxPlanningResult planLxResidency(const Graph &g, std::vector<KernelDraft> &draft
     const int v = bufferValue[b];
     const int64_t addr = *plan.address[b];
     res.lxValues.insert(v);
+    res.address[v] = addr;
     for (auto [k, t] : uses[v]) {
       isa::SdscTensor &ts = drafts[k].s.labeledDs.at(t);
       ts.inLx = true;

@@ -3,6 +3,7 @@
 #pragma once
 #include "kernel_draft.h"
 #include "spyre/frontend/lx_planner.h"
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@ namespace spyre::frontend::detail {
 
 struct LxPlanningResult {
   std::set<int> lxValues; ///< graph values that live only in LX (no DDR buffer)
+  std::map<int, int64_t> address; ///< their LX address (the same on every core)
   std::string summary;    ///< one line per candidate buffer (LxPlan::summary), "" if none
 };
 

@@ -222,3 +222,50 @@ std::vector<int64_t> matmulWorkDivision(const MatmulProblem &p, int maxCores) {
 }
 
 } // namespace spyre::frontend
+
+namespace spyre::frontend {
+
+SpanTensor genericSpanTensor(std::string name, const std::vector<int> &iterDims, const std::vector<int64_t> &extents) {
+  SpanTensor t;
+  t.name = std::move(name);
+  const size_t k = iterDims.size();
+  if (k == 0)
+    return t; // one stick
+  // Generic stick layout, outer -> inner: [d1 .. d(k-2), tiles of d(k-1), d0] (then the stick).
+  for (size_t j = 1; j + 1 < k; ++j)
+    t.dims.push_back({iterDims[j], extents[j]});
+  if (k > 1)
+    t.dims.push_back({iterDims[k - 1], extents[k - 1]});
+  t.dims.push_back({iterDims[0], extents[0]});
+  return t;
+}
+
+SpanTensor genericSpanTensor(std::string name, const std::vector<int> &iterDims, std::vector<int64_t> shape,
+                             int64_t eps) {
+  if (!shape.empty())
+    shape.back() = (shape.back() + eps - 1) / eps;
+  return genericSpanTensor(std::move(name), iterDims, shape);
+}
+
+std::vector<int> identityDims(size_t rank) {
+  std::vector<int> d(rank);
+  for (size_t i = 0; i < rank; ++i)
+    d[i] = static_cast<int>(i);
+  return d;
+}
+
+std::vector<int64_t> divideWorkWithSpan(const std::vector<int64_t> &adjustedSizes, const std::vector<bool> &splittable,
+                                        const std::vector<SpanTensor> &tensors, int maxCores) {
+  std::vector<bool> fixed(splittable.size());
+  for (size_t i = 0; i < splittable.size(); ++i)
+    fixed[i] = !splittable[i];
+  std::vector<int64_t> commits = spanReduction(adjustedSizes, fixed, tensors, maxCores);
+  // A dim the op's kernel keeps on one core cannot take a commit: the span stays over the limit
+  // there, as torch-spyre's warn_if_per_core_overflow allows (its kernels would split it).
+  for (size_t i = 0; i < commits.size(); ++i)
+    if (fixed[i])
+      commits[i] = 1;
+  return distributeWork(adjustedSizes, fixed, commits, maxCores, /*splitReduction=*/false);
+}
+
+} // namespace spyre::frontend

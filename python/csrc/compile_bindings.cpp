@@ -59,6 +59,7 @@ public:
     frontend::CompileOptions opts;
     opts.maxCores = cores > 0 ? cores : frontend::senCoresFromEnv();
     opts.dumpDir = dumpDir;
+    opts.passLog = &passes_;
     isa::JobPlan plan = frontend::compileGraph(g, opts);
     auto t1 = std::chrono::steady_clock::now();
     frontendMs_ = std::chrono::duration<double, std::milli>(t1 - t0).count();
@@ -164,9 +165,17 @@ public:
     return out;
   }
   std::string plan() const { return exe_->plan().summary(); }
+  /// (pass, graph text after it) in pass order.
+  std::vector<std::pair<std::string, std::string>> passes() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto &p : passes_)
+      out.push_back({p.pass, p.graph});
+    return out;
+  }
 
 private:
   std::string dumpDir_;
+  std::vector<frontend::PassSnapshot> passes_;
   std::unique_ptr<jit::JitEngine> ownJit_;
   std::unique_ptr<sim::Executable> exe_;
   double frontendMs_ = 0, lastRunMs_ = 0;
@@ -192,7 +201,8 @@ void registerCompileBindings(pyb::module_ &m) {
       .def("listings", &CompiledGraph::listings)
       .def("superdscs", &CompiledGraph::superDscs)
       .def("timings", &CompiledGraph::timings)
-      .def("plan", &CompiledGraph::plan);
+      .def("plan", &CompiledGraph::plan)
+      .def("passes", &CompiledGraph::passes, "(pass name, graph IR text after the pass) for each frontend pass");
   m.def(
       "check_graph",
       [](const std::string &text, int cores) -> std::string {

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import operator
 import os
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -209,10 +210,19 @@ def compile_text(text: str, dump: str = "", fx_graph: str = "") -> Any:
               f"{compiled.frontend_ms:.2f} ms, backend {compiled.backend_ms:.2f} ms, "
               f"JIT {compiled.jit_ms:.2f} ms")
         if level >= 2:
+            print(passes_text(compiled))
             print("\n".join(compiled.superdscs()))
         if level >= 3:
             print("\n".join(compiled.listings()))
+    if os.environ.get("TORCH_SPYRE_DEBUG", "0") not in ("", "0"):
+        print(passes_text(compiled), file=sys.stderr)
     return compiled
+
+
+def passes_text(compiled: Any) -> str:
+    """The graph IR after each frontend pass of a compiled graph (the SPYRE_DUMP_DIR passes.txt
+    head), one `# graph after <pass>` section each."""
+    return "".join(f"# graph after {name}\n{text}\n" for name, text in compiled.passes())
 
 
 def _on_spyre(x: Any) -> Any:

@@ -408,7 +408,8 @@ def lowerable_ops() -> list[Any]:
     only appear in traced graphs, and view ops (slice, expand) must stay views in eager mode;
     only compiled graphs materialise them."""
     return [op for op in _LOWERINGS
-            if op.namespace == "aten" and not op.is_view and op is not aten._unsafe_view.default]
+            if op.namespace == "aten" and not op.is_view and op is not aten._unsafe_view.default
+            and op not in _COMPILE_ONLY]
 
 
 def lower(op: Any, args: tuple, kwargs: dict, env: Env) -> Lowered:
@@ -636,3 +637,71 @@ def _layernormnorm(env: Env, b: dict) -> Lowered:
     L = Lowered()
     L.add("layernormnorm", operands, **attrs)
     return L
+
+
+@_reg(aten.select.int)
+def _select(env: Env, b: dict) -> Lowered:
+    """x[.., i, ..]: the frontend's decomposition makes it a slice and a squeeze (a zero-copy
+    reshape, after a copy that moves the size-1 dim where the generic layouts need it)."""
+    x = b["self"]
+    t = env.tensor(x)
+    if t is None or len(t[0]) == 0:
+        raise Unsupported(f"select of {_describe(env, x)}")
+    shape = t[0]
+    dim = b["dim"] % len(shape)
+    index = b["index"]
+    if not -shape[dim] <= index < shape[dim]:
+        raise Unsupported(f"select index {index} of dim {dim} of size {shape[dim]}")
+    return _unary(env, "select", x, dim=dim, index=index % shape[dim])
+
+
+@_reg(aten.constant_pad_nd.default)
+def _constant_pad_nd(env: Env, b: dict) -> Lowered:
+    """Padding with a constant: the frontend's decomposition fills the output and copies x into
+    a view of it (a cat with filled blocks along the last dim)."""
+    x = b["self"]
+    t = env.tensor(x)
+    if t is None:
+        raise Unsupported(f"constant_pad_nd of {_describe(env, x)}")
+    pad = [int(p) for p in b["pad"]]
+    if len(pad) % 2 or len(pad) // 2 > len(t[0]):
+        raise Unsupported(f"constant_pad_nd with pad {pad} of a rank-{len(t[0])} tensor")
+    if any(p < 0 for p in pad):
+        raise Unsupported(f"constant_pad_nd with a negative pad {pad} (cropping)")
+    value = b.get("value")
+    return _unary(env, "constant_pad_nd", x, pad=pad,
+                  value=0.0 if value is None else _scalar_value(env, value, "constant_pad_nd value"))
+
+
+def _fill(env: Env, b: dict, value: Any) -> Lowered:
+    """A constant tensor (the frontend's `full`: one fill kernel; constant dedup merges equal
+    ones). Only in compiled graphs: eager factories keep their native empty + fill."""
+    dev = b.get("device")
+    if dev is not None and torch.device(dev).type != "spyre":
+        raise Unsupported(f"a constant tensor on device {dev}")
+    if b.get("layout") not in (None, torch.strided) or b.get("pin_memory"):
+        raise Unsupported("a constant tensor with a layout or pinned memory")
+    L = Lowered()
+    L.add("full", [], value=_scalar_value(env, value, "a fill value"))
+    return L
+
+
+@_reg(aten.full.default, aten.full_like.default)
+def _full(env: Env, b: dict) -> Lowered:
+    return _fill(env, b, b["fill_value"])
+
+
+@_reg(aten.zeros.default, aten.zeros_like.default)
+def _zeros(env: Env, b: dict) -> Lowered:
+    return _fill(env, b, 0.0)
+
+
+@_reg(aten.ones.default, aten.ones_like.default)
+def _ones(env: Env, b: dict) -> Lowered:
+    return _fill(env, b, 1.0)
+
+
+# Lowerings that eager mode must not take over: factories (their device comes from kwargs and
+# the native empty + fill already runs on the card).
+_COMPILE_ONLY = {aten.full.default, aten.full_like.default, aten.zeros.default, aten.zeros_like.default,
+                 aten.ones.default, aten.ones_like.default}

@@ -274,6 +274,10 @@ def test_dump_dir_writes_every_stage(tmp_path, monkeypatch):
     passes = (graph_dir / "passes.txt").read_text()
     for section in ["# work division", "# LX planning", "# memory planning"]:
         assert section in passes, passes
+    # The graph IR after each frontend pass, with the passes' decisions as node notes.
+    for p in ["dead-code", "decompose", "constant-dedup", "work-division", "lx-planning", "memory-planning"]:
+        assert f"# graph after {p}\ngraph(" in passes, passes
+    assert "%mul = mul(%relu, %arg1_1) : f16[67, 256] {buffer=2, cores=4, splits=[1, 4]}" in passes, passes
     assert any(n.endswith(".opt.ll") for n in names) and any(n.endswith(".ll") and ".opt" not in n for n in names)
     assert "relu" in (graph_dir / "graph.txt").read_text()
     # The listings parse back: the C++ listing parser is exercised through spyre-isa-dump in
@@ -361,3 +365,37 @@ def test_nn_layernorm_compiles_to_three_card_kernels():
     torch.testing.assert_close(y, m.cpu()(x), atol=0.1, rtol=0.1)
     ops = [l.split("(")[1].split(",")[0] for l in compile_stats.last.plan().splitlines() if l.startswith("launch")]
     assert ops == ["exx2", "layernormscale", "layernormnorm"]
+
+
+@pytest.mark.parametrize("env,stream", [("SPYRE_DEBUG", "out"), ("TORCH_SPYRE_DEBUG", "err")])
+def test_debug_logging_shows_the_graph_after_each_pass(env, stream, capfd, monkeypatch):
+    monkeypatch.setenv(env, "2")
+    torch._dynamo.reset()
+    x = torch.randn(67, 256, dtype=torch.float16)
+    torch.compile(_skeleton, backend="spyre")(x.to("spyre"), x.to("spyre"))
+    captured = capfd.readouterr()
+    text = captured.out if stream == "out" else captured.err
+    for p in ["dead-code", "decompose", "constant-dedup", "work-division", "lx-planning", "memory-planning"]:
+        assert f"# graph after {p}\n" in text, text
+    assert "{cores=4, splits=[1, 4]}" in text, text
+
+
+def test_constants_compile_and_dedup():
+    """full / full_like / ones_like become `full` nodes inside the partition; constant dedup
+    keeps one fill per (value, dtype, shape) and moves the fills to the front."""
+    from torch_spyre.testing import compare_with_cpu
+
+    def f(x):
+        return x * torch.full_like(x, 2.0) + torch.full(x.shape, 2.0, dtype=x.dtype, device=x.device) \
+            - torch.ones_like(x) + torch.zeros(x.shape[-1], dtype=x.dtype, device=x.device)
+
+    fb = compare_with_cpu(f, torch.randn(67, 129).half(), on_spyre=True)
+    assert not fb["eager"]
+    from torch_spyre._compile import compile_stats
+
+    passes = dict(compile_stats.last.passes())
+    assert passes["decompose"].count("full(") == 4, passes["decompose"]
+    dedup = passes["constant-dedup"]
+    assert dedup.count("full(value=2)") == 1, dedup
+    body = dedup.splitlines()[1:]
+    assert [line.split(" = ")[1].split("(")[0] for line in body[:3]] == ["full"] * 3, dedup

@@ -111,3 +111,79 @@ TEST(WorkDivision, MatmulSplitsAreValidForManyShapes) {
                     static_cast<long long>(s[2]));
     }
 }
+
+namespace {
+std::vector<int64_t> firstKernelSplits(const std::string &text, int cores) {
+  CompileOptions o;
+  o.maxCores = cores;
+  o.lxPlanning = false;
+  isa::JobPlan plan = compileGraph(parseGraph(text), o);
+  return plan.launches.at(0).sdsc.numWkSlicesPerDim;
+}
+} // namespace
+
+TEST(WorkDivision, Pass1SplitsPointwiseOpsOverTheSpanLimit) {
+  // x[2, 64, 4M] fp16 is 1 GiB; generic layout outer -> inner: [64 rows of dim 1, 65536 sticks,
+  // 2 rows of dim 0]. Pass 3 alone gives the stick dim all 32 cores, and every core would
+  // still span all 64 outer rows (1 GiB). Pass 1 splits dim 1 by 4 (256 MiB each), pass 3 then
+  // gives the stick dim the remaining 8.
+  const std::string add = "graph(%a: f16[2, 64, 4194304], %b: f16[2, 64, 4194304]) {\n"
+                          "  %c = add(%a, %b) : f16[2, 64, 4194304]\n  return (%c)\n}\n";
+  const std::vector<int64_t> splits = firstKernelSplits(add, 32);
+  EXPECT_EQ(splits, (std::vector<int64_t>{1, 4, 8}));
+  SpanTensor t = genericSpanTensor("a", {0, 1, 2}, {2, 64, 65536});
+  EXPECT_LE(perCoreSpan(t, splits), kMaxSpanBytes);
+  EXPECT_GT(perCoreSpan(t, {1, 1, 32}), kMaxSpanBytes);
+  // A broadcast operand spans less: only the full-size tensors force the split.
+  const std::string bias = "graph(%a: f16[2, 64, 4194304], %b: f16[4194304]) {\n"
+                           "  %c = mul(%a, %b) : f16[2, 64, 4194304]\n  return (%c)\n}\n";
+  EXPECT_EQ(firstKernelSplits(bias, 32), (std::vector<int64_t>{1, 4, 8}));
+  // The docs' abs example is small: pass 1 commits nothing and pass 3 splits c0 by 32.
+  EXPECT_EQ(firstKernelSplits("graph(%x: f16[256, 128, 512]) {\n  %y = abs(%x) : f16[256, 128, 512]\n"
+                              "  return (%y)\n}\n",
+                              32),
+            (std::vector<int64_t>{32, 1, 1}));
+}
+
+TEST(WorkDivision, Pass1SplitsReductionsOnKeptDims) {
+  // sum over dim 0 of [64, 4M] (512 MiB): device dims [65536 sticks, 64 rows]; pass 1 splits
+  // the sticks (a kept dim) so no core spans more than 256 MiB.
+  const std::vector<int64_t> splits =
+      firstKernelSplits("graph(%x: f16[64, 4194304]) {\n  %s = sum(%x, dims=[0], keepdim=1) : f16[1, 4194304]\n"
+                        "  return (%s)\n}\n",
+                        32);
+  EXPECT_EQ(splits[0], 1);
+  EXPECT_LE(perCoreSpan(genericSpanTensor("x", {0, 1}, {64, 65536}), splits), kMaxSpanBytes);
+}
+
+TEST(WorkDivision, Pass1KeepsDimsTheKernelCannotSplit) {
+  // A row sum of [2, 128M] (512 MiB): only the reduced stick dim could bring a core's span under
+  // 256 MiB, and the reduction kernels keep it on one core. The commit is dropped (torch-spyre
+  // warns when it cannot meet the limit) and pass 3 splits the rows.
+  EXPECT_EQ(firstKernelSplits("graph(%x: f16[2, 134217728]) {\n  %s = sum(%x, dims=[1], keepdim=1) : f16[2, 1]\n"
+                              "  return (%s)\n}\n",
+                              32),
+            (std::vector<int64_t>{2, 1}));
+  // The same for the rows of a PE-array transpose of 512 MiB: its input side still splits.
+  const std::vector<int64_t> t = firstKernelSplits(
+      "graph(%x: f16[8192, 32768]) {\n  %y = transpose(%x) : f16[32768, 8192]\n  return (%y)\n}\n", 32);
+  EXPECT_EQ(t, (std::vector<int64_t>{1, 32}));
+}
+
+TEST(WorkDivision, Pass1SplitsCopyOps) {
+  // to_dtype f16 -> f32 of [2, 64, 4M]: the f32 output is 2 GiB; the stick dim stays on one core,
+  // so pass 1 splits the 64 outer rows by 8 (256 MiB), and pass 3 adds the remaining cores.
+  const std::vector<int64_t> c = firstKernelSplits(
+      "graph(%x: f16[2, 64, 4194304]) {\n  %y = to_dtype(%x) : f32[2, 64, 4194304]\n  return (%y)\n}\n", 32);
+  EXPECT_EQ(c[2], 1);
+  EXPECT_EQ(c[1] % 8, 0);
+  EXPECT_LE(perCoreSpan(genericSpanTensor("y", identityDims(3), {2, 64, 4194304}, 32), c), kMaxSpanBytes);
+  // A slice of the same 1 GiB tensor: its input view and output both stay within the limit.
+  const std::vector<int64_t> s = firstKernelSplits(
+      "graph(%x: f16[2, 64, 4194304]) {\n  %y = slice(%x, dim=0, start=1, end=2) : f16[1, 64, 4194304]\n"
+      "  return (%y)\n}\n",
+      32);
+  EXPECT_LE(perCoreSpan(genericSpanTensor("x", identityDims(3), {2, 64, 4194304}, 64), s), kMaxSpanBytes);
+  // Without pass 1 the stick dim would take all 32 cores (divideWork), spanning 512 MiB.
+  EXPECT_EQ(divideWork({1, 64, 65536}, {true, true, true}, 32), (std::vector<int64_t>{1, 1, 32}));
+}

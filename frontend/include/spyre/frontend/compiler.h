@@ -1,22 +1,31 @@
-// Graph -> SuperDSC bundle + JobPlan: the frontend's passes in torch-spyre's order (those that
-// exist so far): verify, split to one op per kernel, layout (generic stick layout), work division
-// (torch-spyre pass 3), SuperDSC emission, bundling.
+// Graph -> SuperDSC bundle + JobPlan: the frontend's passes in torch-spyre's order: verify, dead
+// code, decompositions, matmul K padding (opt-in), constant dedup (passes.h), then one kernel per
+// op with generic stick layouts and work division (passes 1-3), LX planning, memory planning,
+// SuperDSC emission, bundling.
 #pragma once
 #include "spyre/frontend/graph.h"
 #include "spyre/frontend/lx_planner.h"
+#include "spyre/frontend/passes.h"
 #include "spyre/isa/job_plan.h"
 #include <string>
 
 namespace spyre::frontend {
 
+/// `SPYRE_PAD_MATMUL_K` ("1", "true", "on" enable it; default off).
+bool padMatmulKFromEnv();
+
 struct CompileOptions {
   int maxCores = 32;       ///< SENCORES
-  std::string dumpDir;     ///< if set: graph.txt, sdsc_N.json, bundle.mlir, lx_plan.txt are written there
+  std::string dumpDir;     ///< if set: graph.txt, passes.txt, sdsc_N.json, bundle.mlir, lx_plan.txt are written there
   /// LX planning (LX_PLANNING, default on): intermediates stay in LX between kernels.
   bool lxPlanning = lxPlanningFromEnv();
   /// LX bytes per core the plan may use; the rest of the usable 1,677,721 B stays free for
   /// the kernels' own DMA staging (our choice: 256 KiB, 2048 sticks, for staging).
   int64_t lxPlanBytes = (kLxUsableBytes - (256 << 10)) / kLxAlign * kLxAlign;
+  /// Matmul K padding as a graph rewrite (SPYRE_PAD_MATMUL_K=1; default off, see passes.h).
+  bool padMatmulK = padMatmulKFromEnv();
+  /// If set: receives the graph text after each pass (also passes.txt in dumpDir).
+  std::vector<PassSnapshot> *passLog = nullptr;
 };
 
 /// SENCORES from the environment (default 32); throws Unsupported("invalid SENCORES value N").

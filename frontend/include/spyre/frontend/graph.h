@@ -21,6 +21,12 @@
 //     generic stick layouts put every element at the same device bytes (a buffer copy)
 //   cat(%a, %b, .., dim=d): the operands joined along d (on the last dim at offsets inside a
 //     stick fp16/bf16 only)
+//   select(%x, dim=d, index=i): x[.., i, ..] without dim d (decomposed: slice + squeeze)
+//   constant_pad_nd(%x, pad=[l, r, ..], value=v): torch's pad list, last dim first; pads >= 0
+//     (decomposed: fills + copy_into / cat; along the last dim at offsets inside a stick fp16/bf16)
+//   full(value=v): a constant of the output's type (v finite)
+//   copy_into(%fill, %x, offsets=[..]): fill broadcast to the output, x written at offsets (the
+//     last dim whole: offset 0, x's full width)
 //   layer norm over the last dim (torch-spyre's three ops; x f16/bf16/f32, rank 1-4):
 //     exx2(%x) : f32[.., 2]                  per row E[x] and E[x^2] (fp32 accumulation)
 //     layernormscale(%s, eps=e) : f32[.., 1]  per row rsqrt(E[x^2] - E[x]^2 + eps)
@@ -33,6 +39,9 @@
 //     %relu = relu(%add) : f16[67, 256]
 //     return (%relu)
 //   }
+//
+// After the frontend's passes a node may carry their decisions after its type, e.g.
+//   %add = add(%a, %b) : f16[67, 256] {buffer=3, cores=4, splits=[1, 4]}
 #pragma once
 #include "spyre/isa/data_format.h"
 #include <map>
@@ -64,6 +73,10 @@ struct Node {
   std::vector<int> inputs;           ///< value ids (tensor operands in order)
   int output = -1;                   ///< value id
   std::map<std::string, Attr> attrs; ///< scalar / list attributes
+  /// Decisions of the frontend passes about this node (not semantics): `cores`/`splits` (work
+  /// division), `alias` (zero-copy), `lx` (LX address), `buffer` (DDR buffer of the output).
+  /// Printed after the type as `{key=value, ..}`; parsed back so a pass can be tested alone.
+  std::map<std::string, Attr> notes;
 };
 
 struct Graph {
@@ -75,6 +88,10 @@ struct Graph {
   int addInput(std::string name, std::vector<int64_t> shape, HostType t);
   int addNode(std::string op, std::vector<int> inputs, std::string outName, std::vector<int64_t> shape,
               HostType t, std::map<std::string, Attr> attrs = {});
+  /// `base`, or `base_1`, `base_2`, .. : the first name no value has yet.
+  std::string freshName(const std::string &base) const;
+  /// Index of the node producing value v, or -1 (a graph input or a dead value).
+  int producer(int v) const;
   /// Throws spyre::Error naming the node when ids, arities or shapes are inconsistent.
   void verify() const;
 };

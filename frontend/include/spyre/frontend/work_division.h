@@ -44,6 +44,21 @@ std::vector<int64_t> spanReduction(const std::vector<int64_t> &sizes, const std:
 std::vector<int64_t> distributeWork(const std::vector<int64_t> &sizes, const std::vector<bool> &isReduction,
                                     const std::vector<int64_t> &commits, int maxCores, bool splitReduction = true);
 
+/// A tensor in the generic stick layout whose dim j is indexed by iteration dim iterDims[j]
+/// (-1: broadcast) over extents[j] device units (sticks for the last dim, rows otherwise).
+SpanTensor genericSpanTensor(std::string name, const std::vector<int> &iterDims, const std::vector<int64_t> &extents);
+/// The same from a tensor's element shape: its last dim in sticks of `eps` elements.
+SpanTensor genericSpanTensor(std::string name, const std::vector<int> &iterDims, std::vector<int64_t> shape,
+                             int64_t eps);
+/// iterDims 0, 1, .., rank - 1: a tensor whose dims are the op's iteration dims in order.
+std::vector<int> identityDims(size_t rank);
+
+/// Passes 1 and 3 for ops other than matmul: the span commits of `tensors`, then the largest
+/// divisors per splittable dim. A commit on a dim the op keeps on one core (!splittable) is
+/// dropped: that span stays over 256 MiB (torch-spyre only warns when it cannot meet the limit).
+std::vector<int64_t> divideWorkWithSpan(const std::vector<int64_t> &adjustedSizes, const std::vector<bool> &splittable,
+                                        const std::vector<SpanTensor> &tensors, int maxCores);
+
 /// A batchmatmul as pass 2 sees it (element counts; N and K are split in sticks of 64).
 struct MatmulProblem {
   std::vector<int64_t> batch; ///< batch dims of the output

@@ -1,0 +1,151 @@
+// Decompositions (the "split to one op per kernel" half of torch-spyre's split_multi_ops that
+// the graph IR needs): select and constant_pad_nd become ops that are one kernel each, or a
+// zero-copy reshape. The rewritten node's value keeps its name; helpers get fresh names.
+#include "spyre/frontend/passes.h"
+#include "spyre/isa/error.h"
+#include <cmath>
+
+namespace spyre::frontend {
+
+namespace {
+
+int64_t intAttr(const Node &n, const char *key, const std::string &where) {
+  auto it = n.attrs.find(key);
+  if (it == n.attrs.end() || it->second.isList)
+    throw Error(where + ": needs " + key + "=<integer>");
+  double v = it->second.scalar();
+  if (v != std::floor(v))
+    throw Error(where + ": " + key + " must be an integer");
+  return static_cast<int64_t>(v);
+}
+
+/// select(%x, dim=d, index=i): x[.., i, ..] without dim d.
+void decomposeSelect(Graph &g, const Node &n, std::vector<Node> &out) {
+  const Value &x = g.values.at(n.inputs.at(0));
+  const std::string where = "node %" + g.values[n.output].name + " = select";
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  int64_t d = intAttr(n, "dim", where), i = intAttr(n, "index", where);
+  if (d < 0)
+    d += r;
+  if (r == 0 || d < 0 || d >= r)
+    throw Error(where + ": dim out of range for a rank-" + std::to_string(r) + " tensor");
+  if (i < 0)
+    i += x.shape[d];
+  if (i < 0 || i >= x.shape[d])
+    throw Error(where + ": index out of range for dim " + std::to_string(d) + " of size " + std::to_string(x.shape[d]));
+  std::vector<int64_t> squeezed = x.shape;
+  squeezed.erase(squeezed.begin() + d);
+  if (g.values[n.output].shape != squeezed || g.values[n.output].dtype != x.dtype)
+    throw Error(where + ": the output must be x's dtype and shape without dim " + std::to_string(d));
+  const std::string base = g.values[n.output].name;
+  const HostType t = x.dtype;
+  int cur = n.inputs[0];
+  std::vector<int64_t> shape = x.shape;
+  if (shape[d] != 1) {
+    shape[d] = 1;
+    int v = g.addValue(g.freshName(base + "_slice"), shape, t);
+    out.push_back(
+        {"slice", {cur}, v, {{"dim", Attr(double(d))}, {"start", Attr(double(i))}, {"end", Attr(double(i + 1))}}, {}});
+    cur = v;
+  }
+  // The generic layout puts dim 0 inside the stick tile dim and the last dim in the stick:
+  // there a size-1 dim changes the device order, elsewhere it is free.
+  if (d == r - 1 && r >= 2) {
+    std::swap(shape[r - 1], shape[r - 2]);
+    int v = g.addValue(g.freshName(base + "_t"), shape, t);
+    out.push_back({"transpose", {cur}, v, {}, {}});
+    cur = v;
+  } else if (d == 0 && r >= 3) {
+    std::vector<double> perm;
+    for (int64_t k = 0; k < r; ++k)
+      perm.push_back(static_cast<double>(k == 0 ? 1 : k == 1 ? 0 : k));
+    std::swap(shape[0], shape[1]);
+    int v = g.addValue(g.freshName(base + "_p"), shape, t);
+    out.push_back({"permute", {cur}, v, {{"dims", Attr(perm)}}, {}});
+    cur = v;
+  }
+  out.push_back({"reshape", {cur}, n.output, {}, {}});
+}
+
+/// constant_pad_nd(%x, pad=[..], value=v): torch's pad list starts at the last dim. Other dims:
+/// a fill of the whole output and one copy into a view of it (whole sticks). The last (stick)
+/// dim: a cat with filled blocks, whose copies merge the sticks they share (a plain copy into a
+/// view would write x's padding lanes over the fill).
+void decomposePad(Graph &g, const Node &n, std::vector<Node> &out) {
+  const std::string name = g.values[n.output].name;
+  const std::vector<int64_t> xs = g.values.at(n.inputs.at(0)).shape, os = g.values[n.output].shape;
+  const HostType t = g.values[n.inputs[0]].dtype;
+  const std::string where = "node %" + name + " = constant_pad_nd";
+  auto it = n.attrs.find("pad");
+  if (it == n.attrs.end() || it->second.values.size() % 2 != 0 || it->second.values.size() / 2 > xs.size())
+    throw Error(where + ": needs pad=[..] with two entries per padded dim (last dim first)");
+  const size_t r = xs.size();
+  std::vector<int64_t> lo(r, 0), hi(r, 0), shape = xs;
+  const auto &pad = it->second.values;
+  for (size_t k = 0; k < pad.size() / 2; ++k) {
+    if (pad[2 * k] < 0 || pad[2 * k + 1] < 0)
+      throw Unsupported("constant_pad_nd with a negative pad (cropping) (" + where + ")");
+    const size_t dim = r - 1 - k;
+    lo[dim] = static_cast<int64_t>(pad[2 * k]);
+    hi[dim] = static_cast<int64_t>(pad[2 * k + 1]);
+    shape[dim] += lo[dim] + hi[dim];
+  }
+  if (os != shape || g.values[n.output].dtype != t)
+    throw Error(where + ": the output must be x's dtype and padded shape");
+  auto vit = n.attrs.find("value");
+  const Attr value(vit == n.attrs.end() ? 0.0 : vit->second.scalar());
+  const bool padLast = r > 0 && lo[r - 1] + hi[r - 1] > 0;
+  int cur = n.inputs[0];
+  std::vector<int64_t> inner = xs; // x padded on every dim but the last
+  bool padOther = false;
+  for (size_t d = 0; d + 1 < r; ++d) {
+    inner[d] = shape[d];
+    padOther |= lo[d] + hi[d] > 0;
+  }
+  if (padOther) {
+    int c = g.addValue(g.freshName(name + "_fill"), {}, t);
+    out.push_back({"full", {}, c, {{"value", value}}, {}});
+    std::vector<double> offsets;
+    for (size_t d = 0; d < r; ++d) // the last dim is padded by the cat below
+      offsets.push_back(d + 1 < r ? static_cast<double>(lo[d]) : 0.0);
+    int v = padLast ? g.addValue(g.freshName(name + "_rows"), inner, t) : n.output;
+    out.push_back({"copy_into", {c, cur}, v, {{"offsets", Attr(offsets)}}, {}});
+    cur = v;
+  }
+  if (padLast) {
+    std::vector<int> parts;
+    for (int64_t w : {lo[r - 1], int64_t{-1}, hi[r - 1]}) {
+      if (w < 0) {
+        parts.push_back(cur);
+        continue;
+      }
+      if (w == 0)
+        continue;
+      std::vector<int64_t> block = inner;
+      block[r - 1] = w;
+      int c = g.addValue(g.freshName(name + "_fill"), block, t);
+      out.push_back({"full", {}, c, {{"value", value}}, {}});
+      parts.push_back(c);
+    }
+    out.push_back({"cat", parts, n.output, {{"dim", Attr(static_cast<double>(r - 1))}}, {}});
+  } else if (!padOther) {
+    out.push_back({"clone", {cur}, n.output, {}, {}});
+  }
+}
+
+} // namespace
+
+void decomposeOps(Graph &g) {
+  std::vector<Node> nodes;
+  for (const Node &n : g.nodes) {
+    if (n.op == "select" && n.inputs.size() == 1)
+      decomposeSelect(g, n, nodes);
+    else if (n.op == "constant_pad_nd" && n.inputs.size() == 1)
+      decomposePad(g, n, nodes);
+    else
+      nodes.push_back(n);
+  }
+  g.nodes = std::move(nodes);
+}
+
+} // namespace spyre::frontend

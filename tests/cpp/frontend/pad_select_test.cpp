@@ -1,0 +1,174 @@
+// select, constant_pad_nd and matmul K padding through the frontend's decompositions, the backend
+// and both engines: copies must move every element bit for bit; the K-padded matmul must match
+// a reference and the unpadded (backend-padded) matmul.
+#include "plan_runner.h"
+#include "spyre/frontend/compiler.h"
+#include "spyre/isa/error.h"
+#include "spyre/jit/jit_engine.h"
+#include <cmath>
+#include <gtest/gtest.h>
+
+using namespace spyre;
+using namespace spyre::frontend;
+using V = std::vector<int64_t>;
+
+namespace {
+
+using test::numel;
+
+std::vector<float> values(int64_t n, float salt = 0) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) // distinct and exact in fp16 / DL16
+    v[i] = static_cast<float>(i % 509) - 254.0f + salt;
+  return v;
+}
+
+std::vector<int64_t> unravel(int64_t i, const V &shape) {
+  std::vector<int64_t> c(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    c[d] = i % shape[d];
+    i /= shape[d];
+  }
+  return c;
+}
+
+int64_t ravel(const std::vector<int64_t> &c, const V &shape) {
+  int64_t i = 0;
+  for (size_t d = 0; d < shape.size(); ++d)
+    i = i * shape[d] + c[d];
+  return i;
+}
+
+/// Output 0 of g on both engines (asserting they agree bit for bit).
+std::vector<float> runBoth(const Graph &g, const CompileOptions &o, const std::vector<std::vector<float>> &ins) {
+  static auto interp = sim::makeInterpreter();
+  static jit::JitEngine jit;
+  isa::JobPlan plan = compileGraph(g, o);
+  std::vector<float> res[2];
+  int e = 0;
+  for (sim::Engine *engine : {interp.get(), static_cast<sim::Engine *>(&jit)}) {
+    test::PlanRunner r(plan, *engine);
+    for (size_t i = 0; i < ins.size(); ++i)
+      r.setInput(i, ins[i]);
+    r.run();
+    res[e++] = r.output(0);
+  }
+  EXPECT_EQ(res[0], res[1]) << "interpreter and JIT differ";
+  return res[0];
+}
+
+} // namespace
+
+TEST(PadSelect, SelectAnyDim) {
+  for (const V &shape : {V{255}, V{67, 129}, V{3, 67, 129}, V{2, 3, 5, 71}})
+    for (int64_t dim = 0; dim < static_cast<int64_t>(shape.size()); ++dim)
+      for (int64_t index : {int64_t{0}, shape[dim] - 1, shape[dim] / 2}) {
+        V out = shape;
+        out.erase(out.begin() + dim);
+        Graph g;
+        int x = g.addInput("x", shape, HostType::F16);
+        g.outputs = {g.addNode("select", {x}, "y", out, HostType::F16,
+                               {{"dim", Attr(double(dim))}, {"index", Attr(double(index))}})};
+        const std::vector<float> xv = values(numel(shape));
+        for (int cores : {1, 7, 32}) {
+          std::vector<float> y = runBoth(g, {cores, ""}, {xv});
+          ASSERT_EQ(static_cast<int64_t>(y.size()), numel(out));
+          for (int64_t i = 0; i < numel(out); ++i) {
+            auto c = unravel(i, out);
+            c.insert(c.begin() + dim, index);
+            ASSERT_EQ(y[i], xv[ravel(c, shape)]) << "select dim " << dim << " index " << index << " of rank "
+                                                 << shape.size() << ", cores " << cores << ", at " << i;
+          }
+        }
+      }
+}
+
+TEST(PadSelect, ConstantPadAnyDims) {
+  struct Case {
+    V shape;
+    std::vector<double> pad;
+    double value;
+    HostType t;
+  };
+  const std::vector<Case> cases = {
+      {{67, 129}, {3, 5}, 0.0, HostType::F16},      {{67, 129}, {64, 0}, 1.5, HostType::F16},
+      {{67, 129}, {0, 0, 2, 7}, -2.0, HostType::F16}, {{5, 67, 100}, {1, 2, 3, 4, 5, 6}, 0.25, HostType::F16},
+      {{129}, {0, 63}, 3.0, HostType::F16},          {{2, 3, 4, 70}, {0, 0, 0, 0, 1, 0, 0, 2}, 7.0, HostType::F16},
+      {{6, 40}, {0, 0, 2, 1}, -1.0, HostType::F32},  {{6, 40}, {32, 0}, 5.0, HostType::F32},
+  };
+  for (const auto &c : cases) {
+    V out = c.shape;
+    const size_t r = out.size();
+    for (size_t k = 0; k < c.pad.size() / 2; ++k)
+      out[r - 1 - k] += static_cast<int64_t>(c.pad[2 * k] + c.pad[2 * k + 1]);
+    Graph g;
+    int x = g.addInput("x", c.shape, c.t);
+    g.outputs = {
+        g.addNode("constant_pad_nd", {x}, "y", out, c.t, {{"pad", Attr(c.pad)}, {"value", Attr(c.value)}})};
+    const std::vector<float> xv = values(numel(c.shape));
+    for (int cores : {1, 7, 32}) {
+      std::vector<float> y = runBoth(g, {cores, ""}, {xv});
+      for (int64_t i = 0; i < numel(out); ++i) {
+        auto co = unravel(i, out);
+        bool inside = true;
+        for (size_t d = 0; d < r; ++d) {
+          const size_t k = r - 1 - d;
+          const int64_t lo = k < c.pad.size() / 2 ? static_cast<int64_t>(c.pad[2 * k]) : 0;
+          co[d] -= lo;
+          inside &= co[d] >= 0 && co[d] < c.shape[d];
+        }
+        const float want = inside ? xv[ravel(co, c.shape)] : static_cast<float>(c.value);
+        ASSERT_EQ(y[i], want) << "pad case rank " << r << ", cores " << cores << ", at " << i;
+      }
+    }
+  }
+}
+
+TEST(PadSelect, PadAtAnUnalignedStickOffsetOfF32IsUnsupported) {
+  Graph g;
+  int x = g.addInput("x", {6, 40}, HostType::F32);
+  g.outputs = {g.addNode("constant_pad_nd", {x}, "y", {6, 43}, HostType::F32, {{"pad", Attr(std::vector<double>{1, 2})}})};
+  EXPECT_THROW(compileGraph(g, {4, ""}), Unsupported);
+}
+
+TEST(PadSelect, MatmulKPaddingAsAGraphRewrite) {
+  struct Case {
+    V a, b;
+  };
+  for (const Case &c : {Case{{64, 255}, {255, 129}}, Case{{2, 16, 100}, {100, 64}}, Case{{1, 70}, {70, 3}}}) {
+    const size_t ra = c.a.size();
+    const int64_t M = c.a[ra - 2], K = c.a[ra - 1], N = c.b[1], B = numel(c.a) / (M * K);
+    V o = c.a;
+    o[ra - 1] = N;
+    Graph g;
+    int a = g.addInput("a", c.a, HostType::F16), b = g.addInput("b", c.b, HostType::F16);
+    g.outputs = {g.addNode("matmul", {a, b}, "c", o, HostType::F16)};
+    std::vector<float> av(numel(c.a)), bv(numel(c.b));
+    for (size_t i = 0; i < av.size(); ++i)
+      av[i] = static_cast<float>(static_cast<int>(i * 7 % 17) - 8) / 8.0f;
+    for (size_t i = 0; i < bv.size(); ++i)
+      bv[i] = static_cast<float>(static_cast<int>(i * 5 % 13) - 6) / 4.0f;
+    for (int cores : {1, 8, 32}) {
+      CompileOptions padded{cores, ""};
+      padded.padMatmulK = true;
+      std::vector<PassSnapshot> log;
+      padded.passLog = &log;
+      std::vector<float> y = runBoth(g, padded, {av, bv});
+      ASSERT_TRUE(log.size() > 2 && log[2].pass == "k-padding");
+      EXPECT_NE(log[2].graph.find("_kpad"), std::string::npos) << log[2].graph;
+      CompileOptions plain{cores, ""};
+      plain.padMatmulK = false;
+      std::vector<float> y0 = runBoth(g, plain, {av, bv});
+      for (int64_t bi = 0; bi < B; ++bi)
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            double ref = 0;
+            for (int64_t k = 0; k < K; ++k)
+              ref += double(av[(bi * M + m) * K + k]) * bv[k * N + n];
+            const size_t i = static_cast<size_t>((bi * M + m) * N + n);
+            ASSERT_NEAR(y[i], ref, 0.01 * std::abs(ref) + 0.05) << "K-padded, cores " << cores << " at " << i;
+            ASSERT_NEAR(y[i], y0[i], 0.01 * std::abs(ref) + 0.05) << "K-padded vs backend padding at " << i;
+          }
+    }
+  }
+}
