@@ -69,7 +69,32 @@ Kernel compileOne(const SuperDsc &s, const BackendOptions &opts) {
 
 } // namespace
 
+namespace {
+
+/// Sizes beyond the card are malformed input, not work: reject them before any lowering does
+/// arithmetic (or loops) over them.
+void checkSizes(const SuperDsc &s) {
+  unsigned __int128 elems = 1;
+  for (size_t d = 0; d < s.N.size(); ++d) {
+    elems *= static_cast<unsigned __int128>(std::max<int64_t>(s.N[d], 1));
+    if (elems * 4 > HardwareConfig::kDdrCapacityBytes)
+      throw Error(detail::where(s) + ": N_ describes more than the card's 128 GiB of DDR (at dim " + s.dims[d] + " = " +
+                  std::to_string(s.N[d]) + ")");
+  }
+  for (const SdscTensor &t : s.labeledDs) {
+    unsigned __int128 alloc = 1;
+    for (size_t d = 0; d < t.maxDimSizes.size(); ++d) {
+      alloc *= static_cast<unsigned __int128>(std::max<int64_t>(t.maxDimSizes[d] == -1 ? s.N[d] : t.maxDimSizes[d], 1));
+      if (alloc * 4 > HardwareConfig::kDdrCapacityBytes)
+        throw Error(detail::where(s) + ": maxDimSizes_ of " + t.dsName + " describe more than the card's 128 GiB of DDR");
+    }
+  }
+}
+
+} // namespace
+
 Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
+  checkSizes(s);
   // Only the SFP lowerings stage above lxReservedBytes_ (and read/write memOrg_ lx operands).
   if (s.lxReservedBytes > 0 && !supportsLxResidentOperands(s.opFuncName))
     throw Unsupported("lxReservedBytes_ (LX-resident tensors live across the kernel) in " + s.opFuncName +

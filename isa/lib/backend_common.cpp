@@ -229,6 +229,71 @@ void emitZeroPadRows(ProgramBuilder &pb, int64_t lx, int64_t tiles, int64_t per,
   });
 }
 
+std::vector<int64_t> divisorsOf(int64_t n) {
+  std::vector<int64_t> lo, hi;
+  for (int64_t d = 1; d <= n / d; ++d)
+    if (n % d == 0) {
+      lo.push_back(d);
+      if (d != n / d)
+        hi.push_back(n / d);
+    }
+  lo.insert(lo.end(), hi.rbegin(), hi.rend());
+  return lo;
+}
+
+int64_t largestFitting(int64_t hi, const std::function<bool(int64_t)> &fits) {
+  if (hi < 1 || !fits(1))
+    return 0;
+  int64_t lo = 1; // fits(lo) holds
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+int64_t largestDivisorFitting(int64_t n, const std::function<bool(int64_t)> &fits) {
+  std::vector<int64_t> ds = divisorsOf(n);
+  for (auto it = ds.rbegin(); it != ds.rend(); ++it)
+    if (fits(*it))
+      return *it;
+  return 0;
+}
+
+int64_t pipelineChunk(int64_t n, int64_t chunk, int64_t blocks, const std::function<bool(int64_t)> &bigEnough,
+                      bool divisorsOnly) {
+  if (blocks <= 1 || n / chunk >= blocks)
+    return chunk;
+  const int64_t want = std::min(chunk - 1, n / blocks); // the largest chunk giving `blocks`
+  if (divisorsOnly) {
+    std::vector<int64_t> ds = divisorsOf(n);
+    for (auto it = ds.rbegin(); it != ds.rend(); ++it)
+      if (*it <= want && bigEnough(*it))
+        return *it;
+    for (int64_t d : ds) // none: the most blocks that stay big enough
+      if (d < chunk && bigEnough(d))
+        return d;
+    return chunk;
+  }
+  if (want >= 1 && bigEnough(want))
+    return want;
+  // bigEnough fails at and below `want`: the smallest c in (want, chunk) that passes.
+  int64_t lo = std::max<int64_t>(want, 0) + 1, hi = chunk - 1;
+  if (lo > hi || !bigEnough(hi))
+    return chunk;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (bigEnough(mid))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
 Instr mk(Opcode op, Format f) {
   Instr i;
   i.op = op;

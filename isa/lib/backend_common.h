@@ -3,6 +3,7 @@
 // registers, DMA of an arbitrary box of sticks).
 #pragma once
 #include "spyre/isa/backend.h"
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,21 @@ int64_t lxResidentAddress(const SuperDsc &s, const TensorGeom &g, int64_t sliceB
 /// A kernel for s: sanitised name, all of s's cores, one argument per segment up to the highest
 /// one used, named after the tensor in it ("segN" for unused segments).
 Kernel newKernel(const SuperDsc &s, const std::vector<const TensorGeom *> &tensors);
+
+// Block-size searches. Extents can be huge (a malformed SuperDSC, or 2^30 rows), so none of
+// these walks the candidates one by one.
+/// Divisors of n >= 1, increasing; O(sqrt n).
+std::vector<int64_t> divisorsOf(int64_t n);
+/// Largest c in [1, hi] with fits(c), for fits monotone (true up to some c); 0 if none.
+int64_t largestFitting(int64_t hi, const std::function<bool(int64_t)> &fits);
+/// Largest divisor of n with fits(c), fits monotone; 0 if none.
+int64_t largestDivisorFitting(int64_t n, const std::function<bool(int64_t)> &fits);
+/// The block length of a double-buffered sweep over n units that now has blocks of `chunk`:
+/// a smaller one giving >= `blocks` blocks whose blocks stay bigEnough (monotone), else the
+/// smallest smaller one that is bigEnough (the most blocks possible), else `chunk`.
+/// divisorsOnly: only divisors of n (uniform blocks).
+int64_t pipelineChunk(int64_t n, int64_t chunk, int64_t blocks, const std::function<bool(int64_t)> &bigEnough,
+                      bool divisorsOnly);
 
 Instr mk(Opcode op, Format f = Format::None);
 Instr addi(int rd, int rs, int64_t imm);

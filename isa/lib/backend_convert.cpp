@@ -61,10 +61,8 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
   const size_t rowJ = tileJ + 1;
   int64_t rows = rowJ < J ? len[rowJ] : 1;
   auto blockBytes = [&](int64_t chunk) { return (T16 + T32) * chunk * inner * kStickBytes; };
-  int64_t chunk = rows;
-  while (chunk > 1 && (rows % chunk != 0 || blockBytes(chunk) > opts.lxBytes))
-    --chunk;
-  if (blockBytes(chunk) > opts.lxBytes)
+  int64_t chunk = largestDivisorFitting(rows, [&](int64_t c) { return blockBytes(c) <= opts.lxBytes; });
+  if (chunk == 0)
     throw Unsupported("a dtype-op block that does not fit in LX in " + s.name);
   const int64_t rowSticks = chunk * inner; // sticks per tile in a block
   Kernel k = newKernel(s, {&in, &out});

@@ -63,10 +63,8 @@ Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
   // an output lane offset E (G tiles, the merged column sticks).
   const int64_t bufTiles = laneOut ? 1 + 2 + 2 : 1 + 2; // per G: S, D, D2 (+ E); constant extra tiles
   auto fits = [&](int64_t g) { return ((laneOut ? 4 : 3) * g + bufTiles) * tileBytes <= opts.lxBytes; };
-  int64_t G = outTiles;
-  while (G > 1 && !fits(G))
-    --G;
-  if (!fits(G))
+  int64_t G = largestFitting(outTiles, fits);
+  if (G == 0)
     throw Unsupported("a lane-moving copy does not fit in LX in " + s.name);
   const int64_t lxS = 0, lxD = (G + 1) * tileBytes, lxD2 = lxD + (G + 2) * tileBytes, lxE = lxD2 + G * tileBytes;
 

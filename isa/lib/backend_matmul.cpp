@@ -212,12 +212,7 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   auto bytes = [&](int64_t nc, int64_t mc, bool dbl) {
     return nc * Kpad * 128 + 2 * nc * mc * 128 + (dbl ? 2 : 1) * (KT * mc * 128 + nc * mc * 128);
   };
-  auto largestDivisor = [](int64_t n, auto fits) {
-    for (int64_t c = n; c >= 1; --c)
-      if (n % c == 0 && fits(c))
-        return c;
-    return int64_t{0};
-  };
+  auto largestDivisor = [](int64_t n, const std::function<bool(int64_t)> &fits) { return largestDivisorFitting(n, fits); };
   auto aBox = [&](int64_t mc) {
     return std::vector<std::pair<int64_t, int64_t>>{{KT, strideOf(x, dK)}, {mc, strideOf(x, dM) ? strideOf(x, dM) : 128}};
   };
@@ -230,9 +225,8 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   // Something to overlap: at least opts.pipelineBlocks row blocks (BackendOptions; the timing
   // model picks the count) while an A block keeps a few sticks.
   const int64_t kPipeBlocks = std::max(1, opts.pipelineBlocks);
-  for (int64_t c = mc - 1; c >= 1 && mCore / mc < kPipeBlocks; --c)
-    if (mCore % c == 0 && KT * c >= 8)
-      mc = c;
+  if (mc > 0)
+    mc = pipelineChunk(mCore, mc, kPipeBlocks, [&](int64_t c) { return KT * c >= 8; }, /*divisorsOnly=*/true);
   if (nc == 0 || mCore / mc < 2 || !ProgramBuilder::singleDma(aBox(mc)) || !ProgramBuilder::singleDma(dBox(nc, mc))) {
     pipelined = false;
     nc = largestDivisor(nCore, [&](int64_t c) { return bytes(c, 1, false) <= opts.lxBytes; });

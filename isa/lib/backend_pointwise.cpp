@@ -243,14 +243,8 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   int64_t chunk = len[0];
   auto choose = [&](bool dbl) {
     for (c0 = 0; c0 < J; ++c0) {
-      chunk = len[c0];
-      while (chunk > 1 && blockBytes(c0, chunk, dbl) > stageBytes) {
-        int64_t c = chunk - 1;
-        while (c > 1 && len[c0] % c != 0)
-          --c;
-        chunk = c;
-      }
-      if (blockBytes(c0, chunk, dbl) <= stageBytes)
+      chunk = largestDivisorFitting(len[c0], [&](int64_t c) { return blockBytes(c0, c, dbl) <= stageBytes; });
+      if (chunk > 0)
         return true;
     }
     return false;
@@ -269,9 +263,8 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
           m = std::max(m, tensorBlockBytes(*g, c0, ch) / kStickBytes);
       return m;
     };
-    for (int64_t c = chunk - 1; c >= 1 && len[c0] / chunk < kPipeBlocks; --c)
-      if (len[c0] % c == 0 && largest(c) >= kMinPipeSticks)
-        chunk = c;
+    chunk = pipelineChunk(
+        len[c0], chunk, kPipeBlocks, [&](int64_t c) { return largest(c) >= kMinPipeSticks; }, /*divisorsOnly=*/true);
   }
   const int64_t numBlocks = len[c0] / chunk;
   const bool pipelined = dbl && numBlocks >= 2;

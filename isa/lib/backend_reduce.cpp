@@ -172,10 +172,9 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
       }
       // The largest chunk that fits; a chunk that does not divide the dim leaves one shorter
       // last block (LX-resident operands keep whole chunks: their walk is laid out per chunk).
-      chunk = len[c0];
-      while (chunk > 1 && ((lxOperand && len[c0] % chunk != 0) || blockBytes(c0, chunk, dbl) > stageBytes))
-        --chunk;
-      if (blockBytes(c0, chunk, dbl) <= stageBytes)
+      auto fits = [&](int64_t c) { return blockBytes(c0, c, dbl) <= stageBytes; };
+      chunk = lxOperand ? largestDivisorFitting(len[c0], fits) : largestFitting(len[c0], fits);
+      if (chunk > 0)
         return true;
     }
     return false;
@@ -189,9 +188,8 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
   const int64_t kPipeBlocks = std::max(1, opts.pipelineBlocks), kMinPipeSticks = 8;
   if (dbl && c0 < J) {
     auto inSticks = [&](int64_t ch) { return blockBytes(c0, ch, false) / kStickBytes; };
-    for (int64_t c = chunk - 1; c >= 1 && len[c0] / chunk < kPipeBlocks; --c)
-      if ((!lxOperand || len[c0] % c == 0) && inSticks(c) >= kMinPipeSticks)
-        chunk = c;
+    chunk = pipelineChunk(
+        len[c0], chunk, kPipeBlocks, [&](int64_t c) { return inSticks(c) >= kMinPipeSticks; }, lxOperand);
   }
   auto blockLen = [&](size_t j) -> int64_t { return lenIn(j, c0, chunk); };
 

@@ -26,6 +26,8 @@ struct HardwareConfig {
   /// DDR bandwidth of the card, shared evenly by the kernel's *active* cores (cores that issue
   /// any DMA), as torch-spyre's and ktir-cpu's contended-bus models do.
   double ddrBytesPerSecond = 204.8e9;
+  /// DDR capacity of one card (SPYRE.md §1): no tensor of a SuperDSC can be larger.
+  static constexpr uint64_t kDdrCapacityBytes = 128ull << 30;
   /// Fixed cost of every DMA instruction (descriptor fetch + DDR round trip). Not published;
   /// 100 ns is a typical LPDDR5 access latency plus a descriptor fetch. It keeps many tiny
   /// DMAs from looking free against a few large ones.
