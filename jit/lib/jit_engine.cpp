@@ -5,6 +5,7 @@
 #include "spyre/isa/semantics.h"
 #include "spyre_jit_source_hash.h"
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -14,13 +15,14 @@
 #include <llvm/Support/Timer.h>
 #include <llvm/IR/PassTimingInfo.h>
 #include <llvm/Config/llvm-config.h>
-#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/Debugging/DebuggerSupport.h>
 #include <llvm/ExecutionEngine/Orc/Debugging/PerfSupportPlugin.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/PassManager.h>
+#include <llvm/MC/MCContext.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
@@ -223,6 +225,7 @@ struct JitEngine::Impl {
   CacheCounters counters;
   uint64_t counter = 0;
   std::string keyPrefix;
+  bool printTimes = false; // SPYRE_JIT_TIMES=1: one line per prepare on stderr
 
   ObjectBytes compile(const std::vector<isa::Kernel> &nks, const std::string &dumpName, CompileTimes &t) {
     auto t0 = Clock::now();
@@ -242,16 +245,27 @@ struct JitEngine::Impl {
       writeModule(*m, opts.dumpDir + "/" + dumpName + ".opt.ll");
     t.optMs = msSince(t0);
     t0 = Clock::now();
-    orc::SimpleCompiler compiler(*tm);
-    auto buf = check(compiler(*m), "generating code");
-    auto obj = std::make_shared<const std::string>(buf->getBuffer().str());
+    // What orc::SimpleCompiler does, split so the pipeline set-up can be timed on its own.
+    SmallVector<char, 0> objBytes;
+    {
+      raw_svector_ostream os(objBytes);
+      legacy::PassManager pm;
+      MCContext *mc = nullptr;
+      if (tm->addPassesToEmitMC(pm, mc, os))
+        throw spyre::Error("JIT: the target cannot emit an object file");
+      t.cgSetupMs = msSince(t0);
+      pm.run(*m);
+    }
+    auto obj = std::make_shared<const std::string>(objBytes.data(), objBytes.size());
     t.codegenMs = msSince(t0);
     return obj;
   }
 };
 
 JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
+  auto tCreate = Clock::now();
   impl_->opts = std::move(opts);
+  impl_->printTimes = envFlag("SPYRE_JIT_TIMES");
   const Host &host = Host::get();
   orc::JITTargetMachineBuilder jtmb = hostMachineBuilder(impl_->opts.tier);
   impl_->tm = check(jtmb.createTargetMachine(), "creating the target machine");
@@ -306,6 +320,9 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
                      "\ncpu " + host.cpu + "\nfeatures " + host.features + "\ntier " +
                      (impl_->opts.tier == OptTier::O0 ? "O0" : "O2") + "\npasses " +
                      pipelineFor(impl_->opts.tier) + "\n";
+  if (impl_->printTimes)
+    fprintf(stderr, "spyre-jit: engine (%s) created in %.3f ms (host detection, target machine, LLJIT)\n",
+            impl_->opts.tier == OptTier::O0 ? "O0" : "O2", msSince(tCreate));
 }
 
 JitEngine::~JitEngine() {
@@ -417,7 +434,9 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(co
           fns[pi].push_back(nullptr);
           continue;
         }
+        auto tl = Clock::now();
         auto addr = im.jit->lookup(jd, phaseSymbol(nk, pi, ph));
+        t.lookupMs += msSince(tl);
         if (!addr)
           throw spyre::Error("JIT: looking up a phase function: " + toError(addr.takeError()));
         fns[pi].push_back(addr->toPtr<PhaseFn>());
@@ -429,6 +448,12 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(co
   t.totalMs = msSince(tAll);
   t.cpuMs = threadCpuMs() - cpu0;
   im.last = t;
+  if (im.printTimes)
+    fprintf(stderr,
+            "spyre-jit: %s %s %zu kernel(s): %.3f ms (cpu %.3f): key %.3f lower %.3f opt %.3f codegen %.3f "
+            "(setup %.3f) link %.3f (lookup %.3f)\n",
+            dumpName.c_str(), t.hit ? "hit" : "miss", ks.size(), t.totalMs, t.cpuMs, t.keyMs, t.lowerMs, t.optMs,
+            t.codegenMs, t.cgSetupMs, t.linkMs, t.lookupMs);
   return out;
 }
 
