@@ -844,7 +844,8 @@ int main(int argc, char **argv) {
       "shape", po::value<std::string>()->default_value("4096x1024"), "shape, e.g. 4096x1024")(
       "dtype", po::value<std::string>()->default_value("f16"), "f16 or f32")(
       "engine", po::value<std::string>()->default_value("both"), "jit, interp or both")(
-      "tier", po::value<std::string>()->default_value("O2"), "JIT tier O0 or O2")(
+      "tier", po::value<std::string>()->default_value("O2"),
+      "JIT tier O0 or O2 (the compile section times both unless this is given)")(
       "threads", po::value<int>()->default_value(sim::defaultSimThreads()), "host threads (SPYRE_SIM_THREADS)")(
       "cores", po::value<int>(), "simulated cores (default SENCORES or 32)")(
       "reps", po::value<int>()->default_value(20), "timed repetitions (JIT and libtorch)")(
@@ -900,6 +901,10 @@ int main(int argc, char **argv) {
     std::vector<WorkloadResult> results;
     std::vector<CompileResult> compiles;
     int compileReps = vm["compile-reps"].as<int>();
+    // The compile section times both tiers unless --tier is given.
+    std::vector<jit::OptTier> compileTiers{jit::OptTier::O0, jit::OptTier::O2};
+    if (!vm["tier"].defaulted())
+      compileTiers = {o.tier};
     if (vm.count("micro")) {
       printMicro(microBench(o), vm.count("json") > 0);
       return 0;
@@ -912,7 +917,7 @@ int main(int argc, char **argv) {
       std::stringstream text;
       text << in.rdbuf();
       std::vector<isa::Kernel> kernels{isa::parseKernel(text.str(), path)};
-      for (jit::OptTier t : {jit::OptTier::O0, jit::OptTier::O2})
+      for (jit::OptTier t : compileTiers)
         compiles.push_back(compileBench(kernels, t, std::max(1, compileReps)));
       printCompiles(compiles, std::max(1, compileReps));
       return 0;
@@ -941,7 +946,7 @@ int main(int argc, char **argv) {
         std::vector<isa::Kernel> kernels;
         for (const auto &l : plan.launches)
           kernels.push_back(isa::compileSuperDsc(l.sdsc));
-        for (jit::OptTier t : {jit::OptTier::O0, jit::OptTier::O2})
+        for (jit::OptTier t : compileTiers)
           compiles.push_back(compileBench(kernels, t, compileReps));
         jit::clearMemoryCache(); // the timed run below compiles as a fresh process would
       }

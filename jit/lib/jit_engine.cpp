@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <mutex>
@@ -337,6 +338,11 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
     auto &jd = impl_->jit->getMainJITDylib();
     orc::SymbolMap syms;
     auto flags = JITSymbolFlags::Exported | JITSymbolFlags::Callable;
+    // The C library functions the code generator calls (DMA rows, large copies), so that
+    // linking never needs a process-wide dlsym.
+    syms[impl_->jit->mangleAndIntern("memcpy")] = {orc::ExecutorAddr::fromPtr(&::memcpy), flags};
+    syms[impl_->jit->mangleAndIntern("memmove")] = {orc::ExecutorAddr::fromPtr(&::memmove), flags};
+    syms[impl_->jit->mangleAndIntern("memset")] = {orc::ExecutorAddr::fromPtr(&::memset), flags};
     syms[impl_->jit->mangleAndIntern("spyre_sfp_apply")] = {orc::ExecutorAddr::fromPtr(&spyre_sfp_apply), flags};
     syms[impl_->jit->mangleAndIntern("spyre_jit_ld")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_ld), flags};
     syms[impl_->jit->mangleAndIntern("spyre_jit_st")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_st), flags};
@@ -458,7 +464,16 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(co
   if (!jdOr)
     throw spyre::Error("JIT: creating a JITDylib: " + toError(jdOr.takeError()));
   orc::JITDylib &jd = *jdOr;
-  jd.addToLinkOrder(im.jit->getMainJITDylib());
+  // Search the runtime symbols (main) before LLJIT's default links: those end in the process
+  // symbol generator, and a dlsym miss per external symbol per link (spyre_jit_ld, ...) costs
+  // ~20 µs each in a process with libtorch loaded.
+  orc::JITDylibSearchOrder order{{&im.jit->getMainJITDylib(), orc::JITDylibLookupFlags::MatchExportedSymbolsOnly}};
+  jd.withLinkOrderDo([&](const orc::JITDylibSearchOrder &cur) {
+    for (const auto &e : cur)
+      if (e.first != &jd && e.first != &im.jit->getMainJITDylib())
+        order.push_back(e);
+  });
+  jd.setLinkOrder(std::move(order), /*LinkAgainstThisJITDylibFirst=*/true);
   auto code = std::make_shared<LoadedCode>(im.jit, &jd);
   if (auto err = im.jit->addObjectFile(jd, MemoryBuffer::getMemBufferCopy(*obj, dumpName)))
     throw spyre::Error("JIT: adding object: " + toError(std::move(err)));
