@@ -858,7 +858,7 @@ int main(int argc, char **argv) {
       "and disk-cache hit (private temporary directory); 0 skips")(
       "compile-only", "single-op mode: only the JIT prepare-time section (--compile-reps), no runs")(
       "listing", po::value<std::string>(),
-      "JIT prepare-time section (as --compile-only) for the kernel(s) of this ISA listing file instead of an op")(
+      "JIT prepare-time section (as --compile-only) for the kernel of this ISA listing file instead of an op")(
       "micro", "stick-op microbenchmark instead: add/mul/relu/exp per stick on LX-resident data, JIT vs interpreter")(
       "dump", po::value<std::string>(), "write SuperDSC, ISA listings, LLVM IR (before/after passes) and objects here")(
       "json", "print JSON instead of a table");
