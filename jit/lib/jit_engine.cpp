@@ -315,6 +315,10 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
                          .setObjectLinkingLayerCreator([](orc::ExecutionSession &es, const Triple &) {
                            return std::make_unique<orc::ObjectLinkingLayer>(es);
                          })
+                         // Kernel code has no static initialisers, atexit or TLS: without a
+                         // platform, a new JITDylib (one per object) does not get LLJIT's
+                         // generic-platform IR module (__dso_handle, init/deinit wrappers).
+                         .setPlatformSetUp(orc::setUpInactivePlatform)
                          .create(),
                      "creating LLJIT");
   if (debug) {
