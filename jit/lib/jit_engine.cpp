@@ -1,7 +1,6 @@
 #include "spyre/jit/jit_engine.h"
 #include "code_cache.h"
 #include "lowering.h"
-#include "spyre/isa/listing.h"
 #include "spyre/isa/semantics.h"
 #include "spyre_jit_source_hash.h"
 #include <chrono>
@@ -432,7 +431,7 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(co
   std::string material = im.keyPrefix;
   for (size_t i = 0; i < ks.size(); ++i) {
     nks.push_back(normalised(ks[i], ks.size() == 1 ? "k" : "k" + std::to_string(i)));
-    material += isa::printKernel(nks.back());
+    appendKernelKey(nks.back(), material);
   }
   CacheKey key = hashKey(material);
   bool dumping = !im.opts.dumpDir.empty();
