@@ -120,8 +120,9 @@ void putBody(std::string &out, const std::vector<isa::Instr> &body) {
 }
 } // namespace
 
-void appendKernelKey(const isa::Kernel &k, std::string &out) {
-  putVec(out, std::vector<char>(k.name.begin(), k.name.end()));
+void appendKernelKey(const isa::Kernel &k, const std::string &name, std::string &out) {
+  put(out, name.size());
+  out += name;
   put(out, k.numCores);
   put(out, k.args.size());
   put(out, k.programs.size());

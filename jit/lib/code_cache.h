@@ -21,10 +21,11 @@ struct CacheKey {
 CacheKey hashKey(std::string_view material);
 
 /// Appends a binary image of everything in `k` that shapes the generated code (every field of
-/// every instruction except the source line; the name; the core count and programs; the number
-/// of arguments) to `out`, for the key material. It replaces printing the listing, which cost
-/// ~0.4 ms per prepare (also on a hit) for a 32-program kernel.
-void appendKernelKey(const isa::Kernel &k, std::string &out);
+/// every instruction except the source line; the core count and programs; the number of
+/// arguments) and of `name`, the kernel name used for its symbols, to `out`, for the key
+/// material. It replaces printing the listing, which cost ~0.4 ms per prepare (also on a hit)
+/// for a 32-program kernel.
+void appendKernelKey(const isa::Kernel &k, const std::string &name, std::string &out);
 
 /// An object file image (ELF) as produced by codegen.
 using ObjectBytes = std::shared_ptr<const std::string>;

@@ -169,7 +169,8 @@ private:
   legacy::PassManager pm_;
 };
 
-/// The kernel as cached: name, comment and argument names do not change the generated code.
+/// The kernel as compiled: name, comment and argument names do not change the generated code,
+/// so the cache key (appendKernelKey) and the symbols use a normalised name.
 isa::Kernel normalised(const isa::Kernel &k, const std::string &name) {
   isa::Kernel n = k;
   n.name = name;
@@ -271,12 +272,13 @@ struct JitEngine::Impl {
   std::string keyPrefix;
   bool printTimes = false; // SPYRE_JIT_TIMES=1: one line per prepare on stderr
 
-  ObjectBytes compile(const std::vector<isa::Kernel> &nks, const std::string &dumpName, CompileTimes &t) {
+  ObjectBytes compile(const std::vector<isa::Kernel> &ks, const std::vector<std::string> &names,
+                      const std::string &dumpName, CompileTimes &t) {
     auto t0 = Clock::now();
     LLVMContext ctx;
     auto m = std::make_unique<Module>(dumpName, ctx);
-    for (const auto &nk : nks)
-      lowerKernelInto(nk, *m, opts.tier == OptTier::O0);
+    for (size_t i = 0; i < ks.size(); ++i)
+      lowerKernelInto(normalised(ks[i], names[i]), *m, opts.tier == OptTier::O0);
     verifyLowered(*m);
     m->setDataLayout(tm->createDataLayout());
     m->setTargetTriple(tm->getTargetTriple().str());
@@ -427,11 +429,11 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(co
   uint64_t id = im.counter++;
   std::string dumpName = ks.size() == 1 ? "spyre_" + ks[0].name + "_" + std::to_string(id)
                                         : "spyre_batch" + std::to_string(ks.size()) + "_" + std::to_string(id);
-  std::vector<isa::Kernel> nks;
+  std::vector<std::string> kernelNames; // normalised names (symbols), as in the key
   std::string material = im.keyPrefix;
   for (size_t i = 0; i < ks.size(); ++i) {
-    nks.push_back(normalised(ks[i], ks.size() == 1 ? "k" : "k" + std::to_string(i)));
-    appendKernelKey(nks.back(), material);
+    kernelNames.push_back(ks.size() == 1 ? "k" : "k" + std::to_string(i));
+    appendKernelKey(ks[i], kernelNames.back(), material);
   }
   CacheKey key = hashKey(material);
   bool dumping = !im.opts.dumpDir.empty();
@@ -452,7 +454,7 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(co
   t.hit = obj != nullptr;
   if (!obj) {
     ++im.counters.misses;
-    obj = im.compile(nks, dumpName, t);
+    obj = im.compile(ks, kernelNames, dumpName, t);
     if (im.opts.memoryCache)
       memoryCacheStore(key, obj);
     if (im.disk && im.disk->store(key, *obj))
@@ -484,16 +486,16 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(co
   // one links the object), so a kernel with 32 core programs paid it 32 times.
   auto tl = Clock::now();
   orc::SymbolLookupSet names;
-  std::vector<std::vector<std::vector<orc::SymbolStringPtr>>> syms(nks.size()); // [kernel][program][phase]
-  for (size_t ki = 0; ki < nks.size(); ++ki) {
-    const isa::Kernel &nk = nks[ki];
-    syms[ki].resize(nk.programs.size());
-    for (size_t pi = 0; pi < nk.programs.size(); ++pi) {
-      auto ranges = isa::phaseRanges(nk.programs[pi]);
+  std::vector<std::vector<std::vector<orc::SymbolStringPtr>>> syms(ks.size()); // [kernel][program][phase]
+  for (size_t ki = 0; ki < ks.size(); ++ki) {
+    const isa::Kernel &k = ks[ki];
+    syms[ki].resize(k.programs.size());
+    for (size_t pi = 0; pi < k.programs.size(); ++pi) {
+      auto ranges = isa::phaseRanges(k.programs[pi]);
       for (size_t ph = 0; ph < ranges.size(); ++ph) {
         orc::SymbolStringPtr name; // null: an empty phase has no function
-        if (!phaseIsEmpty(nk.programs[pi], ranges[ph])) {
-          name = im.jit->mangleAndIntern(phaseSymbol(nk, pi, ph));
+        if (!phaseIsEmpty(k.programs[pi], ranges[ph])) {
+          name = im.jit->mangleAndIntern(phaseSymbol(kernelNames[ki], pi, ph));
           names.add(name);
         }
         syms[ki][pi].push_back(std::move(name));
@@ -505,7 +507,7 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(co
     throw spyre::Error("JIT: looking up the phase functions: " + toError(found.takeError()));
   t.lookupMs = msSince(tl);
   std::vector<std::shared_ptr<const sim::PreparedKernel>> out;
-  for (size_t ki = 0; ki < nks.size(); ++ki) {
+  for (size_t ki = 0; ki < ks.size(); ++ki) {
     std::vector<std::vector<PhaseFn>> fns(syms[ki].size());
     for (size_t pi = 0; pi < syms[ki].size(); ++pi)
       for (const auto &name : syms[ki][pi])

@@ -14,8 +14,11 @@ using isa::Format;
 using isa::Instr;
 using isa::Opcode;
 
+std::string phaseSymbol(const std::string &kernelName, size_t program, size_t phase) {
+  return "spyre_" + kernelName + "_c" + std::to_string(program) + "_p" + std::to_string(phase);
+}
 std::string phaseSymbol(const isa::Kernel &k, size_t program, size_t phase) {
-  return "spyre_" + k.name + "_c" + std::to_string(program) + "_p" + std::to_string(phase);
+  return phaseSymbol(k.name, program, phase);
 }
 
 namespace {
