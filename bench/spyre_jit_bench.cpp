@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <array>
@@ -66,19 +67,17 @@ double minimum(const std::vector<double> &v) { return v.empty() ? 0 : *std::min_
 /// JIT prepare time per kernel (median over the plan's kernels x reps), by cache state.
 struct CompileResult {
   std::string tier;
-  double missMinMs = 0, missMs = 0, missCpuMs = 0, lowerMs = 0, optMs = 0, codegenMs = 0, linkMs = 0, memoryHitMs = 0, diskHitMs = 0;
+  double missMinMs = 0, missMs = 0, missCpuMs = 0, lowerMs = 0, optMs = 0, codegenMs = 0, cgSetupMs = 0, linkMs = 0,
+         lookupMs = 0, memoryHitMs = 0, diskHitMs = 0;
   size_t kernels = 0;
 };
 
-CompileResult compileBench(const isa::JobPlan &plan, jit::OptTier tier, int reps) {
-  std::vector<isa::Kernel> kernels;
-  for (const auto &l : plan.launches)
-    kernels.push_back(isa::compileSuperDsc(l.sdsc));
+CompileResult compileBench(const std::vector<isa::Kernel> &kernels, jit::OptTier tier, int reps) {
   CompileResult r;
   r.tier = tier == jit::OptTier::O0 ? "O0" : "O2";
   r.kernels = kernels.size();
   std::string dir = (std::filesystem::temp_directory_path() / ("spyre-jit-bench-cache-" + std::to_string(getpid()))).string();
-  std::vector<double> miss, missCpu, lower, opt, cg, link, mem, disk;
+  std::vector<double> miss, missCpu, lower, opt, cg, cgSetup, link, lookup, mem, disk;
   {
     jit::JitEngine cold({tier, "", "off", false});
     for (int i = 0; i < reps; ++i)
@@ -90,7 +89,9 @@ CompileResult compileBench(const isa::JobPlan &plan, jit::OptTier tier, int reps
         lower.push_back(t.lowerMs);
         opt.push_back(t.optMs);
         cg.push_back(t.codegenMs);
+        cgSetup.push_back(t.cgSetupMs);
         link.push_back(t.linkMs);
+        lookup.push_back(t.lookupMs);
       }
   }
   {
@@ -123,7 +124,9 @@ CompileResult compileBench(const isa::JobPlan &plan, jit::OptTier tier, int reps
   r.lowerMs = median(lower);
   r.optMs = median(opt);
   r.codegenMs = median(cg);
+  r.cgSetupMs = median(cgSetup);
   r.linkMs = median(link);
+  r.lookupMs = median(lookup);
   r.memoryHitMs = median(mem);
   r.diskHitMs = median(disk);
   return r;
@@ -630,10 +633,26 @@ void printJson(const std::vector<WorkloadResult> &rs, const std::vector<CompileR
   }
   for (const auto &c : compiles)
     std::cout << ",\n{\"compile\":\"" << c.tier << "\",\"kernels\":" << c.kernels << ",\"miss_ms\":" << c.missMs << ",\"miss_min_ms\":" << c.missMinMs << ",\"miss_cpu_ms\":" << c.missCpuMs
-              << ",\"lower_ms\":" << c.lowerMs << ",\"opt_ms\":" << c.optMs << ",\"codegen_ms\":" << c.codegenMs
+              << ",\"lower_ms\":" << c.lowerMs << ",\"opt_ms\":" << c.optMs << ",\"codegen_ms\":" << c.codegenMs << ",\"cg_setup_ms\":" << c.cgSetupMs
+              << ",\"lookup_ms\":" << c.lookupMs
               << ",\"link_ms\":" << c.linkMs << ",\"memory_hit_ms\":" << c.memoryHitMs
               << ",\"disk_hit_ms\":" << c.diskHitMs << "}";
   std::cout << "\n]\n";
+}
+
+/// The compile section: per-phase medians of cold prepares, then cache hits.
+void printCompiles(const std::vector<CompileResult> &compiles, int compileReps) {
+  if (compiles.empty())
+    return;
+  printf("\nJIT prepare ms per kernel (median; %zu kernel(s) x %d reps; codegen includes cg setup, link includes "
+         "lookup):\n",
+         compiles[0].kernels, compileReps);
+  printf("%-5s %9s %9s %9s %8s %8s %9s %9s %8s %8s %11s %9s\n", "tier", "miss", "miss min", "miss CPU", "lower", "opt",
+         "codegen", "cg setup", "link", "lookup", "memory hit", "disk hit");
+  for (const auto &c : compiles)
+    printf("%-5s %9.3f %9.3f %9.3f %8.3f %8.3f %9.3f %9.3f %8.3f %8.3f %11.3f %9.3f\n", c.tier.c_str(), c.missMs,
+           c.missMinMs, c.missCpuMs, c.lowerMs, c.optMs, c.codegenMs, c.cgSetupMs, c.linkMs, c.lookupMs, c.memoryHitMs,
+           c.diskHitMs);
 }
 
 void printTables(const std::vector<WorkloadResult> &rs, const std::vector<CompileResult> &compiles, int compileReps,
@@ -710,14 +729,7 @@ void printTables(const std::vector<WorkloadResult> &rs, const std::vector<Compil
       printf("%s: libtorch f32: %.3f ms (JIT/torch-f32 %.2fx)\n", w.name.c_str(), w.native.f32MedianMs,
              w.jit.medianMs / w.native.f32MedianMs);
   }
-  if (!compiles.empty()) {
-    printf("\nJIT prepare ms per kernel (median; %zu kernel(s) x %d reps):\n", compiles[0].kernels, compileReps);
-    printf("%-5s %10s %10s %10s %10s %10s %10s %10s %12s %12s\n", "tier", "miss", "miss min", "miss CPU", "lower", "opt",
-           "codegen", "link", "memory hit", "disk hit");
-    for (const auto &c : compiles)
-      printf("%-5s %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %12.3f %12.3f\n", c.tier.c_str(), c.missMs, c.missMinMs,
-             c.missCpuMs, c.lowerMs, c.optMs, c.codegenMs, c.linkMs, c.memoryHitMs, c.diskHitMs);
-  }
+  printCompiles(compiles, compileReps);
   std::string tr = sim::trace::path();
   if (!tr.empty())
     printf("\nsimulated-time trace (one warm-up run per workload): %s\n", tr.c_str());
@@ -841,7 +853,8 @@ int main(int argc, char **argv) {
       "shape", po::value<std::string>()->default_value("4096x1024"), "shape, e.g. 4096x1024 (matmul: MxKxN)")(
       "dtype", po::value<std::string>()->default_value("f16"), "f16 or f32")(
       "engine", po::value<std::string>()->default_value("both"), "jit, interp or both")(
-      "tier", po::value<std::string>()->default_value("O2"), "JIT tier O0 or O2")(
+      "tier", po::value<std::string>()->default_value("O2"),
+      "JIT tier O0 or O2 (the compile section times both unless this is given)")(
       "threads", po::value<int>()->default_value(sim::defaultSimThreads()), "host threads (SPYRE_SIM_THREADS)")(
       "cores", po::value<int>(), "simulated cores (default SENCORES or 32)")(
       "reps", po::value<int>()->default_value(20), "timed repetitions (JIT and libtorch)")(
@@ -852,6 +865,9 @@ int main(int argc, char **argv) {
       "compile-reps", po::value<int>()->default_value(5),
       "single-op mode: JIT prepare-time repetitions per kernel and tier (O0, O2): cold (no cache), memory-cache hit "
       "and disk-cache hit (private temporary directory); 0 skips")(
+      "compile-only", "single-op mode: only the JIT prepare-time section (--compile-reps), no runs")(
+      "listing", po::value<std::string>(),
+      "JIT prepare-time section (as --compile-only) for the kernel of this ISA listing file instead of an op")(
       "micro", "stick-op microbenchmark instead: add/mul/relu/exp per stick on LX-resident data, JIT vs interpreter")(
       "dump", po::value<std::string>(), "write SuperDSC, ISA listings, LLVM IR (before/after passes) and objects here")(
       "json", "print JSON instead of a table");
@@ -894,11 +910,27 @@ int main(int argc, char **argv) {
     std::vector<WorkloadResult> results;
     std::vector<CompileResult> compiles;
     int compileReps = vm["compile-reps"].as<int>();
+    // The compile section times both tiers unless --tier is given.
+    std::vector<jit::OptTier> compileTiers{jit::OptTier::O0, jit::OptTier::O2};
+    if (!vm["tier"].defaulted())
+      compileTiers = {o.tier};
     if (vm.count("micro")) {
       printMicro(microBench(o), vm.count("json") > 0);
       return 0;
     }
-    if (vm.count("workload")) {
+    if (vm.count("listing")) {
+      std::string path = vm["listing"].as<std::string>();
+      std::ifstream in(path);
+      if (!in)
+        throw Error("cannot read listing '" + path + "'");
+      std::stringstream text;
+      text << in.rdbuf();
+      std::vector<isa::Kernel> kernels{isa::parseKernel(text.str(), path)};
+      for (jit::OptTier t : compileTiers)
+        compiles.push_back(compileBench(kernels, t, std::max(1, compileReps)));
+      printCompiles(compiles, std::max(1, compileReps));
+      return 0;
+    } else if (vm.count("workload")) {
       auto ws = selectWorkloads(vm["workload"].as<std::string>());
       for (size_t i = 0; i < ws.size(); ++i) {
         progress("(" + std::to_string(i + 1) + "/" + std::to_string(ws.size()) + ") " + ws[i].name);
@@ -920,9 +952,16 @@ int main(int argc, char **argv) {
       frontend::Graph g = singleOpGraph(op, shape, dt);
       if (compileReps > 0 && o.engine != "interp") {
         isa::JobPlan plan = frontend::compileGraph(g, {o.cores, ""});
-        for (jit::OptTier t : {jit::OptTier::O0, jit::OptTier::O2})
-          compiles.push_back(compileBench(plan, t, compileReps));
+        std::vector<isa::Kernel> kernels;
+        for (const auto &l : plan.launches)
+          kernels.push_back(isa::compileSuperDsc(l.sdsc));
+        for (jit::OptTier t : compileTiers)
+          compiles.push_back(compileBench(kernels, t, compileReps));
         jit::clearMemoryCache(); // the timed run below compiles as a fresh process would
+      }
+      if (vm.count("compile-only")) {
+        printCompiles(compiles, compileReps);
+        return 0;
       }
       bench::NativeSpec ns{op, {}};
       ns.f16 = dt == HostType::F16;

@@ -12,8 +12,10 @@
 #include <set>
 #include <sys/stat.h>
 #include <thread>
+#include <type_traits>
 #include <unistd.h>
 #include <unordered_map>
+#include <vector>
 
 namespace spyre::jit {
 
@@ -71,6 +73,64 @@ std::string CacheKey::hex() const {
   std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(hi),
                 static_cast<unsigned long long>(lo));
   return buf;
+}
+
+namespace {
+template <typename T> void put(std::string &out, const T &v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  out.append(reinterpret_cast<const char *>(&v), sizeof v);
+}
+template <typename T> void putVec(std::string &out, const std::vector<T> &v) {
+  put(out, v.size());
+  if (!v.empty())
+    out.append(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(T));
+}
+void putLx(std::string &out, const isa::LxAddr &a) {
+  put(out, a.base);
+  put(out, a.offset);
+}
+void putBody(std::string &out, const std::vector<isa::Instr> &body) {
+  put(out, body.size());
+  for (const isa::Instr &in : body) {
+    // A new field in isa::Instr must be added here (or to the exclusions) or the cache may
+    // return stale code: this size check fails first.
+    static_assert(sizeof(isa::Instr) == 280, "isa::Instr changed: update appendKernelKey");
+    put(out, in.op);
+    put(out, in.fmt);
+    put(out, in.v);
+    put(out, in.r);
+    put(out, in.imm);
+    put(out, in.imms);
+    put(out, in.fimm);
+    put(out, in.fimm2);
+    putLx(out, in.lx);
+    putLx(out, in.lx2);
+    putLx(out, in.lx3);
+    put(out, in.ddr.arg);
+    put(out, in.ddr.base);
+    put(out, in.ddr.offset);
+    put(out, in.dma.n);
+    put(out, in.dma.ddrStride);
+    put(out, in.dma.lxStride);
+    put(out, in.outToken);
+    putVec(out, in.tokens);
+    putVec(out, in.table);
+    putBody(out, in.body); // in.line is not code
+  }
+}
+} // namespace
+
+void appendKernelKey(const isa::Kernel &k, const std::string &name, std::string &out) {
+  put(out, name.size());
+  out += name;
+  put(out, k.numCores);
+  put(out, k.args.size());
+  put(out, k.programs.size());
+  for (const auto &p : k.programs) {
+    put(out, p.firstCore);
+    put(out, p.lastCore);
+    putBody(out, p.body);
+  }
 }
 
 CacheKey hashKey(std::string_view material) {

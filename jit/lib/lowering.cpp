@@ -1,4 +1,5 @@
 #include "lowering.h"
+#include "phase_groups.h"
 #include "spyre/isa/semantics.h"
 #include "spyre/sim/machine.h"
 #include <llvm/IR/IRBuilder.h>
@@ -13,8 +14,11 @@ using isa::Format;
 using isa::Instr;
 using isa::Opcode;
 
+std::string phaseSymbol(const std::string &kernelName, size_t program, size_t phase) {
+  return "spyre_" + kernelName + "_c" + std::to_string(program) + "_p" + std::to_string(phase);
+}
 std::string phaseSymbol(const isa::Kernel &k, size_t program, size_t phase) {
-  return "spyre_" + k.name + "_c" + std::to_string(program) + "_p" + std::to_string(phase);
+  return phaseSymbol(k.name, program, phase);
 }
 
 namespace {
@@ -23,8 +27,9 @@ constexpr unsigned kLanes = isa::kLanes;
 
 class FunctionLowering {
 public:
-  FunctionLowering(Module &m, const isa::Kernel &k, const isa::CoreProgram &prog, Function *f, bool outOfLine)
-      : m_(m), k_(k), prog_(prog), f_(f), ctx_(m.getContext()), b_(ctx_), outOfLine_(outOfLine) {
+  FunctionLowering(Module &m, const isa::Kernel &k, const isa::CoreProgram &prog, Function *f, bool outOfLine,
+                   const std::vector<std::optional<std::vector<int64_t>>> &liTables)
+      : m_(m), k_(k), prog_(prog), f_(f), ctx_(m.getContext()), b_(ctx_), outOfLine_(outOfLine), liTables_(liTables) {
     i8_ = b_.getInt8Ty();
     i16_ = b_.getInt16Ty();
     i32_ = b_.getInt32Ty();
@@ -96,6 +101,21 @@ private:
   // The O0 tier: vector registers stay in CoreState and ld/st/SFP instructions call the shared
   // implementations (what the interpreter runs), so the IR is small and compiles fast.
   bool outOfLine_ = false;
+  // Per-core values of the `li` immediates that differ between the programs sharing this
+  // function (phase_groups.h), by `li` ordinal in pre-order; nullopt: a constant.
+  const std::vector<std::optional<std::vector<int64_t>>> &liTables_;
+  size_t liCount_ = 0;
+
+  /// A private constant table indexed by the core id (r0), as `tbl` reads it.
+  Value *perCoreValue(const std::vector<int64_t> &table, const char *what) {
+    std::vector<Constant *> vals;
+    for (int64_t v : table)
+      vals.push_back(b_.getInt64(static_cast<uint64_t>(v)));
+    auto *ty = ArrayType::get(i64_, vals.size());
+    auto *g = new GlobalVariable(m_, ty, true, GlobalValue::PrivateLinkage, ConstantArray::get(ty, vals),
+                                 f_->getName() + what + std::to_string(tblCount_++));
+    return b_.CreateLoad(i64_, b_.CreateInBoundsGEP(ty, g, {b_.getInt64(0), readS(0)}));
+  }
 
   Value *vregArg(int v) {
     return v < 0 ? static_cast<Value *>(ConstantPointerNull::get(PointerType::getUnqual(ctx_))) : vregPtr(b_, v);
@@ -764,20 +784,17 @@ private:
       return;
     }
     switch (in.op) {
-    case Opcode::Li: writeS(in.r[0], b_.getInt64(in.imm)); return;
-    case Opcode::Addi: writeS(in.r[0], b_.CreateAdd(readS(in.r[1]), b_.getInt64(in.imm))); return;
-    case Opcode::Muli: writeS(in.r[0], b_.CreateMul(readS(in.r[1]), b_.getInt64(in.imm))); return;
-    case Opcode::Tbl: {
-      std::vector<Constant *> vals;
-      for (int64_t v : in.table)
-        vals.push_back(b_.getInt64(v));
-      auto *ty = ArrayType::get(i64_, vals.size());
-      auto *g = new GlobalVariable(m_, ty, true, GlobalValue::PrivateLinkage, ConstantArray::get(ty, vals),
-                                   f_->getName() + ".tbl" + std::to_string(tblCount_++));
-      Value *p = b_.CreateInBoundsGEP(ty, g, {b_.getInt64(0), readS(0)});
-      writeS(in.r[0], b_.CreateLoad(i64_, p));
+    case Opcode::Li: {
+      size_t n = liCount_++;
+      if (n < liTables_.size() && liTables_[n])
+        writeS(in.r[0], perCoreValue(*liTables_[n], ".li"));
+      else
+        writeS(in.r[0], b_.getInt64(in.imm));
       return;
     }
+    case Opcode::Addi: writeS(in.r[0], b_.CreateAdd(readS(in.r[1]), b_.getInt64(in.imm))); return;
+    case Opcode::Muli: writeS(in.r[0], b_.CreateMul(readS(in.r[1]), b_.getInt64(in.imm))); return;
+    case Opcode::Tbl: writeS(in.r[0], perCoreValue(in.table, ".tbl")); return;
     case Opcode::Loop:
       countedLoop(in.imm, "loop", [&](Value *) {
         for (const auto &b : in.body)
@@ -845,17 +862,19 @@ void lowerKernelInto(const isa::Kernel &k, Module &m, bool outOfLine) {
   LLVMContext &ctx = m.getContext();
   Type *ptr = PointerType::getUnqual(ctx);
   auto *fty = FunctionType::get(Type::getVoidTy(ctx), {ptr, ptr, ptr}, false);
-  for (size_t pi = 0; pi < k.programs.size(); ++pi) {
-    auto ranges = isa::phaseRanges(k.programs[pi]);
-    for (size_t ph = 0; ph < ranges.size(); ++ph) {
-      if (phaseIsEmpty(k.programs[pi], ranges[ph])) // no function: the engine skips the phase
-        continue;
-      Function *f = Function::Create(fty, Function::ExternalLinkage, phaseSymbol(k, pi, ph), &m);
-      f->addFnAttr(Attribute::NoUnwind);
-      for (unsigned a = 0; a < 3; ++a)
-        f->addParamAttr(a, Attribute::NoAlias);
-      FunctionLowering(m, k, k.programs[pi], f, outOfLine).lower(ranges[ph].first, ranges[ph].second);
-    }
+  // Empty phases get no function (the engine skips them); phases equal up to `li` immediates
+  // share one, the other programs' symbols are aliases of it.
+  for (const PhaseGroup &g : groupPhases(k)) {
+    size_t rep = g.programs[0];
+    auto ranges = isa::phaseRanges(k.programs[rep]);
+    Function *f = Function::Create(fty, Function::ExternalLinkage, phaseSymbol(k, rep, g.phase), &m);
+    f->addFnAttr(Attribute::NoUnwind);
+    for (unsigned a = 0; a < 3; ++a)
+      f->addParamAttr(a, Attribute::NoAlias);
+    FunctionLowering(m, k, k.programs[rep], f, outOfLine, g.liTables)
+        .lower(ranges[g.phase].first, ranges[g.phase].second);
+    for (size_t i = 1; i < g.programs.size(); ++i)
+      GlobalAlias::create(fty, 0, GlobalValue::ExternalLinkage, phaseSymbol(k, g.programs[i], g.phase), f, &m);
   }
 }
 

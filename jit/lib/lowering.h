@@ -10,6 +10,7 @@
 namespace spyre::jit {
 
 std::string phaseSymbol(const isa::Kernel &k, size_t program, size_t phase);
+std::string phaseSymbol(const std::string &kernelName, size_t program, size_t phase);
 /// A phase with nothing but `bar`/`wait` (no-ops in the functional model) gets no function;
 /// kernels with one program per core have many (e.g. 480 of 482 phases of a K-split matmul).
 bool phaseIsEmpty(const isa::CoreProgram &p, std::pair<size_t, size_t> range);

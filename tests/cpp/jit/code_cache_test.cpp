@@ -7,6 +7,7 @@
 #include <barrier>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <gtest/gtest.h>
 #include <thread>
 #include <unistd.h>
@@ -130,6 +131,37 @@ TEST(CodeCache, KeyIgnoresNamesButNotCode) {
   expectSameRun(runPrepared(*e.prepare(k3), testArgs()), reference(k3));
   EXPECT_EQ(e.cacheStats().misses, 2u);
   EXPECT_EQ(dir.entries().size(), 2u);
+}
+
+TEST(CodeCache, KeyCoversEveryInstructionField) {
+  // The key is a binary image of the kernel (appendKernelKey), not its listing: a change in any
+  // field that shapes the code must miss, the source line must not.
+  TempDir dir;
+  jit::JitEngine e(diskOnly(dir.path()));
+  isa::Kernel base = testKernel();
+  std::vector<std::function<void(isa::Kernel &)>> changes = {
+      [](isa::Kernel &k) { k.programs[0].body[0].table[1] = 384; },           // tbl entry
+      [](isa::Kernel &k) { k.programs[0].body[1].lx.offset = 0x80; },         // dma.in LX offset
+      [](isa::Kernel &k) { k.programs[0].body[1].dma.n[2] = 1; },             // dma.in shape
+      [](isa::Kernel &k) { k.programs[0].body[1].ddr.offset = 128; },         // dma.in DDR offset
+      [](isa::Kernel &k) { k.programs[0].body[4].imm = 128; },                // li immediate
+      [](isa::Kernel &k) { k.programs[0].body[5].imm = 1; },                  // loop count
+      [](isa::Kernel &k) { k.programs[0].body[5].body[2].v[0] = 5; },         // register in a loop body
+      [](isa::Kernel &k) { k.programs[0].body[5].body[2].fmt = isa::Format::F32; }, // format
+      [](isa::Kernel &k) { k.programs[0].lastCore = 0; },                      // core range
+  };
+  e.prepare(base);
+  for (size_t i = 0; i < changes.size(); ++i) {
+    isa::Kernel k = base;
+    changes[i](k);
+    e.prepare(k);
+    EXPECT_EQ(e.cacheStats().misses, i + 2) << "change " << i << " hit the cache";
+  }
+  isa::Kernel moved = base;
+  moved.programs[0].body[5].body[0].line += 100;
+  e.prepare(moved);
+  EXPECT_EQ(e.cacheStats().misses, changes.size() + 1);
+  EXPECT_EQ(e.cacheStats().diskHits, 1u);
 }
 
 TEST(CodeCache, TiersDoNotShareEntries) {

@@ -32,8 +32,10 @@ struct CompileTimes {
   double keyMs = 0;     ///< cache key (listing + hash) and cache lookup
   double lowerMs = 0;   ///< ISA -> LLVM IR
   double optMs = 0;     ///< IR pass pipeline
-  double codegenMs = 0; ///< IR -> object file
-  double linkMs = 0;    ///< JITLink + symbol lookup
+  double codegenMs = 0; ///< IR -> object file, including...
+  double cgSetupMs = 0; ///< ...building the code generator's pass pipeline for the module
+  double linkMs = 0;    ///< JITLink + symbol lookup, including...
+  double lookupMs = 0;  ///< ...the symbol lookups (the object is linked on the first one)
   double totalMs = 0;
   double cpuMs = 0;     ///< CPU time of this thread for the whole prepare (robust to a loaded host)
   bool hit = false;     ///< object came from the memory or disk cache
