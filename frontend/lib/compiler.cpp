@@ -176,7 +176,7 @@ void placeTensor(const SuperDsc &s, SdscTensor &t, const std::vector<int64_t> &p
     for (size_t j = 0; j < dims.size(); ++j)
       if (dims[j].extent > 1)
         off += s.coreIdToWkSlice[c][dims[j].d] * (dims[j].isStick ? perCore[dims[j].d] / eps : perCore[dims[j].d]) *
-               strideBytes[j];
+               strideBytes[j] * t.stepOf(dims[j].d);
     t.startAddress.push_back(t.ldsIdx * isa::kSegmentBytes + off);
   }
 }

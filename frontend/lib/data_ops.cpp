@@ -1,5 +1,7 @@
 // Data movement ops that copy between device layouts without arithmetic.
-//   slice(%x, dim=d, start=s, end=e) : x's dtype, dim d of size e - s (step 1)
+//   slice(%x, dim=d, start=s, end=e[, step=k]) : x's dtype, dim d of size ceil((e - s) / k)
+//     (a step on the stick dim is first transposed to another dim by the decomposition pass;
+//     the view then carries our SuperDSC extension steps_)
 //     -> SuperDSC `slice`: the output's iteration space; the input is a view of x
 //        (maxDimSizes_ = x's size and offsets_ = s on dim d). On the stick dim an offset that is
 //        not a stick multiple moves lanes (the backend copies through the PE array; DL16 only,
@@ -136,7 +138,7 @@ std::vector<KernelDraft> copyIntoKernels(const Graph &g, const Node &n, size_t i
 KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
   const Value &out = g.values[n.output];
   const std::string where = "node %" + out.name + " = " + n.op;
-  checkAttrs(n, where, {"dim", "start", "end"});
+  checkAttrs(n, where, {"dim", "start", "end", "step"});
   if (n.inputs.size() != 1)
     throw Error(where + ": slice takes one tensor operand");
   const Value &x = g.values[n.inputs[0]];
@@ -144,15 +146,19 @@ KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCore
   if (r == 0)
     throw Error(where + ": slice of a 0-d tensor");
   const int64_t dim = static_cast<int64_t>(attrOr(n, "dim", 0)), start = static_cast<int64_t>(attrOr(n, "start", 0)),
-                end = static_cast<int64_t>(attrOr(n, "end", 0));
-  if (dim < 0 || dim >= static_cast<int64_t>(r) || start < 0 || end > x.shape[dim] || start >= end)
-    throw Error(where + ": slice [" + std::to_string(start) + ", " + std::to_string(end) + ") of dim " +
-                std::to_string(dim) + " is outside " + std::to_string(r) + "-d shape");
+                end = static_cast<int64_t>(attrOr(n, "end", 0)), step = static_cast<int64_t>(attrOr(n, "step", 1));
+  if (dim < 0 || dim >= static_cast<int64_t>(r) || start < 0 || end > x.shape[dim] || start >= end || step < 1)
+    throw Error(where + ": slice [" + std::to_string(start) + ", " + std::to_string(end) + ") step " +
+                std::to_string(step) + " of dim " + std::to_string(dim) + " is outside " + std::to_string(r) +
+                "-d shape (or the step is not >= 1)");
+  if (step != 1 && static_cast<size_t>(dim) == r - 1)
+    throw Unsupported("a slice with step " + std::to_string(step) + " of the stick dim (" + where +
+                      "; the decomposition pass transposes it to another dim first)");
   std::vector<int64_t> expect = x.shape;
-  expect[dim] = end - start;
+  expect[dim] = (end - start + step - 1) / step;
   if (out.shape != expect || out.dtype != x.dtype)
     throw Error(where + ": the output of a slice must be x's dtype with dim " + std::to_string(dim) + " of size " +
-                std::to_string(end - start));
+                std::to_string(expect[dim]));
   for (int64_t d : x.shape)
     if (d == 0)
       throw Unsupported("empty tensors in " + where);
@@ -176,6 +182,11 @@ KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCore
   s.primaryDsInfo["OUTPUT"] = genericLayout(labels, eps);
   const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
   addCopyOperands(kd, n.inputs[0], n.output, fmt, "OUTPUT", "OUTPUT", perCore, 0, dim, x.shape[dim], start);
+  if (step != 1) { // the input view walks dim `dim` `step` elements at a time (steps_)
+    kd.s.labeledDs[0].steps.assign(r, 1);
+    kd.s.labeledDs[0].steps[dim] = step;
+    placeTensor(kd.s, kd.s.labeledDs[0], perCore);
+  }
   return kd;
 }
 

@@ -1,6 +1,6 @@
 // Decompositions (the "split to one op per kernel" half of torch-spyre's split_multi_ops that
-// the graph IR needs): select and constant_pad_nd become ops that are one kernel each, or a
-// zero-copy reshape. The rewritten node's value keeps its name; helpers get fresh names.
+// the graph IR needs): select, constant_pad_nd and slices stepping along the stick dim become
+// ops that are one kernel each, or a zero-copy reshape. The rewritten node's value keeps its name; helpers get fresh names.
 #include "spyre/frontend/passes.h"
 #include "spyre/isa/error.h"
 #include <cmath>
@@ -65,6 +65,43 @@ void decomposeSelect(Graph &g, const Node &n, std::vector<Node> &out) {
     cur = v;
   }
   out.push_back({"reshape", {cur}, n.output, {}, {}});
+}
+
+/// slice(%x, dim=last, .., step=k > 1): stepping along the stick dim would gather lanes, so the
+/// stick dim is transposed out of the way, sliced as a row dim (a strided view), and
+/// transposed back. Rank 1 goes through [1, n] (zero-copy reshapes).
+void decomposeSteppedSlice(Graph &g, const Node &n, std::vector<Node> &out) {
+  const Value &x = g.values.at(n.inputs.at(0));
+  const std::string base = g.values[n.output].name;
+  const HostType t = x.dtype;
+  const std::vector<int64_t> ys = g.values[n.output].shape;
+  int cur = n.inputs[0];
+  std::vector<int64_t> shape = x.shape;
+  const bool vec = shape.size() == 1;
+  if (vec) {
+    shape.insert(shape.begin(), 1);
+    int v = g.addValue(g.freshName(base + "_row"), shape, t);
+    out.push_back({"reshape", {cur}, v, {}, {}});
+    cur = v;
+  }
+  const size_t r = shape.size();
+  std::swap(shape[r - 1], shape[r - 2]);
+  int tIn = g.addValue(g.freshName(base + "_t"), shape, t);
+  out.push_back({"transpose", {cur}, tIn, {}, {}});
+  Node sl = n;
+  sl.inputs = {tIn};
+  sl.attrs["dim"] = Attr(static_cast<double>(r - 2));
+  shape[r - 2] = ys.back();
+  sl.output = g.addValue(g.freshName(base + "_s"), shape, t);
+  out.push_back(sl);
+  std::swap(shape[r - 1], shape[r - 2]);
+  if (!vec) {
+    out.push_back({"transpose", {sl.output}, n.output, {}, {}});
+    return;
+  }
+  int tOut = g.addValue(g.freshName(base + "_tt"), shape, t);
+  out.push_back({"transpose", {sl.output}, tOut, {}, {}});
+  out.push_back({"reshape", {tOut}, n.output, {}, {}});
 }
 
 /// constant_pad_nd(%x, pad=[..], value=v): torch's pad list starts at the last dim. Other dims:
@@ -142,6 +179,10 @@ void decomposeOps(Graph &g) {
       decomposeSelect(g, n, nodes);
     else if (n.op == "constant_pad_nd" && n.inputs.size() == 1)
       decomposePad(g, n, nodes);
+    else if (n.op == "slice" && n.inputs.size() == 1 && !g.values[n.inputs[0]].shape.empty() &&
+             n.attrs.count("step") && n.attrs.at("step").scalar() != 1 &&
+             n.attrs.count("dim") && static_cast<size_t>(n.attrs.at("dim").scalar()) + 1 == g.values[n.inputs[0]].shape.size())
+      decomposeSteppedSlice(g, n, nodes);
     else
       nodes.push_back(n);
   }

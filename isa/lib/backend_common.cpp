@@ -65,6 +65,17 @@ TensorGeom tensorGeom(const SuperDsc &s, const SdscTensor &t, const std::string 
       if (isStick)
         g.laneOffset = off % eps;
     }
+  // A strided view (steps_): consecutive view elements of a dim are `step` allocation
+  // elements apart. On the stick dim that would gather lanes: not a view the walks can read.
+  for (auto &td : g.dims) {
+    const int64_t step = td.present ? t.stepOf(td.iterDim) : 1;
+    if (step == 1)
+      continue;
+    if (td.iterDim == sd)
+      throw Unsupported("a view stepping along the stick dim (steps_ " + std::to_string(step) + " on " + stickDim +
+                        " of " + t.dsName + ") in " + s.name + "; transpose the stick dim away first");
+    td.strideBytes *= step;
+  }
   // An LX-resident tensor has no DDR segment; it keeps its ldsIdx_ as its (unused) argument.
   g.segment = t.inLx ? t.ldsIdx : static_cast<int>(t.startAddress[0] / kSegmentBytes);
   if (g.segment >= kMaxSegments)

@@ -84,6 +84,12 @@ ojson writeSuperDsc(const SuperDsc &s) {
     node["maxDimSizes_"] = maxSizes;
     if (t.isView())
       node["offsets_"] = offs;
+    if (!t.steps.empty()) {
+      std::vector<int64_t> steps(layout.layoutDimOrder.size(), 1);
+      for (size_t k = 0; k < layout.layoutDimOrder.size(); ++k)
+        steps[k] = t.stepOf(s.dimIndex(layout.layoutDimOrder[k]));
+      node["steps_"] = steps;
+    }
     node["indirectAllocType_"] = "no_indirection";
     ojson data = ojson::object();
     for (int c = 0; c < nc; ++c)
@@ -394,27 +400,45 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
     if (auto ms = tree[i].find("maxDimSizes_"); ms != tree[i].end()) {
       const auto &order = s.primaryDsInfo.at(t->dsType).layoutDimOrder;
       std::vector<int64_t> sizes = r.integers(*ms, np + "/maxDimSizes_");
-      std::vector<int64_t> offs(sizes.size(), 0);
+      std::vector<int64_t> offs(sizes.size(), 0), steps(sizes.size(), 1);
       if (auto os = tree[i].find("offsets_"); os != tree[i].end())
         offs = r.integers(*os, np + "/offsets_");
+      bool stepped = false;
+      if (auto ss = tree[i].find("steps_"); ss != tree[i].end()) {
+        steps = r.integers(*ss, np + "/steps_");
+        if (steps.size() != sizes.size())
+          r.fail(np + "/steps_", "expected " + std::to_string(sizes.size()) + " entries (one per layoutDimOrder_ dim)");
+        for (size_t k = 0; k < steps.size(); ++k) {
+          if (steps[k] < 1)
+            r.fail(np + "/steps_", "step " + std::to_string(steps[k]) + " is not >= 1");
+          stepped |= steps[k] != 1;
+        }
+      }
       if (sizes.size() != order.size() || offs.size() != order.size())
         r.fail(np + "/maxDimSizes_", "expected " + std::to_string(order.size()) +
                                          " entries (one per layoutDimOrder_ dim) in maxDimSizes_ and offsets_");
-      bool view = false;
+      bool view = stepped;
       for (size_t k = 0; k < sizes.size(); ++k)
         view |= sizes[k] != -1 || offs[k] != 0;
       if (view) {
         t->maxDimSizes.assign(s.dims.size(), -1);
         t->offsets.assign(s.dims.size(), 0);
+        if (stepped)
+          t->steps.assign(s.dims.size(), 1);
         for (size_t k = 0; k < order.size(); ++k) {
           int d = s.dimIndex(order[k]);
           int64_t size = sizes[k] == -1 ? s.N[d] : sizes[k];
-          if (offs[k] < 0 || offs[k] + s.N[d] > size)
-            r.fail(np + "/offsets_", "the view [" + std::to_string(offs[k]) + ", " + std::to_string(offs[k] + s.N[d]) +
-                                         ") of dim " + order[k] + " does not fit its allocation of " +
-                                         std::to_string(size));
+          // The view's last element: offset + (N - 1) * step (overflow-safe: N and step are
+          // bounded by the int64 JSON integers, the product may not be).
+          __int128 last = static_cast<__int128>(offs[k]) + static_cast<__int128>(s.N[d] - 1) * steps[k];
+          if (offs[k] < 0 || last + 1 > size)
+            r.fail(np + "/offsets_", "the view from " + std::to_string(offs[k]) + " (" + std::to_string(s.N[d]) +
+                                         " elements, step " + std::to_string(steps[k]) + ") of dim " + order[k] +
+                                         " does not fit its allocation of " + std::to_string(size));
           t->maxDimSizes[d] = sizes[k];
           t->offsets[d] = offs[k];
+          if (stepped)
+            t->steps[d] = steps[k];
         }
       }
     }

@@ -549,7 +549,8 @@ def _permute(env: Env, b: dict) -> Lowered:
 
 @_reg(aten.slice.Tensor)
 def _slice(env: Env, b: dict) -> Lowered:
-    """A materialised slice (step 1) of any dim; on the stick dim at any offset."""
+    """A materialised slice of any dim; on the stick dim at any offset. A step becomes a strided
+    view of the input (on the stick dim after a transpose, in the frontend's decompositions)."""
     x = b["self"]
     t = env.tensor(x)
     if t is None or len(t[0]) == 0:
@@ -557,7 +558,7 @@ def _slice(env: Env, b: dict) -> Lowered:
     shape = t[0]
     dim = b["dim"] % len(shape)
     step = b.get("step") or 1
-    if step != 1:
+    if step < 1:
         raise Unsupported(f"slice with step {step}")
     size = shape[dim]
     start, end = b.get("start"), b.get("end")
@@ -566,9 +567,9 @@ def _slice(env: Env, b: dict) -> Lowered:
     start, end = max(0, min(start, size)), max(0, min(end, size))
     if end <= start:
         raise Unsupported(f"an empty slice [{start}, {end}) of dim {dim}")
-    if (start, end) == (0, size):
+    if (start, end, step) == (0, size, 1):
         return _unary(env, "clone", x)
-    return _unary(env, "slice", x, dim=dim, start=start, end=end)
+    return _unary(env, "slice", x, dim=dim, start=start, end=end, step=step if step != 1 else None)
 
 
 @_reg(aten.cat.default)

@@ -485,6 +485,11 @@ SLICES = [
     ((3, 67, 129), lambda a: a[:, 2:66].narrow(2, 65, 64)),
     ((2, 3, 71, 256), lambda a: a[1:2, :, :, 63:255]),
     ((2, 7, 4, 67), lambda a: a.narrow(2, 1, 2)),
+    # Steps: strided views of row dims; along the last dim transposed to a row dim first.
+    ((67, 129), lambda a: a[1::2]),
+    ((5, 67, 130), lambda a: a[:, 3:60:7]),
+    ((67, 129), lambda a: a[:, 1::2]),
+    ((300,), lambda a: a[2::3]),
 ]
 
 

@@ -30,6 +30,7 @@ std::vector<std::string> seedSdscs() {
       "graph(%x: f16[8, 100]) {\n  %w = to_dtype(%x) : f32[8, 100]\n  return (%w)\n}\n",
       "graph(%x: f16[512, 1024], %w: f16[1024]) {\n  %y = mul(%x, %w) : f16[512, 1024]\n  return (%y)\n}\n",
       "graph(%x: f16[523, 1024]) {\n  %y = sum(%x, dims=[-1], keepdim=1) : f16[523, 1]\n  return (%y)\n}\n",
+      "graph(%x: f16[67, 129]) {\n  %y = slice(%x, dim=0, start=1, end=67, step=2) : f16[33, 129]\n  return (%y)\n}\n",
   };
   std::vector<std::string> seeds;
   for (const char *gt : graphs)

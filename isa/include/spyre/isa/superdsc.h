@@ -38,7 +38,12 @@ struct SdscTensor {
   /// both in layoutDimOrder_ order. Start addresses include the offsets (on the stick dim
   /// rounded down to a whole stick).
   std::vector<int64_t> maxDimSizes, offsets;
+  /// Our extension (JSON `steps_` in the allocate node, layoutDimOrder_ order, written when
+  /// some step is not 1): view element i of dim d is allocation element offsets[d] + i *
+  /// steps[d] (a strided slice). Empty = all 1. Only on views; not on the stick dim.
+  std::vector<int64_t> steps;
   bool isView() const { return !maxDimSizes.empty(); }
+  int64_t stepOf(int d) const { return steps.empty() ? 1 : steps[static_cast<size_t>(d)]; }
 };
 
 struct SuperDsc {
