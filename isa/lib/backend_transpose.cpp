@@ -47,6 +47,12 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
     throw Unsupported("transpose: 64 rows of a 64-column tile do not fit in LX in " + s.name);
   const bool chunked = Rc < Rpad;
   const int64_t lxSrc = 0, lxDst = Rc * 128;
+  // Double buffering of whole column tiles (unchunked rows): tile i+1 is fetched and tile i-1
+  // written back while tile i goes through the PE array. Source and transposed copy twice.
+  const int64_t half = 2 * Rpad * 128;
+  const bool canPipeline = !chunked && 2 * half <= opts.lxBytes;
+  constexpr int rCur = 22, rOther = 23, rSwap = 24, tokIn = 0, tokOut = 1;
+  bool pipelinedAny = false;
   const int64_t xTile = strideOf(x, dC), xRow = strideOf(x, dR) ? strideOf(x, dR) : 128;
   const int64_t yTile = strideOf(y, dR), yRow = strideOf(y, dC) ? strideOf(y, dC) : 128;
   Kernel k = newKernel(s, {&x, &y});
@@ -62,13 +68,19 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
         static_cast<uint64_t>(y.segment) * kSegmentBytes + yOff != yT.startAddress[c])
       throw Error(where(s) + ": scheduleTree_ start addresses on core " + std::to_string(c) +
                   " do not match its work slice");
+    const bool lastPartial = cs.lo + cs.len == CT && C % 64 != 0;
+    const int64_t full = cs.len - (lastPartial ? 1 : 0);
+    const bool pipe = canPipeline && full >= 2 && ProgramBuilder::singleDma({{R, xRow}}) &&
+                      ProgramBuilder::singleDma({{Rpad / 64, yTile}, {64, yRow}});
     ProgramBuilder pb;
     emitLi(pb, 1, xOff);
     emitLi(pb, 2, yOff);
-    if (Rpad > R) { // zero the padding rows of the staged tile; DMA never writes them
+    if (Rpad > R) { // zero the padding rows of the staged tile(s); DMA never writes them
       emitZero(pb);
       if (!chunked)
         emitZeroPadRows(pb, lxSrc, 1, Rpad, R);
+      if (pipe)
+        emitZeroPadRows(pb, half + lxSrc, 1, Rpad, R);
     }
     // `rows` rows (padded to `padded`) of one column tile at r1 -> their output tiles at r2.
     auto chunk = [&](int64_t rows, int64_t padded, int64_t cols) {
@@ -99,15 +111,53 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
         pb.emit(addi(2, 2, -full * (Rc / 64) * yTile));
       }
     };
+    // One full column tile of the double-buffered sweep; its rows are in rCur's half (the
+    // prologue fetched tile 0, each tile fetches the next).
+    auto pipeTile = [&](bool first, bool last) {
+      pb.waitTokens({tokIn});
+      if (!last)
+        pb.dmaAsync(true, x.segment, 1, xTile, rOther, lxSrc, {{R, xRow}}, tokIn);
+      Instr tr = mk(Opcode::PtTr);
+      tr.lx = {rCur, lxDst};
+      tr.lx2 = {rCur, lxSrc};
+      tr.imm = Rpad;
+      tr.imms = {64, 0, 0};
+      pb.emit(tr);
+      if (!first)
+        pb.waitTokens({tokOut});
+      pb.dmaAsync(false, y.segment, 2, 0, rCur, lxDst, {{Rpad / 64, yTile}, {64, yRow}}, tokOut);
+    };
     std::function<void(size_t)> batchLoops = [&](size_t bi) {
       if (bi < batch.size()) {
         int d = batch[bi];
         pb.loop(coreSlice(s, c, d, s.N[d]).len, {{1, strideOf(x, d)}, {2, strideOf(y, d)}}, [&] { batchLoops(bi + 1); });
         return;
       }
-      bool lastPartial = cs.lo + cs.len == CT && C % 64 != 0;
-      int64_t full = cs.len - (lastPartial ? 1 : 0);
-      pb.loop(full, {{1, xTile}, {2, 64 * yRow}}, [&] { tile(64); });
+      if (pipe) {
+        pipelinedAny = true;
+        auto advance = [&] {
+          pb.emit(addi(1, 1, xTile));
+          pb.emit(addi(2, 2, 64 * yRow));
+          pb.emit(addi(rSwap, rCur, 0));
+          pb.emit(addi(rCur, rOther, 0));
+          pb.emit(addi(rOther, rSwap, 0));
+        };
+        emitLi(pb, rCur, 0);
+        emitLi(pb, rOther, half);
+        pb.dmaAsync(true, x.segment, 1, 0, rCur, lxSrc, {{R, xRow}}, tokIn);
+        pipeTile(true, false);
+        advance();
+        pb.loop(full - 2, {}, [&] {
+          pipeTile(false, false);
+          advance();
+        });
+        pipeTile(false, true);
+        pb.waitTokens({tokOut});
+        pb.emit(addi(1, 1, -(full - 1) * xTile));
+        pb.emit(addi(2, 2, -(full - 1) * 64 * yRow));
+      } else {
+        pb.loop(full, {{1, xTile}, {2, 64 * yRow}}, [&] { tile(64); });
+      }
       if (lastPartial) {
         pb.emit(addi(1, 1, full * xTile));
         pb.emit(addi(2, 2, full * 64 * yRow));
@@ -125,7 +175,8 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
     k.programs.push_back(std::move(p));
   }
   k.comment = "op=" + s.opFuncName + " R=" + std::to_string(R) + " C=" + std::to_string(C) + " cores=" +
-              std::to_string(k.numCores) + (chunked ? " rows in chunks of " + std::to_string(Rc) : "");
+              std::to_string(k.numCores) + (chunked ? " rows in chunks of " + std::to_string(Rc) : "") +
+              (pipelinedAny ? ", double-buffered column tiles" : "");
   return k;
 }
 

@@ -92,7 +92,8 @@ TEST(Transpose, LastTwoDimsBothEnginesAndCoreCounts) {
   jit::JitEngine jit;
   std::mt19937 gen(8);
   std::normal_distribution<float> nd(0, 1);
-  for (V shape : {V{64, 64}, V{67, 129}, V{3, 100, 70}, V{2, 2, 5, 200}, V{130, 1}}) {
+  // {100, 300} and {2, 70, 200} on 1 core: several column tiles per core, double-buffered.
+  for (V shape : {V{64, 64}, V{67, 129}, V{3, 100, 70}, V{2, 2, 5, 200}, V{130, 1}, V{100, 300}, V{2, 70, 200}}) {
     size_t r = shape.size();
     V os = shape;
     std::swap(os[r - 1], os[r - 2]);
@@ -104,6 +105,9 @@ TEST(Transpose, LastTwoDimsBothEnginesAndCoreCounts) {
       int a = g.addInput("a", shape, HostType::F16);
       g.outputs = {g.addNode("transpose", {a}, "t", os, HostType::F16)};
       isa::JobPlan plan = compileGraph(g, {cores, ""});
+      if (cores == 1 && shape[r - 1] >= 192)
+        EXPECT_NE(isa::compileSuperDsc(plan.launches[0].sdsc).comment.find("double-buffered column tiles"),
+                  std::string::npos);
       for (sim::Engine *e : {static_cast<sim::Engine *>(interp.get()), static_cast<sim::Engine *>(&jit)}) {
         test::PlanRunner run(plan, *e);
         run.setInput(0, x);
