@@ -52,7 +52,7 @@ Kernel compileBestSchedule(const SuperDsc &s, const BackendOptions &opts) {
 
 Kernel compileOne(const SuperDsc &s, const BackendOptions &opts) {
   if (opts.pipelineBlocks == 0 && (detail::isPointwiseOp(s.opFuncName) || detail::isReductionOp(s.opFuncName) ||
-                                   detail::isMatmulOp(s.opFuncName)))
+                                   detail::isMatmulOp(s.opFuncName) || detail::isConvertOp(s.opFuncName)))
     return compileBestSchedule(s, opts);
   if (detail::isPointwiseOp(s.opFuncName))
     return detail::compilePointwise(s, opts);

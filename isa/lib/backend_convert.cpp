@@ -61,9 +61,18 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
   const size_t rowJ = tileJ + 1;
   int64_t rows = rowJ < J ? len[rowJ] : 1;
   auto blockBytes = [&](int64_t chunk) { return (T16 + T32) * chunk * inner * kStickBytes; };
-  int64_t chunk = largestDivisorFitting(rows, [&](int64_t c) { return blockBytes(c) <= opts.lxBytes; });
+  // Double buffering: input and output blocks twice, block i+1 fetched and block i-1 written
+  // back while block i converts (as in backend_pointwise.cpp).
+  int64_t chunk = largestDivisorFitting(rows, [&](int64_t c) { return 2 * blockBytes(c) <= opts.lxBytes; });
+  bool dbl = chunk > 0;
+  if (!dbl)
+    chunk = largestDivisorFitting(rows, [&](int64_t c) { return blockBytes(c) <= opts.lxBytes; });
   if (chunk == 0)
     throw Unsupported("a dtype-op block that does not fit in LX in " + s.name);
+  if (dbl)
+    chunk = pipelineChunk(
+        rows, chunk, std::max(1, opts.pipelineBlocks), [&](int64_t c) { return (T16 + T32) * c * inner >= 8; },
+        /*divisorsOnly=*/true);
   const int64_t rowSticks = chunk * inner; // sticks per tile in a block
   Kernel k = newKernel(s, {&in, &out});
   ProgramBuilder pb;
@@ -76,14 +85,62 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
       b.push_back({j == tileJ ? g.dims[j].extent : j == rowJ ? chunk : len[j], g.dims[j].strideBytes});
     return b;
   };
+  const int64_t numBlocks = rows / chunk;
+  const bool pipelined = dbl && numBlocks >= 2 && ProgramBuilder::singleDma(box(in)) && ProgramBuilder::singleDma(box(out));
+  const int64_t half = blockBytes(chunk);
+  constexpr int rCur = 22, rOther = 23, rSwap = 24;
+  const int64_t rowStrideIn = rowJ < J ? in.dims[rowJ].strideBytes : 0,
+                rowStrideOut = rowJ < J ? out.dims[rowJ].strideBytes : 0;
+  // The conversion of one block staged at rBase + lxIn into rBase + lxOut (rBase -1: at 0).
+  std::function<void(int)> convertBlock;
+  // pipe: one block of the double-buffered sweep; else the synchronous dma / convert / dma.
+  auto block = [&](bool pipe, bool first, bool last) {
+    if (!pipe) {
+      pb.dmaBox(true, in.segment, 1, 0, -1, lxIn, box(in), 0, 20, 21);
+      convertBlock(-1);
+      pb.dmaBox(false, out.segment, 2, 0, -1, lxOut, box(out), 1, 20, 21);
+      return;
+    }
+    pb.waitTokens({0});
+    if (!last)
+      pb.dmaAsync(true, in.segment, 1, chunk * rowStrideIn, rOther, lxIn, box(in), 0);
+    convertBlock(rCur);
+    if (!first)
+      pb.waitTokens({1});
+    pb.dmaAsync(false, out.segment, 2, 0, rCur, lxOut, box(out), 1);
+  };
   std::function<void(size_t)> outer = [&](size_t j) {
     if (j < tileJ) {
       pb.loop(len[j], {{1, in.dims[j].strideBytes}, {2, out.dims[j].strideBytes}}, [&] { outer(j + 1); });
       return;
     }
-    int64_t rowStrideIn = rowJ < J ? in.dims[rowJ].strideBytes : 0, rowStrideOut = rowJ < J ? out.dims[rowJ].strideBytes : 0;
-    pb.loop(rows / chunk, {{1, chunk * rowStrideIn}, {2, chunk * rowStrideOut}}, [&] {
-      pb.dmaBox(true, in.segment, 1, 0, -1, lxIn, box(in), 0, 20, 21);
+    if (!pipelined) {
+      pb.loop(numBlocks, {{1, chunk * rowStrideIn}, {2, chunk * rowStrideOut}}, [&] { block(false, true, true); });
+      return;
+    }
+    auto advance = [&] {
+      pb.emit(addi(1, 1, chunk * rowStrideIn));
+      pb.emit(addi(2, 2, chunk * rowStrideOut));
+      pb.emit(addi(rSwap, rCur, 0));
+      pb.emit(addi(rCur, rOther, 0));
+      pb.emit(addi(rOther, rSwap, 0));
+    };
+    emitLi(pb, rCur, 0);
+    emitLi(pb, rOther, half);
+    pb.dmaAsync(true, in.segment, 1, 0, rCur, lxIn, box(in), 0);
+    block(true, true, false);
+    advance();
+    pb.loop(numBlocks - 2, {}, [&] {
+      block(true, false, false);
+      advance();
+    });
+    block(true, false, true);
+    pb.waitTokens({1});
+    pb.emit(addi(1, 1, -(numBlocks - 1) * chunk * rowStrideIn));
+    pb.emit(addi(2, 2, -(numBlocks - 1) * chunk * rowStrideOut));
+  };
+  convertBlock = [&](int rBase) {
+    {
       // r10 walks DL16 sticks (tile t), r11 the fp32 stick 2t, r12 the fp32 stick 2t+1.
       const int64_t s16 = rowSticks * kStickBytes, s32 = rowSticks * kStickBytes;
       const int64_t base16 = widen ? lxIn : lxOut, base32 = widen ? lxOut : lxIn;
@@ -132,9 +189,10 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
           }
         });
       };
-      emitLi(pb, 10, base16);
-      emitLi(pb, 11, base32);
-      emitLi(pb, 12, base32 + s32);
+      auto base = [&](int r, int64_t v) { rBase >= 0 ? pb.emit(addi(r, rBase, v)) : emitLi(pb, r, v); };
+      base(10, base16);
+      base(11, base32);
+      base(12, base32 + s32);
       int64_t full = T32 / 2; // DL16 tiles whose both fp32 halves exist
       pb.loop(full, {{10, s16}, {11, 2 * s32}, {12, 2 * s32}}, [&] { convertTile(true); });
       if (T32 % 2) {
@@ -143,12 +201,12 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
         pb.emit(addi(12, 12, full * 2 * s32));
         convertTile(false);
       }
-      pb.dmaBox(false, out.segment, 2, 0, -1, lxOut, box(out), 1, 20, 21);
-    });
+    }
   };
   outer(0);
   pb.finishSpmd(k);
-  k.comment = "op=" + s.opFuncName + " cores=" + std::to_string(k.numCores);
+  k.comment = "op=" + s.opFuncName + " cores=" + std::to_string(k.numCores) +
+              (pipelined ? ", " + std::to_string(numBlocks) + " double-buffered blocks per sweep" : "");
   return k;
 }
 
