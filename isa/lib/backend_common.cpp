@@ -372,6 +372,36 @@ void ProgramBuilder::dmaAsync(bool toLx, int arg, int rDdr, int64_t ddrOff, int 
   dmaBoxStrided(toLx, arg, rDdr, ddrOff, rLx, lxOff, denseBox(box), token, -1, -1, /*wait=*/false);
 }
 
+void ProgramBuilder::pipelinedSweep(int64_t n, const std::vector<std::pair<int, int64_t>> &adv, int rCur, int rOther,
+                                    int rSwap, int64_t half, const std::function<void()> &prologue,
+                                    const std::function<void(bool, bool)> &block,
+                                    const std::function<void()> &epilogue) {
+  if (n < 2)
+    throw Error("internal: a double-buffered sweep needs at least 2 blocks");
+  auto advance = [&] {
+    for (auto [r, step] : adv)
+      if (step)
+        emit(addi(r, r, step));
+    emit(addi(rSwap, rCur, 0));
+    emit(addi(rCur, rOther, 0));
+    emit(addi(rOther, rSwap, 0));
+  };
+  emitLi(*this, rCur, 0);
+  emitLi(*this, rOther, half);
+  prologue();
+  block(true, false);
+  advance();
+  loop(n - 2, {}, [&] {
+    block(false, false);
+    advance();
+  });
+  block(false, true);
+  epilogue();
+  for (auto [r, step] : adv)
+    if (step)
+      emit(addi(r, r, -(n - 1) * step));
+}
+
 void ProgramBuilder::waitTokens(std::vector<int> tokens) {
   if (tokens.empty())
     return;

@@ -135,6 +135,15 @@ public:
                 const std::vector<std::pair<int64_t, int64_t>> &box, int token);
   /// `wait t, ...` (nothing for an empty list).
   void waitTokens(std::vector<int> tokens);
+  /// A double-buffered sweep of n >= 2 blocks. Registers rCur / rOther hold this block's and
+  /// the other block's buffer base (0 and `half`, swapped after every block, with rSwap as
+  /// scratch); `adv` advances the DDR registers by one block. Emits: the bases, prologue()
+  /// (fetch block 0 into rCur's buffers), block(first, last) for every block with the advance
+  /// between blocks (the middle ones as one loop), epilogue() (wait for the last write-back),
+  /// then restores the `adv` registers.
+  void pipelinedSweep(int64_t n, const std::vector<std::pair<int, int64_t>> &adv, int rCur, int rOther, int rSwap,
+                      int64_t half, const std::function<void()> &prologue,
+                      const std::function<void(bool first, bool last)> &block, const std::function<void()> &epilogue);
 };
 
 // Small emitters shared by the lowerings. Conventions: r5 walks LX rows, v12 holds a lane mask

@@ -118,26 +118,10 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
       pb.loop(numBlocks, {{1, chunk * rowStrideIn}, {2, chunk * rowStrideOut}}, [&] { block(false, true, true); });
       return;
     }
-    auto advance = [&] {
-      pb.emit(addi(1, 1, chunk * rowStrideIn));
-      pb.emit(addi(2, 2, chunk * rowStrideOut));
-      pb.emit(addi(rSwap, rCur, 0));
-      pb.emit(addi(rCur, rOther, 0));
-      pb.emit(addi(rOther, rSwap, 0));
-    };
-    emitLi(pb, rCur, 0);
-    emitLi(pb, rOther, half);
-    pb.dmaAsync(true, in.segment, 1, 0, rCur, lxIn, box(in), 0);
-    block(true, true, false);
-    advance();
-    pb.loop(numBlocks - 2, {}, [&] {
-      block(true, false, false);
-      advance();
-    });
-    block(true, false, true);
-    pb.waitTokens({1});
-    pb.emit(addi(1, 1, -(numBlocks - 1) * chunk * rowStrideIn));
-    pb.emit(addi(2, 2, -(numBlocks - 1) * chunk * rowStrideOut));
+    pb.pipelinedSweep(
+        numBlocks, {{1, chunk * rowStrideIn}, {2, chunk * rowStrideOut}}, rCur, rOther, rSwap, half,
+        [&] { pb.dmaAsync(true, in.segment, 1, 0, rCur, lxIn, box(in), 0); },
+        [&](bool first, bool last) { block(true, first, last); }, [&] { pb.waitTokens({1}); });
   };
   convertBlock = [&](int rBase) {
     {

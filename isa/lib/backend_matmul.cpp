@@ -272,13 +272,6 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
       pb.waitTokens({tokD});
     pb.dmaAsync(false, o.segment, 3, 0, rCur, lxD, dBox(nc, mc), tokD);
   };
-  auto advance = [&] {
-    pb.emit(addi(1, 1, aStep));
-    pb.emit(addi(3, 3, oStep));
-    pb.emit(addi(rSwap, rCur, 0));
-    pb.emit(addi(rCur, rOther, 0));
-    pb.emit(addi(rOther, rSwap, 0));
-  };
   std::function<void(size_t)> batchLoops = [&](size_t bi) {
     if (bi < batch.size()) {
       int d = batch[bi];
@@ -291,19 +284,9 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
       pb.dmaBoxStrided(true, y.segment, 2, 0, -1, lxB,
                        {{nc, strideOf(y, dN), Kpad * 128}, {K, strideOf(y, dK) ? strideOf(y, dK) : 128, 128}}, 0, 20, 21);
       if (pipelined) {
-        emitLi(pb, rCur, 0);
-        emitLi(pb, rOther, half);
-        aDma(rCur, 0);
-        block(true, false);
-        advance();
-        pb.loop(numBlocks - 2, {}, [&] {
-          block(false, false);
-          advance();
-        });
-        block(false, true);
-        pb.waitTokens({tokD});
-        pb.emit(addi(1, 1, -(numBlocks - 1) * aStep));
-        pb.emit(addi(3, 3, -(numBlocks - 1) * oStep));
+        pb.pipelinedSweep(
+            numBlocks, {{1, aStep}, {3, oStep}}, rCur, rOther, rSwap, half, [&] { aDma(rCur, 0); }, block,
+            [&] { pb.waitTokens({tokD}); });
         return;
       }
       pb.loop(numBlocks, {{1, aStep}, {3, oStep}}, [&] {

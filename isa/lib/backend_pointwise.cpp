@@ -488,31 +488,17 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
       pb.loop(numBlocks, ddrAdv(c0, chunk), [&] { block(true, true); });
       return;
     }
-    auto adv = ddrAdv(c0, chunk);
-    auto advance = [&] {
-      for (auto [r, step] : adv)
-        if (step)
-          pb.emit(addi(r, r, step));
-      pb.emit(addi(rSwap, rCur, 0));
-      pb.emit(addi(rCur, rOther, 0));
-      pb.emit(addi(rOther, rSwap, 0));
-    };
-    emitLi(pb, rCur, 0);
-    emitLi(pb, rOther, half);
-    for (int i : inTokens)
-      pb.dmaAsync(true, tensors[i]->segment, 1 + i, 0, rCur, lxBase[i], boxOf(*tensors[i]), i);
-    block(true, false);
-    advance();
-    pb.loop(numBlocks - 2, {}, [&] {
-      block(false, false);
-      advance();
-    });
-    block(false, true);
-    if (async[nt - 1])
-      pb.waitTokens({outTok});
-    for (auto [r, step] : adv)
-      if (step)
-        pb.emit(addi(r, r, -(numBlocks - 1) * step));
+    pb.pipelinedSweep(
+        numBlocks, ddrAdv(c0, chunk), rCur, rOther, rSwap, half,
+        [&] {
+          for (int i : inTokens)
+            pb.dmaAsync(true, tensors[i]->segment, 1 + i, 0, rCur, lxBase[i], boxOf(*tensors[i]), i);
+        },
+        block,
+        [&] {
+          if (async[nt - 1])
+            pb.waitTokens({outTok});
+        });
   };
   std::function<void(size_t)> outerLoops = [&](size_t j) {
     if (j < c0) {

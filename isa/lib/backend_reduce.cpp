@@ -449,35 +449,19 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
     }
     pipelined = pipelined || pipe;
     if (pipe) {
-      auto adv = ddrAdv(c0, chunk);
-      auto advance = [&] {
-        for (auto [r, step] : adv)
-          if (step)
-            pb.emit(addi(r, r, step));
-        pb.emit(addi(rSwap, rCur, 0));
-        pb.emit(addi(rCur, rOther, 0));
-        pb.emit(addi(rOther, rSwap, 0));
-      };
-      emitLi(pb, rCur, 0);
-      emitLi(pb, rOther, half);
-      {
-        std::vector<std::pair<int64_t, int64_t>> inBox;
-        for (size_t jj = 0; jj < J; ++jj)
-          inBox.push_back({blockLen(jj), in.dims[jj].strideBytes});
-        pb.dmaAsync(true, in.segment, 1, 0, rCur, lxIn, inBox, 0);
-      }
-      block(true, true, false);
-      advance();
-      pb.loop(full - 2, {}, [&] {
-        block(true, false, false);
-        advance();
-      });
-      block(true, false, true);
-      if (!outT.inLx)
-        pb.waitTokens({1});
-      for (auto [r, step] : adv)
-        if (step)
-          pb.emit(addi(r, r, -(full - 1) * step));
+      pb.pipelinedSweep(
+          full, ddrAdv(c0, chunk), rCur, rOther, rSwap, half,
+          [&] {
+            std::vector<std::pair<int64_t, int64_t>> inBox;
+            for (size_t jj = 0; jj < J; ++jj)
+              inBox.push_back({blockLen(jj), in.dims[jj].strideBytes});
+            pb.dmaAsync(true, in.segment, 1, 0, rCur, lxIn, inBox, 0);
+          },
+          [&](bool first, bool last) { block(true, first, last); },
+          [&] {
+            if (!outT.inLx)
+              pb.waitTokens({1});
+          });
     } else {
       pb.loop(full, ddrAdv(c0, chunk), [&] { block(false, true, true); });
     }

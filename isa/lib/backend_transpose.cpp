@@ -135,26 +135,10 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
       }
       if (pipe) {
         pipelinedAny = true;
-        auto advance = [&] {
-          pb.emit(addi(1, 1, xTile));
-          pb.emit(addi(2, 2, 64 * yRow));
-          pb.emit(addi(rSwap, rCur, 0));
-          pb.emit(addi(rCur, rOther, 0));
-          pb.emit(addi(rOther, rSwap, 0));
-        };
-        emitLi(pb, rCur, 0);
-        emitLi(pb, rOther, half);
-        pb.dmaAsync(true, x.segment, 1, 0, rCur, lxSrc, {{R, xRow}}, tokIn);
-        pipeTile(true, false);
-        advance();
-        pb.loop(full - 2, {}, [&] {
-          pipeTile(false, false);
-          advance();
-        });
-        pipeTile(false, true);
-        pb.waitTokens({tokOut});
-        pb.emit(addi(1, 1, -(full - 1) * xTile));
-        pb.emit(addi(2, 2, -(full - 1) * 64 * yRow));
+        pb.pipelinedSweep(
+            full, {{1, xTile}, {2, 64 * yRow}}, rCur, rOther, rSwap, half,
+            [&] { pb.dmaAsync(true, x.segment, 1, 0, rCur, lxSrc, {{R, xRow}}, tokIn); }, pipeTile,
+            [&] { pb.waitTokens({tokOut}); });
       } else {
         pb.loop(full, {{1, xTile}, {2, 64 * yRow}}, [&] { tile(64); });
       }
