@@ -271,16 +271,25 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
     // pipe: one block of the double-buffered sweep (file comment of backend_pointwise.cpp):
     // wait for this block's input, fetch the next one into the other copy, reduce, write back
     // once the previous block's write-back is done.
-    std::function<void(bool, bool, bool)> block = [&](bool pipe, bool first, bool last) {
-      std::vector<std::pair<int64_t, int64_t>> inBox, outBox;
+    // The DMA boxes of the current block (input order; the output in its own dim order).
+    auto inBoxOf = [&] {
+      std::vector<std::pair<int64_t, int64_t>> box;
       for (size_t jj = 0; jj < J; ++jj)
-        inBox.push_back({blockLen(jj), in.dims[jj].strideBytes});
+        box.push_back({blockLen(jj), in.dims[jj].strideBytes});
+      return box;
+    };
+    auto outBoxOf = [&] {
+      std::vector<std::pair<int64_t, int64_t>> box;
       for (const auto &td : out.dims) {
         size_t jj = 0;
         while (jj < J && in.dims[jj].iterDim != td.iterDim)
           ++jj;
-        outBox.push_back({td.extent > 1 && jj < J ? blockLen(jj) : 1, td.strideBytes});
+        box.push_back({td.extent > 1 && jj < J ? blockLen(jj) : 1, td.strideBytes});
       }
+      return box;
+    };
+    std::function<void(bool, bool, bool)> block = [&](bool pipe, bool first, bool last) {
+      const auto inBox = inBoxOf(), outBox = outBoxOf();
       if (inT.inLx) {
         pb.emit(addi(10, 1, 0));
       } else if (pipe) {
@@ -435,28 +444,13 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
     const int64_t full = len[c0] / chunk, rem = len[c0] % chunk;
     // Pipelined when there are blocks to overlap and each staged block moves with one DMA.
     bool pipe = dbl && full >= 2;
-    if (pipe) {
-      std::vector<std::pair<int64_t, int64_t>> inBox, outBox;
-      for (size_t jj = 0; jj < J; ++jj)
-        inBox.push_back({blockLen(jj), in.dims[jj].strideBytes});
-      for (const auto &td : out.dims) {
-        size_t jj = 0;
-        while (jj < J && in.dims[jj].iterDim != td.iterDim)
-          ++jj;
-        outBox.push_back({td.extent > 1 && jj < J ? blockLen(jj) : 1, td.strideBytes});
-      }
-      pipe = ProgramBuilder::singleDma(inBox) && (outT.inLx || ProgramBuilder::singleDma(outBox));
-    }
+    if (pipe)
+      pipe = ProgramBuilder::singleDma(inBoxOf()) && (outT.inLx || ProgramBuilder::singleDma(outBoxOf()));
     pipelined = pipelined || pipe;
     if (pipe) {
       pb.pipelinedSweep(
           full, ddrAdv(c0, chunk), rCur, rOther, rSwap, half,
-          [&] {
-            std::vector<std::pair<int64_t, int64_t>> inBox;
-            for (size_t jj = 0; jj < J; ++jj)
-              inBox.push_back({blockLen(jj), in.dims[jj].strideBytes});
-            pb.dmaAsync(true, in.segment, 1, 0, rCur, lxIn, inBox, 0);
-          },
+          [&] { pb.dmaAsync(true, in.segment, 1, 0, rCur, lxIn, inBoxOf(), 0); },
           [&](bool first, bool last) { block(true, first, last); },
           [&] {
             if (!outT.inLx)
