@@ -788,6 +788,9 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
   decomposeOps(g);
   g.verify();
   snapshot("decompose");
+  propagateLayouts(g);
+  g.verify();
+  snapshot("layout-propagation");
   if (opts.padMatmulK) {
     padMatmulK(g);
     g.verify();
@@ -798,27 +801,18 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
   snapshot("constant-dedup");
 
   JobPlan plan;
-  // Device layout of each value: the generic layout of its shape, except reduction outputs,
-  // which keep the layout of their keepdim shape (one value per stick when the stick dim is
-  // reduced). Ops that need generic layouts reject anything else until restickify lands.
+  // Device layout of each value (layout_propagation.cpp): the generic layout of its shape,
+  // except reduction outputs, which keep the layout of their keepdim shape. After
+  // propagateLayouts only graph outputs may hold a layout that is not generic.
   std::map<int, SpyreTensorLayout> layoutOf;
-  for (const Node &n : g.nodes) {
-    if (n.op != "sum" && n.op != "mean" && n.op != "amax" && n.op != "amin")
-      continue;
-    const Value &in = g.values.at(n.inputs.at(0));
-    if (in.shape.empty())
-      continue;
-    auto red = reducedDims(n, in.shape.size(), "node %" + g.values[n.output].name);
-    layoutOf[n.output] = SpyreTensorLayout(keepdimShape(in.shape, red), deviceFormat(in.dtype, n.op));
-  }
+  const auto deviceShapes = deviceLayouts(g);
+  for (const auto &[v, shape] : deviceShapes)
+    layoutOf[v] = SpyreTensorLayout(shape, deviceFormat(g.values[v].dtype, "%" + g.values[v].name));
   auto genericOf = [&](int v) {
     const Value &val = g.values[v];
     return SpyreTensorLayout(val.shape, deviceFormat(val.dtype, "%" + val.name));
   };
-  auto isGenericLayout = [&](int v) {
-    auto it = layoutOf.find(v);
-    return it == layoutOf.end() || it->second == genericOf(v);
-  };
+  auto isGenericLayout = [&](int v) { return hasGenericLayout(g, v, deviceShapes); };
   auto layoutOfValue = [&](int v) {
     auto it = layoutOf.find(v);
     return it != layoutOf.end() ? it->second : genericOf(v);
@@ -867,8 +861,8 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
     std::string where = "node %" + out.name + " = " + n.op;
     for (int v : n.inputs)
       if (!isGenericLayout(v))
-        throw Unsupported("restickify: %" + g.values[v].name + " (a reduction without keepdim) feeds " + where +
-                          "; use keepdim=True");
+        throw Error("layout propagation left %" + g.values[v].name +
+                    " in a layout that is not the generic one of its shape, feeding " + where);
     // Values are immutable, so an internal clone (e.g. .contiguous() after a materialised
     // permute) aliases its input as well.
     if ((n.op == "reshape" || (n.op == "clone" && n.attrs.empty())) && n.inputs.size() == 1 &&

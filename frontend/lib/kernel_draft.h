@@ -38,6 +38,12 @@ double attrOr(const Node &n, const char *key, double dflt);
 /// Unsupported for any attribute not in `allowed` (alpha=1 is always accepted).
 void checkAttrs(const Node &n, const std::string &where, std::initializer_list<const char *> allowed);
 
+/// Reductions (compiler.cpp): which dims of a rank-`rank` input n reduces (dims=[..], none =
+/// all), and the input shape with those dims kept as 1 (the shape whose generic layout the
+/// reduction kernel writes).
+std::vector<bool> reducedDims(const Node &n, size_t rank, const std::string &where);
+std::vector<int64_t> keepdimShape(const std::vector<int64_t> &in, const std::vector<bool> &reduced);
+
 /// Elementwise ops (compiler.cpp): add, exp, clone, expand, where, ...
 KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int maxCores);
 

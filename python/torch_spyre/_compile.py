@@ -324,14 +324,20 @@ def _compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any])
     _C.sencores()  # an invalid SENCORES is a setup error: raise instead of falling back
     _check_static(gm)
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    reasons = {n: node_support(n) for n in calls}
+    supported = all(r == "" for r in reasons.values())
+    # A view that does not compile on its own may compile in context: the unsqueeze of a
+    # reduction without keepdim moves elements between sticks from the generic layout, but not
+    # from the reduction's own layout, which layout propagation lets it read. So graphs whose
+    # only unsupported nodes are views try the whole compile first, and partition if it fails.
     whole = _all_tensor_outputs(gm) and not gm.graph.find_nodes(op="get_attr") and \
-        all(node_support(n) == "" for n in calls)
+        all(r == "" or _runs_natively(n.target) for n, r in reasons.items())
     if whole:
         # Everything compiles: one graph, no Python between kernels.
         try:
             compiled = compile_text(graph_to_text(gm), _dump_dir(), str(gm.graph))
         except (NotImplementedError, RuntimeError):
-            if _fallback.strict():
+            if _fallback.strict() and supported:
                 raise
         else:
             with _lock:

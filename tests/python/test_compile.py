@@ -275,7 +275,8 @@ def test_dump_dir_writes_every_stage(tmp_path, monkeypatch):
     for section in ["# work division", "# LX planning", "# memory planning"]:
         assert section in passes, passes
     # The graph IR after each frontend pass, with the passes' decisions as node notes.
-    for p in ["dead-code", "decompose", "constant-dedup", "work-division", "lx-planning", "memory-planning"]:
+    for p in ["dead-code", "decompose", "layout-propagation", "constant-dedup", "work-division", "lx-planning",
+              "memory-planning"]:
         assert f"# graph after {p}\ngraph(" in passes, passes
     assert "%mul = mul(%relu, %arg1_1) : f16[67, 256] {buffer=2, cores=4, splits=[1, 4]}" in passes, passes
     assert any(n.endswith(".opt.ll") for n in names) and any(n.endswith(".ll") and ".opt" not in n for n in names)
@@ -375,7 +376,8 @@ def test_debug_logging_shows_the_graph_after_each_pass(env, stream, capfd, monke
     torch.compile(_skeleton, backend="spyre")(x.to("spyre"), x.to("spyre"))
     captured = capfd.readouterr()
     text = captured.out if stream == "out" else captured.err
-    for p in ["dead-code", "decompose", "constant-dedup", "work-division", "lx-planning", "memory-planning"]:
+    for p in ["dead-code", "decompose", "layout-propagation", "constant-dedup", "work-division", "lx-planning",
+              "memory-planning"]:
         assert f"# graph after {p}\n" in text, text
     assert "{cores=4, splits=[1, 4]}" in text, text
 

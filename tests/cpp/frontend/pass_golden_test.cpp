@@ -102,6 +102,24 @@ TEST(GoldenPasses, Decompose) {
               decomposeOps);
 }
 
+TEST(GoldenPasses, LayoutPropagation) {
+  // Reductions without keepdim whose value is not in the generic layout of its shape: before a
+  // consumer, a restickify (transpose / permute) and a zero-copy reshape; an unsqueeze reads the
+  // keepdim value directly; a graph output alone keeps the layout (its buffer carries it).
+  checkGolden("layout-propagation",
+              {{"graph(%x: f16[67, 129]) {\n  %s = sum(%x, dims=[1], keepdim=0) : f16[67]\n"
+                "  %y = mul(%s, scalar=2) : f16[67]\n  return (%y)\n}\n"},
+               {"graph(%x: f16[67, 129]) {\n  %m = amax(%x, dims=[1], keepdim=0) : f16[67]\n"
+                "  %u = reshape(%m) : f16[67, 1]\n  %d = sub(%x, %u) : f16[67, 129]\n"
+                "  %e = exp(%m) : f16[67]\n  %f = neg(%m) : f16[67]\n"
+                "  %o = sum(%x, dims=[1], keepdim=0) : f16[67]\n  return (%d, %e, %f, %m, %o)\n}\n"},
+               {"graph(%x: f16[3, 5, 130]) {\n  %a = mean(%x, dims=[1, 2], keepdim=0) : f16[3]\n"
+                "  %b = amin(%x, dims=[0], keepdim=0) : f16[5, 130]\n  %c = sum(%x, dims=[1], keepdim=0) : f16[3, 130]\n"
+                "  %ea = exp(%a) : f16[3]\n  %eb = exp(%b) : f16[5, 130]\n  %ec = exp(%c) : f16[3, 130]\n"
+                "  return (%ea, %eb, %ec)\n}\n"}},
+              propagateLayouts);
+}
+
 TEST(GoldenPasses, KPadding) {
   checkGolden("k-padding",
               {{"graph(%a: f16[64, 255], %w: f16[255, 129]) {\n  %c = matmul(%a, %w) : f16[64, 129]\n"

@@ -1,7 +1,7 @@
 // Graph -> SuperDSC bundle + JobPlan: the frontend's passes in torch-spyre's order: verify, dead
-// code, decompositions, matmul K padding (opt-in), constant dedup (passes.h), then one kernel per
-// op with generic stick layouts and work division (passes 1-3), LX planning, memory planning,
-// SuperDSC emission, bundling.
+// code, decompositions, layout propagation, matmul K padding (opt-in), constant dedup (passes.h),
+// then one kernel per op with generic stick layouts and work division (passes 1-3), LX planning,
+// memory planning, SuperDSC emission, bundling.
 #pragma once
 #include "spyre/frontend/graph.h"
 #include "spyre/frontend/lx_planner.h"

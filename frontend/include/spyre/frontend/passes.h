@@ -1,11 +1,12 @@
 // The frontend's graph-to-graph passes (one per file in frontend/lib), in torch-spyre's order
-// (notes §4.3): dead code -> decompositions (one op per kernel) -> matmul K padding -> constant
-// dedup. Work division, LX planning and memory planning follow inside compileGraph; they write
+// (notes §4.3): dead code -> decompositions (one op per kernel) -> layout propagation -> matmul
+// K padding -> constant dedup. Work division, LX planning and memory planning follow inside compileGraph; they write
 // their decisions into the graph as node notes (`{cores=.., splits=[..]}`, `{lx=..}`,
 // `{buffer=..}`), so every pass has a text form before and after (compileGraph's pass log,
 // SPYRE_DUMP_DIR's passes.txt, tests/golden/passes/).
 #pragma once
 #include "spyre/frontend/graph.h"
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,25 @@ void eliminateDeadCode(Graph &g);
 ///     full(value=v) : [.., r]) (cat's copies merge the sticks the parts share).
 /// Negative pads (cropping) are Unsupported.
 void decomposeOps(Graph &g);
+
+/// layout_propagation.cpp: the device layout of every value, forward from the graph inputs
+/// (generic) through each op's rule: a reduction (sum, mean, amax, amin) writes the generic
+/// layout of its keepdim shape, every other kernel the generic layout of its output's shape.
+/// Returns the reductions' outputs -> the host shape whose generic layout holds their bytes;
+/// values not in the map carry the generic layout of their own shape.
+std::map<int, std::vector<int64_t>> deviceLayouts(const Graph &g);
+/// True when value v's device layout (deviceLayouts) puts its elements where the generic layout
+/// of its own shape does.
+bool hasGenericLayout(const Graph &g, int v, const std::map<int, std::vector<int64_t>> &layouts);
+/// layout_propagation.cpp: every consumer reads the generic layout of its operand's shape, so a
+/// reduction whose value is not in it (keepdim=0 over the stick dim, or over dim 0 of rank >= 3)
+/// and feeds a node is rewritten to write its keepdim shape (note `layout=[..]`), followed by a
+/// restickify (transpose / permute, note `restickify=1`) and a zero-copy reshape back to the
+/// original value; a reshape to a shape with the keepdim layout's bytes (an unsqueeze) reads the
+/// keepdim value directly. A reduction read only as a graph output keeps its layout (note
+/// `layout=[..]`; its buffer carries it). Unsupported where the restickify would move the stick
+/// dim of an fp32 tensor (the PE array is fp16/bf16 only).
+void propagateLayouts(Graph &g);
 
 /// k_padding.cpp: each matmul whose K is not a multiple of the 64-element stick gets both
 /// operands padded with zeros to the next multiple (copy_into of a zero constant), torch-spyre's
