@@ -11,7 +11,7 @@ struct BackendOptions {
   /// Double-buffered staging: split each core's sweep into at least this many blocks (where
   /// the extents allow), so DMA of one block overlaps compute of another. 0 = let the timing
   /// model choose: 1, 2, 4 and 8 are compiled and the lowest scheduled time wins (more
-  /// blocks only if at least 0.5 % faster).
+  /// blocks only if at least 2 % faster).
   int pipelineBlocks = 0;
 };
 
