@@ -365,7 +365,7 @@ struct Options {
   std::string engine = "both";
   jit::OptTier tier = jit::OptTier::O2;
   int threads = 1, cores = 32, reps = 20, interpReps = 0;
-  double interpBudgetS = 30;
+  double interpBudgetS = 200;
   bool native = true;
   std::string dumpDir; ///< --dump: listings, LLVM IR and objects of the JIT run
 };
@@ -859,7 +859,7 @@ int main(int argc, char **argv) {
       "cores", po::value<int>(), "simulated cores (default SENCORES or 32)")(
       "reps", po::value<int>()->default_value(20), "timed repetitions (JIT and libtorch)")(
       "interp-reps", po::value<int>()->default_value(0), "interpreter repetitions (default reps/4, at least 1)")(
-      "interp-budget", po::value<double>()->default_value(30),
+      "interp-budget", po::value<double>()->default_value(200),
       "skip the interpreter when its estimated time exceeds this many seconds")(
       "native", po::value<std::string>()->default_value("on"), "libtorch CPU baseline: on or off")(
       "compile-reps", po::value<int>()->default_value(5),
