@@ -211,3 +211,49 @@ TEST(Bundling, DumpDirHoldsOneSequencingFilePerBundle) {
   EXPECT_NE(passes.find("%t5 = mul(%t4, %x5) : f16[64, 256] {buffer="), std::string::npos) << passes;
   fs::remove_all(dir);
 }
+
+TEST(Bundling, GreedyOverAHandMadePlan) {
+  // Buffers 0-7 graph inputs, 8 an output, 9 an intermediate (the pool), launches by arguments.
+  isa::JobPlan p;
+  for (int i = 0; i < 10; ++i) {
+    isa::BufferSpec b;
+    b.kind = i < 8 ? isa::BufferSpec::Kind::Input : i == 8 ? isa::BufferSpec::Kind::Output
+                                                           : isa::BufferSpec::Kind::Intermediate;
+    p.buffers.push_back(b);
+  }
+  auto launch = [](std::vector<int> args) {
+    isa::KernelLaunch l;
+    l.argBuffers = std::move(args);
+    return l;
+  };
+  // Without the pool buffer in use the plan still has one, so 5 graph tensors per bundle; a
+  // tensor read again in the same bundle counts once, LX arguments (-1) not at all.
+  p.launches = {launch({0, 1, 9}), launch({9, 0, -1}), launch({-1, 2, 3}), launch({4, 0, 9}),
+                launch({5, 9}),    launch({0, 1, 2, 3, 4, 5, 8}), launch({8, 6})};
+  frontend::BundlingResult r = frontend::bundleLaunches(p);
+  EXPECT_TRUE(r.pool);
+  EXPECT_EQ(r.maxIoTensors, 5);
+  EXPECT_EQ(bundlesOf(p), (std::vector<int>{0, 0, 0, 0, 1, 2, 3}));
+  ASSERT_EQ(r.bundles.size(), 4u);
+  EXPECT_EQ(r.bundles[0].ioBuffers, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_TRUE(r.bundles[0].usesPool);
+  EXPECT_FALSE(r.bundles[2].usesPool);
+  EXPECT_EQ(r.bundles[2].ioBuffers.size(), 7u); // alone over the limit
+  EXPECT_NE(r.summary().find("bundle_2.mlir: sdsc_5, io buffers 0 1 2 3 4 5 8 (one kernel over the limit"),
+            std::string::npos)
+      << r.summary();
+  // Buffer 9 a graph input instead: no pool, so 6 per bundle, but 9 now counts like the others
+  // (bundle 0 = {0, 1, 2, 3, 4, 9}).
+  p.buffers[9].kind = isa::BufferSpec::Kind::Input;
+  r = frontend::bundleLaunches(p);
+  EXPECT_EQ(r.maxIoTensors, 6);
+  EXPECT_EQ(bundlesOf(p), (std::vector<int>{0, 0, 0, 0, 1, 2, 3}));
+  p.launches = {launch({0, 1}), launch({2, 3}), launch({4, 5}), launch({6, 7})};
+  p.buffers[9].kind = isa::BufferSpec::Kind::Intermediate; // a pool no launch touches still counts
+  EXPECT_EQ(bundlesOf(p), (std::vector<int>{0, 0, 0, 0})); // not bundled yet
+  frontend::bundleLaunches(p);
+  EXPECT_EQ(bundlesOf(p), (std::vector<int>{0, 0, 1, 1}));
+  // More arguments than the backend's 8 labeledDs per DSC is an error, not a bundle.
+  p.launches = {launch({0, 1, 2, 3, 4, 5, 6, 7, 8})};
+  EXPECT_THROW(frontend::bundleLaunches(p), Error);
+}
