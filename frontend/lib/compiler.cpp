@@ -992,14 +992,14 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
   }
   snapshot("bundling");
   if (!opts.dumpDir.empty()) {
-    // One sequencing file per bundle, naming its SuperDSC files in launch order; the
-    // sdsc_N.json files themselves stay side by side in the dump directory.
     // A directory reused from an earlier compile must not keep its bundle files.
     for (const auto &e : std::filesystem::directory_iterator(opts.dumpDir)) {
       const std::string name = e.path().filename().string();
       if (name == "bundle.mlir" || (name.rfind("bundle_", 0) == 0 && e.path().extension() == ".mlir"))
         std::filesystem::remove(e.path());
     }
+    // One sequencing file per bundle, naming its SuperDSC files in launch order; the
+    // sdsc_N.json files themselves stay side by side in the dump directory.
     std::vector<std::vector<std::string>> files(bundling.bundles.size());
     for (const isa::KernelLaunch &l : plan.launches)
       files[l.bundle].push_back(l.sdscFile);
