@@ -746,7 +746,7 @@ namespace {
 /// SPYRE_DUMP_DIR's passes.txt: the graph after each frontend pass, then what each decided.
 std::string passesReport(const Graph &g, const std::vector<PassSnapshot> &log, const std::vector<KernelDraft> &drafts,
                          const std::vector<int> &nodeOfDraft, const std::map<int, int> &aliasOf,
-                         const LxPlanningResult &lx, const JobPlan &plan) {
+                         const LxPlanningResult &lx, const JobPlan &plan, const BundlingResult &bundling) {
   std::string r;
   for (const PassSnapshot &p : log)
     r += "# graph after " + p.pass + "\n" + p.graph + "\n";
@@ -763,6 +763,7 @@ std::string passesReport(const Graph &g, const std::vector<PassSnapshot> &log, c
   }
   r += "\n# LX planning (size per core, live kernels, address)\n" + (lx.summary.empty() ? "none\n" : lx.summary);
   r += "\n# memory planning and emission (JobPlan; launch args: buffer index, lx = LX-resident)\n" + plan.summary();
+  r += "\n# bundling\n" + bundling.summary();
   return r;
 }
 } // namespace
@@ -954,7 +955,6 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
   snapshot("memory-planning");
 
   // Emission: SuperDSC JSON + launches binding kernel arguments (segments) to buffers.
-  std::vector<std::string> files;
   for (size_t ni = 0; ni < drafts.size(); ++ni) {
     const KernelDraft &kd = drafts[ni];
     isa::KernelLaunch launch;
@@ -974,12 +974,41 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
     launch.sdsc = isa::parseSuperDscText(launch.sdscJson, launch.sdscFile);
     if (!opts.dumpDir.empty())
       writeFile(opts.dumpDir + "/" + launch.sdscFile, launch.sdscJson + "\n");
-    files.push_back(launch.sdscFile);
     plan.launches.push_back(std::move(launch));
   }
+
+  // Bundling (bundling.cpp), last: consecutive launches share a bundle while its graph input /
+  // output tensors fit the kernel-argument segments. Each node notes its kernels' bundles.
+  const BundlingResult bundling = bundleLaunches(plan);
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    std::vector<double> bundles;
+    for (size_t k = 0; k < drafts.size(); ++k)
+      if (nodeOfDraft[k] == static_cast<int>(ni))
+        bundles.push_back(plan.launches[k].bundle);
+    if (bundles.size() == 1)
+      g.nodes[ni].notes["bundle"] = Attr(bundles[0]);
+    else if (!bundles.empty())
+      g.nodes[ni].notes["bundle"] = Attr(bundles);
+  }
+  snapshot("bundling");
   if (!opts.dumpDir.empty()) {
-    writeFile(opts.dumpDir + "/bundle.mlir", isa::writeBundleMlir(files));
-    writeFile(opts.dumpDir + "/passes.txt", passesReport(g, log, drafts, nodeOfDraft, aliasOf, lx, plan));
+    // A directory reused from an earlier compile must not keep its bundle files.
+    for (const auto &e : std::filesystem::directory_iterator(opts.dumpDir)) {
+      const std::string name = e.path().filename().string();
+      if (name == "bundle.mlir" || (name.rfind("bundle_", 0) == 0 && e.path().extension() == ".mlir"))
+        std::filesystem::remove(e.path());
+    }
+    // One sequencing file per bundle, naming its SuperDSC files in launch order; the
+    // sdsc_N.json files themselves stay side by side in the dump directory.
+    std::vector<std::vector<std::string>> files(bundling.bundles.size());
+    for (const isa::KernelLaunch &l : plan.launches)
+      files[l.bundle].push_back(l.sdscFile);
+    for (size_t b = 0; b < files.size(); ++b)
+      writeFile(opts.dumpDir + "/bundle_" + std::to_string(b) + ".mlir", isa::writeBundleMlir(files[b]));
+    // torch-spyre's single-bundle name, for tools that read one bundle.mlir per directory.
+    if (files.size() == 1)
+      writeFile(opts.dumpDir + "/bundle.mlir", isa::writeBundleMlir(files[0]));
+    writeFile(opts.dumpDir + "/passes.txt", passesReport(g, log, drafts, nodeOfDraft, aliasOf, lx, plan, bundling));
   }
   if (opts.passLog)
     *opts.passLog = std::move(log);
@@ -1000,7 +1029,7 @@ std::string JobPlan::summary() const {
     s += "launch " + l.sdscFile + " (" + l.sdsc.opFuncName + ", " + std::to_string(l.sdsc.numCoresUsed) + " cores) args";
     for (int b : l.argBuffers)
       s += b < 0 ? std::string(" lx") : " " + std::to_string(b);
-    s += "\n";
+    s += ", bundle " + std::to_string(l.bundle) + "\n";
   }
   return s;
 }

@@ -74,9 +74,10 @@ static void dumpSdsc(const fs::path &p, const isa::HardwareConfig &hw, bool timi
 }
 
 int main(int argc, char **argv) {
-  po::options_description opts("spyre-isa-dump [options] <sdsc.json | bundle dir | listing.lst>...\n\n"
+  po::options_description opts("spyre-isa-dump [options] <sdsc.json | bundle dir | bundle.mlir | listing.lst>...\n\n"
                                "Prints the per-core ISA listing the backend compiler produces for each\n"
-                               "SuperDSC (a bundle directory is read in bundle.mlir order) and its static\n"
+                               "SuperDSC (a bundle directory is read in bundle.mlir, else bundle_0.mlir,\n"
+                               "bundle_1.mlir, .. order) and its static\n"
                                "per-core/per-unit cycle summary. Options");
   opts.add_options()("help,h", "show this help")("no-timing", "print listings only")(
       "doc", "print docs/isa.md (generated from the instruction table) and exit; listing inputs (or\n"
@@ -115,6 +116,13 @@ int main(int argc, char **argv) {
         std::vector<std::string> files;
         if (fs::exists(bundle)) {
           files = isa::parseBundleMlir(readFile(bundle), bundle.string());
+        } else if (fs::exists(p / "bundle_0.mlir")) {
+          // The frontend's dump of a graph split into several bundles: bundle_0, bundle_1, ..
+          for (int b = 0; fs::exists(p / ("bundle_" + std::to_string(b) + ".mlir")); ++b) {
+            fs::path f = p / ("bundle_" + std::to_string(b) + ".mlir");
+            for (auto &name : isa::parseBundleMlir(readFile(f), f.string()))
+              files.push_back(std::move(name));
+          }
         } else {
           for (const auto &e : fs::directory_iterator(p))
             if (e.path().extension() == ".json" && e.path().filename().string().rfind("sdsc_", 0) == 0)
@@ -125,6 +133,10 @@ int main(int argc, char **argv) {
         }
         for (const auto &f : files)
           dumpSdsc(p / f, hw, timing);
+      } else if (p.extension() == ".mlir") {
+        // One bundle's sequencing file: its SuperDSC files sit next to it.
+        for (const auto &f : isa::parseBundleMlir(readFile(p), p.string()))
+          dumpSdsc(p.parent_path() / f, hw, timing);
       } else if (p.extension() == ".lst") {
         dumpKernel(readListing(p), hw, timing);
       } else {

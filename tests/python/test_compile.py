@@ -268,15 +268,15 @@ def test_dump_dir_writes_every_stage(tmp_path, monkeypatch):
     torch.compile(_skeleton, backend="spyre")(x.to("spyre"), x.to("spyre"))
     (graph_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     names = {p.name for p in graph_dir.iterdir()}
-    for expected in ["fx_graph.txt", "graph.txt", "bundle.mlir", "sdsc_0.json", "sdsc_0.lst", "sdsc_2.lst",
-                     "sdsc_0.timing.txt", "lx_plan.txt", "passes.txt"]:
+    for expected in ["fx_graph.txt", "graph.txt", "bundle.mlir", "bundle_0.mlir", "sdsc_0.json", "sdsc_0.lst",
+                     "sdsc_2.lst", "sdsc_0.timing.txt", "lx_plan.txt", "passes.txt"]:
         assert expected in names, names
     passes = (graph_dir / "passes.txt").read_text()
-    for section in ["# work division", "# LX planning", "# memory planning"]:
+    for section in ["# work division", "# LX planning", "# memory planning", "# bundling"]:
         assert section in passes, passes
     # The graph IR after each frontend pass, with the passes' decisions as node notes.
     for p in ["dead-code", "decompose", "layout-propagation", "constant-dedup", "work-division", "lx-planning",
-              "memory-planning"]:
+              "memory-planning", "bundling"]:
         assert f"# graph after {p}\ngraph(" in passes, passes
     assert "%mul = mul(%relu, %arg1_1) : f16[67, 256] {buffer=2, cores=4, splits=[1, 4]}" in passes, passes
     assert any(n.endswith(".opt.ll") for n in names) and any(n.endswith(".ll") and ".opt" not in n for n in names)
@@ -368,6 +368,25 @@ def test_nn_layernorm_compiles_to_three_card_kernels():
     assert ops == ["exx2", "layernormscale", "layernormnorm"]
 
 
+def _chain(x0, x1, x2, x3, x4, x5, x6, x7):
+    return (((((x0 + x1) * x2 - x3) + x4) * x5 - x6) + x7)
+
+
+def test_graph_over_six_tensors_splits_into_bundles(tmp_path, monkeypatch):
+    # Every op reads a fresh input: 9 graph tensors do not fit one bundle's segments (notes §1.2).
+    monkeypatch.setenv("SPYRE_DUMP_DIR", str(tmp_path))
+    torch.manual_seed(7)
+    xs = [torch.randn(64, 256, dtype=torch.float16) for _ in range(8)]
+    torch._dynamo.reset()
+    y = torch.compile(_chain, backend="spyre")(*[x.to("spyre") for x in xs]).cpu()
+    torch.testing.assert_close(y.float(), _chain(*[x.float() for x in xs]), atol=0.1, rtol=0.05)
+    bundles = [int(l.rsplit(" ", 1)[1]) for l in compile_stats.last.plan().splitlines() if l.startswith("launch")]
+    assert len(bundles) == 7 and bundles[0] == 0 and bundles[-1] == 1 and bundles == sorted(bundles), bundles
+    (graph_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    names = {p.name for p in graph_dir.iterdir()}
+    assert {"bundle_0.mlir", "bundle_1.mlir"} <= names and "bundle.mlir" not in names, names
+
+
 @pytest.mark.parametrize("env,stream", [("SPYRE_DEBUG", "out"), ("TORCH_SPYRE_DEBUG", "err")])
 def test_debug_logging_shows_the_graph_after_each_pass(env, stream, capfd, monkeypatch):
     monkeypatch.setenv(env, "2")
@@ -377,7 +396,7 @@ def test_debug_logging_shows_the_graph_after_each_pass(env, stream, capfd, monke
     captured = capfd.readouterr()
     text = captured.out if stream == "out" else captured.err
     for p in ["dead-code", "decompose", "layout-propagation", "constant-dedup", "work-division", "lx-planning",
-              "memory-planning"]:
+              "memory-planning", "bundling"]:
         assert f"# graph after {p}\n" in text, text
     assert "{cores=4, splits=[1, 4]}" in text, text
 

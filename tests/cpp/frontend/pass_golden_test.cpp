@@ -174,3 +174,22 @@ TEST(GoldenPasses, MemoryPlanning) {
                 8}},
               nullptr);
 }
+
+TEST(GoldenPasses, Bundling) {
+  // Every kernel reads a fresh graph input: with the intermediates in LX (no pool) a bundle holds
+  // 6 graph tensors, so x0..x5 share bundle 0 and the rest go to bundle 1. The second graph keeps
+  // t in DDR (the pool, 5 graph tensors per bundle) and its layernormnorm alone touches 6.
+  checkGolden("bundling",
+              {{"graph(%x0: f16[64, 256], %x1: f16[64, 256], %x2: f16[64, 256], %x3: f16[64, 256], "
+                "%x4: f16[64, 256], %x5: f16[64, 256], %x6: f16[64, 256], %x7: f16[64, 256]) {\n"
+                "  %t1 = add(%x0, %x1) : f16[64, 256]\n  %t2 = mul(%t1, %x2) : f16[64, 256]\n"
+                "  %t3 = sub(%t2, %x3) : f16[64, 256]\n  %t4 = add(%t3, %x4) : f16[64, 256]\n"
+                "  %t5 = mul(%t4, %x5) : f16[64, 256]\n  %t6 = sub(%t5, %x6) : f16[64, 256]\n"
+                "  %y = add(%t6, %x7) : f16[64, 256]\n  return (%y)\n}\n",
+                8},
+               {"graph(%x: f16[64, 256], %s: f32[64, 2], %r: f32[64, 1], %w: f16[256], %b: f16[256]) {\n"
+                "  %y = layernormnorm(%x, %s, %r, %w, %b) : f16[64, 256]\n  %t = transpose(%y) : f16[256, 64]\n"
+                "  %z = neg(%t) : f16[256, 64]\n  return (%y, %z)\n}\n",
+                8}},
+              nullptr);
+}

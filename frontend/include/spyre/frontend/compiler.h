@@ -1,4 +1,4 @@
-// Graph -> SuperDSC bundle + JobPlan: the frontend's passes in torch-spyre's order: verify, dead
+// Graph -> SuperDSC bundles + JobPlan: the frontend's passes in torch-spyre's order: verify, dead
 // code, decompositions, layout propagation, matmul K padding (opt-in), constant dedup (passes.h),
 // then one kernel per op with generic stick layouts and work division (passes 1-3), LX planning,
 // memory planning, SuperDSC emission, bundling.
@@ -16,7 +16,7 @@ bool padMatmulKFromEnv();
 
 struct CompileOptions {
   int maxCores = 32;       ///< SENCORES
-  std::string dumpDir;     ///< if set: graph.txt, passes.txt, sdsc_N.json, bundle.mlir, lx_plan.txt are written there
+  std::string dumpDir;     ///< if set: graph.txt, passes.txt, sdsc_N.json, bundle_N.mlir (and bundle.mlir when there is one bundle), lx_plan.txt are written there
   /// LX planning (LX_PLANNING, default on): intermediates stay in LX between kernels.
   bool lxPlanning = lxPlanningFromEnv();
   /// LX bytes per core the plan may use; the rest of the usable 1,677,721 B stays free for

@@ -1,11 +1,13 @@
 // The frontend's graph-to-graph passes (one per file in frontend/lib), in torch-spyre's order
 // (notes §4.3): dead code -> decompositions (one op per kernel) -> layout propagation -> matmul
-// K padding -> constant dedup. Work division, LX planning and memory planning follow inside compileGraph; they write
-// their decisions into the graph as node notes (`{cores=.., splits=[..]}`, `{lx=..}`,
-// `{buffer=..}`), so every pass has a text form before and after (compileGraph's pass log,
-// SPYRE_DUMP_DIR's passes.txt, tests/golden/passes/).
+// K padding -> constant dedup. Work division, LX planning, memory planning and (last) bundling
+// follow inside compileGraph; they write their decisions into the graph as node notes
+// (`{cores=.., splits=[..]}`, `{lx=..}`, `{buffer=..}`, `{bundle=..}`), so every pass has a text
+// form before and after (compileGraph's pass log, SPYRE_DUMP_DIR's passes.txt,
+// tests/golden/passes/).
 #pragma once
 #include "spyre/frontend/graph.h"
+#include "spyre/isa/job_plan.h"
 #include <map>
 #include <string>
 #include <vector>
@@ -61,5 +63,34 @@ void padMatmulK(Graph &g);
 /// constants move to the front of the graph (torch-spyre's dedup_and_promote_constants). A
 /// constant that is a graph output is left alone.
 void dedupConstants(Graph &g);
+
+/// bundling.cpp: torch-spyre's spyre_fuse_nodes. A SuperDSC bundle addresses its DDR tensors
+/// through the 7 kernel-argument segments of 16 GiB; torch-spyre lets one bundle reference at
+/// most kMaxBundleSegments - 1 = 6 graph input / output tensors, 5 when the graph has an
+/// intermediate pool (the pool takes segment 0). Here the pool is memory planning's DDR
+/// intermediates (BufferSpec::Kind::Intermediate): when the plan has one, it counts as one
+/// tensor of every bundle, whether or not the bundle touches it (torch-spyre decides per graph,
+/// `V.graph.pool_size > 0`). LX-resident arguments need no segment and do not count.
+inline constexpr int kMaxBundleSegments = 7;
+
+struct Bundle {
+  int firstLaunch = 0, numLaunches = 0;
+  std::vector<int> ioBuffers; ///< the distinct graph input / output buffers it reads or writes
+  bool usesPool = false;      ///< it reads or writes a DDR intermediate
+};
+
+struct BundlingResult {
+  int maxIoTensors = 6; ///< 6, or 5 with a pool
+  bool pool = false;
+  std::vector<Bundle> bundles;
+  std::string summary() const; ///< one line per bundle (passes.txt)
+};
+
+/// Groups plan.launches, in order, greedily into bundles: a launch joins the current bundle
+/// while the bundle's distinct graph input / output buffers stay within maxIoTensors, else it
+/// starts the next one. A launch over the limit alone gets a bundle of its own (what bounds a
+/// single kernel is the backend's 8 labeledDs per DSC; a launch with more arguments is an
+/// Error). Sets each launch's `bundle`.
+BundlingResult bundleLaunches(isa::JobPlan &plan);
 
 } // namespace spyre::frontend

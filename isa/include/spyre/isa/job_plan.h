@@ -23,6 +23,9 @@ struct KernelLaunch {
   SuperDsc sdsc;                    ///< as parsed back from the emitted JSON
   std::string sdscJson;             ///< the emitted text
   std::vector<int> argBuffers;      ///< kernel argument (segment) i -> buffer index; -1 = LX-resident (no buffer)
+  /// The SuperDSC bundle (bundle_N.mlir) this launch belongs to; set by the frontend's bundling
+  /// pass. Launches run in plan order either way: LX persists across bundles (notes §4.3).
+  int bundle = 0;
 };
 
 struct JobPlan {
@@ -31,6 +34,8 @@ struct JobPlan {
   std::vector<int> inputs, outputs; ///< buffer indices in graph order
   /// Output i aliases input j (no kernel writes it), -1 otherwise.
   std::vector<int> outputAliasesInput;
+  /// Number of bundles (launches are grouped consecutively: bundle ids never decrease).
+  int numBundles() const { return launches.empty() ? 0 : launches.back().bundle + 1; }
   std::string summary() const;
 };
 
