@@ -83,23 +83,14 @@ bool hasPool(const isa::JobPlan &p) {
 /// Runs p on both engines; expects the same bits from both and `ref` within fp16 tolerance.
 void expectRuns(const isa::JobPlan &p, const std::vector<std::vector<float>> &inputs, const std::vector<float> &ref,
                 float tol) {
-  static auto interp = sim::makeInterpreter();
-  static jit::JitEngine jit;
-  std::vector<float> res[2];
-  int e = 0;
-  for (sim::Engine *engine : {interp.get(), static_cast<sim::Engine *>(&jit)}) {
-    test::PlanRunner r(p, *engine);
-    for (size_t i = 0; i < inputs.size(); ++i)
-      r.setInput(i, inputs[i]);
-    r.run();
-    res[e++] = r.output(0);
-  }
-  EXPECT_EQ(res[0], res[1]) << "interpreter and JIT differ";
-  ASSERT_EQ(res[0].size(), ref.size());
+  test::BothEngines run = test::runOnBothEngines(p, inputs);
+  EXPECT_EQ(run.interp[0], run.jit[0]) << "interpreter and JIT differ";
+  const std::vector<float> &res = run.interp[0];
+  ASSERT_EQ(res.size(), ref.size());
   int bad = 0;
   for (size_t k = 0; k < ref.size(); ++k)
-    if (!(std::fabs(res[0][k] - ref[k]) <= tol * (1 + std::fabs(ref[k]))) && bad++ < 5)
-      ADD_FAILURE() << "element " << k << ": " << res[0][k] << " vs reference " << ref[k];
+    if (!(std::fabs(res[k] - ref[k]) <= tol * (1 + std::fabs(ref[k]))) && bad++ < 5)
+      ADD_FAILURE() << "element " << k << ": " << res[k] << " vs reference " << ref[k];
 }
 
 std::vector<float> randomValues(size_t n, std::mt19937 &g, float lo, float hi) {

@@ -26,36 +26,13 @@ std::vector<float> iotaValues(int64_t n, HostType t) {
 /// Runs a one-node graph on both engines for every core count; returns the interpreter result
 /// after checking the JIT gives the same bits.
 std::vector<float> runBoth(const Graph &g, int cores, const std::vector<float> &x) {
-  static auto interp = sim::makeInterpreter();
-  static jit::JitEngine jit;
-  isa::JobPlan plan = compileGraph(g, {cores, ""});
-  std::vector<float> res[2];
-  int e = 0;
-  for (sim::Engine *engine : {interp.get(), static_cast<sim::Engine *>(&jit)}) {
-    test::PlanRunner r(plan, *engine);
-    r.setInput(0, x);
-    r.run();
-    res[e++] = r.output(0);
-  }
-  EXPECT_EQ(res[0], res[1]) << "interpreter and JIT differ";
-  return res[0];
+  test::BothEngines r = test::runOnBothEngines(compileGraph(g, {cores, ""}), {x});
+  EXPECT_EQ(r.interp[0], r.jit[0]) << "interpreter and JIT differ";
+  return r.interp[0];
 }
 
-std::vector<int64_t> unravel(int64_t i, const V &shape) {
-  std::vector<int64_t> c(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    c[d] = i % shape[d];
-    i /= shape[d];
-  }
-  return c;
-}
-
-int64_t ravel(const std::vector<int64_t> &c, const V &shape) {
-  int64_t i = 0;
-  for (size_t d = 0; d < shape.size(); ++d)
-    i = i * shape[d] + c[d];
-  return i;
-}
+using test::ravel;
+using test::unravel;
 
 } // namespace
 
@@ -264,27 +241,17 @@ TEST(DataOps, CatWritesEachOperandIntoItsPart) {
       for (auto &v : xv.back())
         v += static_cast<float>(i) * 0.25f; // tell operands apart (exact in fp16 for |v| < 256)
     }
-    static auto interp = sim::makeInterpreter();
-    static jit::JitEngine jit;
     for (int cores : {1, 2, 7, 32}) {
       isa::JobPlan plan = compileGraph(g, {cores, ""});
       ASSERT_EQ(plan.launches.size(), c.ins.size());
-      std::vector<float> res[2];
-      int e = 0;
-      for (sim::Engine *engine : {interp.get(), static_cast<sim::Engine *>(&jit)}) {
-        test::PlanRunner r(plan, *engine);
-        for (size_t i = 0; i < c.ins.size(); ++i)
-          r.setInput(i, xv[i]);
-        r.run();
-        res[e++] = r.output(0);
-      }
-      ASSERT_EQ(res[0], res[1]);
+      test::BothEngines run = test::runOnBothEngines(plan, xv);
+      ASSERT_EQ(run.interp[0], run.jit[0]);
       for (int64_t i = 0; i < numel(outShape); ++i) {
         auto co = unravel(i, outShape);
         size_t k = 0;
         while (co[c.dim] >= c.ins[k][c.dim])
           co[c.dim] -= c.ins[k++][c.dim];
-        ASSERT_EQ(res[0][i], xv[k][ravel(co, c.ins[k])]) << "cat case dim " << c.dim << " cores " << cores << " at " << i;
+        ASSERT_EQ(run.interp[0][i], xv[k][ravel(co, c.ins[k])]) << "cat case dim " << c.dim << " cores " << cores << " at " << i;
       }
     }
   }
@@ -297,8 +264,6 @@ TEST(DataOps, CatAndSliceAlongTheStickOfF32AtUnalignedOffsets) {
     std::vector<V> ins;
   };
   std::vector<Case> cases = {{{{4, 67}, {4, 64}}}, {{{67, 5}, {67, 71}, {67, 1}}}, {{{2, 30}, {2, 3000}}}};
-  static auto interp = sim::makeInterpreter();
-  static jit::JitEngine jit;
   for (const auto &c : cases) {
     V outShape = c.ins[0];
     outShape[1] = 0;
@@ -321,31 +286,20 @@ TEST(DataOps, CatAndSliceAlongTheStickOfF32AtUnalignedOffsets) {
         xv.back().push_back(1.0f + static_cast<float>(e) * 1.0000001e-3f + static_cast<float>(i) * 0.1234567f);
     }
     for (int cores : {1, 2, 7}) {
-      isa::JobPlan plan = compileGraph(g, {cores, ""});
-      std::vector<float> res[2][2];
-      int e = 0;
-      for (sim::Engine *engine : {interp.get(), static_cast<sim::Engine *>(&jit)}) {
-        test::PlanRunner r(plan, *engine);
-        for (size_t i = 0; i < c.ins.size(); ++i)
-          r.setInput(i, xv[i]);
-        r.run();
-        res[e][0] = r.output(0);
-        res[e][1] = r.output(1);
-        ++e;
-      }
-      ASSERT_EQ(res[0][0], res[1][0]);
-      ASSERT_EQ(res[0][1], res[1][1]);
+      test::BothEngines run = test::runOnBothEngines(compileGraph(g, {cores, ""}), xv);
+      ASSERT_EQ(run.interp[0], run.jit[0]);
+      ASSERT_EQ(run.interp[1], run.jit[1]);
       for (int64_t i = 0; i < numel(outShape); ++i) {
         auto co = unravel(i, outShape);
         size_t k = 0;
         while (co[1] >= c.ins[k][1])
           co[1] -= c.ins[k++][1];
-        ASSERT_EQ(res[0][0][i], xv[k][ravel(co, c.ins[k])]) << "cat cores " << cores << " at " << i;
+        ASSERT_EQ(run.interp[0][i], xv[k][ravel(co, c.ins[k])]) << "cat cores " << cores << " at " << i;
       }
       for (int64_t i = 0; i < numel(sl); ++i) {
         auto co = unravel(i, sl);
         co[1] += 7;
-        ASSERT_EQ(res[0][1][i], res[0][0][ravel(co, outShape)]) << "slice cores " << cores << " at " << i;
+        ASSERT_EQ(run.interp[1][i], run.interp[0][ravel(co, outShape)]) << "slice cores " << cores << " at " << i;
       }
     }
   }

@@ -69,8 +69,6 @@ TEST(LayerNorm, ShapesCoresAndAffineVariants) {
       {{2, 2, 7, 129}, true, false}, {{129, 1024}, true, true},
       {{131, 4096}, true, true}, // prime rows of 8 KiB: exx2 blocks rows with a shorter last block
   };
-  auto interp = sim::makeInterpreter();
-  jit::JitEngine jit;
   std::mt19937 gen(11);
   for (HostType t : {HostType::F16, HostType::F32}) {
     for (const auto &c : cases) {
@@ -81,24 +79,15 @@ TEST(LayerNorm, ShapesCoresAndAffineVariants) {
       std::vector<float> xv = randomValues(numel(c.shape), t, gen, 3.0f, 2.0f);
       std::vector<float> wv = randomValues(C, t, gen, 1.0f, 0.5f), bv = randomValues(C, t, gen, 0.0f, 1.0f);
       for (int cores : {1, 2, 7, 32}) {
-        isa::JobPlan plan = compileGraph(g, {cores, ""});
-        std::vector<std::vector<float>> outs[2];
-        int e = 0;
-        for (sim::Engine *engine : {interp.get(), static_cast<sim::Engine *>(&jit)}) {
-          test::PlanRunner r(plan, *engine);
-          size_t in = 0;
-          r.setInput(in++, xv);
-          if (c.w)
-            r.setInput(in++, wv);
-          if (c.b)
-            r.setInput(in++, bv);
-          r.run();
-          for (size_t o = 0; o < 3; ++o)
-            outs[e].push_back(r.output(o));
-          ++e;
-        }
-        ASSERT_EQ(outs[0], outs[1]) << "interpreter and JIT differ";
-        const auto &y = outs[0][0], &st = outs[0][1], &rs = outs[0][2];
+        std::vector<std::vector<float>> ins{xv};
+        if (c.w)
+          ins.push_back(wv);
+        if (c.b)
+          ins.push_back(bv);
+        test::BothEngines run = test::runOnBothEngines(compileGraph(g, {cores, ""}), ins);
+        ASSERT_EQ(run.interp, run.jit) << "interpreter and JIT differ";
+        ASSERT_EQ(run.interp.size(), 3u);
+        const auto &y = run.interp[0], &st = run.interp[1], &rs = run.interp[2];
         for (int64_t row = 0; row < rows; ++row) {
           double s = 0, s2 = 0;
           for (int64_t j = 0; j < C; ++j) {

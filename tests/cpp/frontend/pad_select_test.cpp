@@ -23,38 +23,14 @@ std::vector<float> values(int64_t n, float salt = 0) {
   return v;
 }
 
-std::vector<int64_t> unravel(int64_t i, const V &shape) {
-  std::vector<int64_t> c(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    c[d] = i % shape[d];
-    i /= shape[d];
-  }
-  return c;
-}
-
-int64_t ravel(const std::vector<int64_t> &c, const V &shape) {
-  int64_t i = 0;
-  for (size_t d = 0; d < shape.size(); ++d)
-    i = i * shape[d] + c[d];
-  return i;
-}
+using test::ravel;
+using test::unravel;
 
 /// Output 0 of g on both engines (asserting they agree bit for bit).
 std::vector<float> runBoth(const Graph &g, const CompileOptions &o, const std::vector<std::vector<float>> &ins) {
-  static auto interp = sim::makeInterpreter();
-  static jit::JitEngine jit;
-  isa::JobPlan plan = compileGraph(g, o);
-  std::vector<float> res[2];
-  int e = 0;
-  for (sim::Engine *engine : {interp.get(), static_cast<sim::Engine *>(&jit)}) {
-    test::PlanRunner r(plan, *engine);
-    for (size_t i = 0; i < ins.size(); ++i)
-      r.setInput(i, ins[i]);
-    r.run();
-    res[e++] = r.output(0);
-  }
-  EXPECT_EQ(res[0], res[1]) << "interpreter and JIT differ";
-  return res[0];
+  test::BothEngines r = test::runOnBothEngines(compileGraph(g, o), ins);
+  EXPECT_EQ(r.interp[0], r.jit[0]) << "interpreter and JIT differ";
+  return r.interp[0];
 }
 
 } // namespace

@@ -5,6 +5,8 @@
 #include "spyre/isa/job_plan.h"
 #include "spyre/sim/device_memory.h"
 #include "spyre/sim/executable.h"
+#include "spyre/jit/jit_engine.h"
+#include "spyre/sim/engine.h"
 #include "spyre/sim/host_transfer.h"
 #include <cstdint>
 #include <vector>
@@ -16,6 +18,23 @@ inline int64_t numel(const std::vector<int64_t> &s) {
   for (auto d : s)
     n *= d;
   return n;
+}
+
+/// Coordinates of flat index i of a row-major `shape`, and back.
+inline std::vector<int64_t> unravel(int64_t i, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> c(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    c[d] = i % shape[d];
+    i /= shape[d];
+  }
+  return c;
+}
+
+inline int64_t ravel(const std::vector<int64_t> &c, const std::vector<int64_t> &shape) {
+  int64_t i = 0;
+  for (size_t d = 0; d < shape.size(); ++d)
+    i = i * shape[d] + c[d];
+  return i;
 }
 
 class PlanRunner {
@@ -89,5 +108,28 @@ private:
   sim::Runtime rt_;
   std::vector<uint64_t> addr_;
 };
+
+/// Every graph output of one run of a plan on each engine.
+struct BothEngines {
+  std::vector<std::vector<float>> interp, jit;
+};
+
+/// Runs `plan` with graph inputs `inputs` (in order) on the reference interpreter and on the
+/// JIT; the caller compares the two (they must agree bit for bit) and checks either.
+inline BothEngines runOnBothEngines(const isa::JobPlan &plan, const std::vector<std::vector<float>> &inputs) {
+  static auto interp = sim::makeInterpreter();
+  static jit::JitEngine jit;
+  BothEngines out;
+  for (sim::Engine *engine : {interp.get(), static_cast<sim::Engine *>(&jit)}) {
+    PlanRunner r(plan, *engine);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      r.setInput(i, inputs[i]);
+    r.run();
+    auto &outs = engine == interp.get() ? out.interp : out.jit;
+    for (size_t o = 0; o < plan.outputs.size(); ++o)
+      outs.push_back(r.output(o));
+  }
+  return out;
+}
 
 } // namespace spyre::test
