@@ -180,10 +180,10 @@ void foldAddi(std::vector<Instr> &body) {
 
 } // namespace
 
-void ProgramBuilder::finishSpmd(Kernel &k) {
+void ProgramBuilder::finishCores(Kernel &k, int first, int last) {
   CoreProgram p;
-  p.firstCore = 0;
-  p.lastCore = k.numCores - 1;
+  p.firstCore = first;
+  p.lastCore = last;
   p.body = std::move(top);
   foldAddi(p.body);
   while (!p.body.empty() && p.body.back().op == Opcode::Addi)

@@ -118,9 +118,11 @@ public:
   /// Copies a box of sticks between DDR (arg + rDdr, strides in bytes) and dense LX at
   /// lx[rLx + lxOff] (row-major over the box). box = (count, ddr stride) outer -> inner.
   /// Uses scratch registers for boxes that need more than a 3-d DMA.
-  /// Moves the built program into k as the SPMD program of all its cores; trailing register
-  /// restores are dead and dropped to keep listings short.
-  void finishSpmd(Kernel &k);
+  /// Moves the built program into k as the program of cores first..last (register walks
+  /// folded, trailing register restores dropped: they are dead and lengthen listings).
+  void finishCores(Kernel &k, int first, int last);
+  /// finishCores for all of k's cores: the SPMD program.
+  void finishSpmd(Kernel &k) { finishCores(k, 0, k.numCores - 1); }
   void dmaBox(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
               std::vector<std::pair<int64_t, int64_t>> box, int token, int scratchDdr, int scratchLx);
   /// As dmaBox with explicit LX strides: box = (count, ddr stride, lx stride), outer -> inner.

@@ -198,12 +198,7 @@ Kernel compileExx2Split(const SuperDsc &s, const BackendOptions &opts) {
       box.push_back({mI, inner >= 0 ? strideOf(out, inner) : 0, kStickBytes});
       pb.dmaBoxStrided(false, out.segment, 2, 0, -1, lxS, box, 1, 20, 21);
     }
-    CoreProgram p;
-    p.firstCore = p.lastCore = c;
-    p.body = std::move(pb.top);
-    while (!p.body.empty() && p.body.back().op == Opcode::Addi)
-      p.body.pop_back();
-    k.programs.push_back(std::move(p));
+    pb.finishCores(k, c, c);
   }
   k.comment = "op=exx2 stick split " + std::to_string(ks) + " over the ring, " + std::to_string(rowsPerCore) +
               " rows x " + std::to_string(KTc) + " sticks per core, cores=" + std::to_string(k.numCores);

@@ -127,10 +127,7 @@ Kernel compileMatmulKSplit(const SuperDsc &s, const TensorGeom &x, const TensorG
                        {{nCore, strideOf(o, dN), mCore * 128}, {mCore, strideOf(o, dM) ? strideOf(o, dM) : 128, 128}}, 2,
                        20, 21);
     }
-    CoreProgram p;
-    p.firstCore = p.lastCore = c;
-    p.body = std::move(pb.top);
-    k.programs.push_back(std::move(p));
+    pb.finishCores(k, c, c);
   }
   k.comment = "op=" + s.opFuncName + " K-split " + std::to_string(ks) + " over the ring, M=" +
               std::to_string(s.N[dM]) + " N=" + std::to_string(s.N[dN]) + " K=" + std::to_string(K) +

@@ -151,12 +151,7 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
       }
     };
     batchLoops(0);
-    CoreProgram p;
-    p.firstCore = p.lastCore = c;
-    p.body = std::move(pb.top);
-    while (!p.body.empty() && p.body.back().op == Opcode::Addi)
-      p.body.pop_back();
-    k.programs.push_back(std::move(p));
+    pb.finishCores(k, c, c);
   }
   k.comment = "op=" + s.opFuncName + " R=" + std::to_string(R) + " C=" + std::to_string(C) + " cores=" +
               std::to_string(k.numCores) + (chunked ? " rows in chunks of " + std::to_string(Rc) : "") +
