@@ -18,12 +18,38 @@ using V = std::vector<int64_t>;
 namespace {
 using test::numel;
 
-std::vector<float> runMatmul(sim::Engine &engine, int cores, const V &as, const V &bs, const V &os,
-                             const std::vector<float> &a, const std::vector<float> &b) {
+/// The output shape of a @ b: a's batch dims, M, N.
+V matmulShape(const V &as, const V &bs) {
+  V os(as.begin(), as.end() - 2);
+  os.push_back(as[as.size() - 2]);
+  os.push_back(bs.back());
+  return os;
+}
+
+isa::JobPlan compileMatmul(const V &as, const V &bs, int cores) {
   Graph g;
   int x = g.addInput("a", as, HostType::F16), y = g.addInput("b", bs, HostType::F16);
-  g.outputs = {g.addNode("matmul", {x, y}, "c", os, HostType::F16)};
-  isa::JobPlan plan = compileGraph(g, {cores, ""});
+  g.outputs = {g.addNode("matmul", {x, y}, "c", matmulShape(as, bs), HostType::F16)};
+  return compileGraph(g, {cores, ""});
+}
+
+/// a @ b in double, row-major, b either 2-d (shared) or batched like a.
+std::vector<double> referenceMatmul(const V &as, const V &bs, const std::vector<float> &a, const std::vector<float> &b) {
+  const size_t ra = as.size(), rb = bs.size();
+  const int64_t M = as[ra - 2], K = as[ra - 1], N = bs[rb - 1], B = numel(V(as.begin(), as.end() - 2));
+  std::vector<double> c(B * M * N, 0.0);
+  for (int64_t bi = 0; bi < B; ++bi)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t k = 0; k < K; ++k)
+          c[bi * M * N + i * N + n] +=
+              static_cast<double>(a[bi * M * K + i * K + k]) * b[(rb == 2 ? 0 : bi * K * N) + k * N + n];
+  return c;
+}
+
+std::vector<float> runMatmul(sim::Engine &engine, int cores, const V &as, const V &bs, const std::vector<float> &a,
+                             const std::vector<float> &b) {
+  isa::JobPlan plan = compileMatmul(as, bs, cores);
   test::PlanRunner r(plan, engine);
   r.setInput(0, a);
   r.setInput(1, b);
@@ -48,30 +74,20 @@ TEST(Matmul, ShapesBatchesAndCoreCounts) {
   std::mt19937 gen(3);
   std::normal_distribution<float> nd(0, 1);
   for (const auto &c : cases) {
-    size_t ra = c.a.size(), rb = c.b.size();
-    int64_t M = c.a[ra - 2], K = c.a[ra - 1], N = c.b[rb - 1];
-    V os(c.a.begin(), c.a.end() - 2);
-    os.push_back(M);
-    os.push_back(N);
-    int64_t B = numel(V(c.a.begin(), c.a.end() - 2));
+    const int64_t K = c.a.back(), N = c.b.back();
     std::vector<float> a(numel(c.a)), b(numel(c.b));
     for (auto &v : a)
       v = dl16::round(dl16::halfToFloat(dl16::floatToHalf(nd(gen))));
     for (auto &v : b)
       v = dl16::round(dl16::halfToFloat(dl16::floatToHalf(nd(gen))));
+    const std::vector<double> ref = referenceMatmul(c.a, c.b, a, b);
     for (int cores : {1, 7, 32}) {
-      auto ri = runMatmul(*interp, cores, c.a, c.b, os, a, b);
-      auto rj = runMatmul(jit, cores, c.a, c.b, os, a, b);
-      ASSERT_EQ(ri, rj) << "M " << M << " K " << K << " N " << N << " cores " << cores;
-      for (int64_t bi = 0; bi < B; ++bi)
-        for (int64_t i = 0; i < M; ++i)
-          for (int64_t n = 0; n < N; ++n) {
-            double acc = 0;
-            for (int64_t k = 0; k < K; ++k)
-              acc += static_cast<double>(a[bi * M * K + i * K + k]) * b[(rb == 2 ? 0 : bi * K * N) + k * N + n];
-            ASSERT_NEAR(ri[bi * M * N + i * N + n], acc, 0.01 * (1 + std::fabs(acc)) + 0.002 * std::sqrt(K))
-                << "M " << M << " K " << K << " N " << N << " at " << bi << "," << i << "," << n;
-          }
+      auto ri = runMatmul(*interp, cores, c.a, c.b, a, b);
+      auto rj = runMatmul(jit, cores, c.a, c.b, a, b);
+      ASSERT_EQ(ri, rj) << "K " << K << " N " << N << " cores " << cores;
+      for (size_t e = 0; e < ref.size(); ++e)
+        ASSERT_NEAR(ri[e], ref[e], 0.01 * (1 + std::fabs(ref[e])) + 0.002 * std::sqrt(K))
+            << "K " << K << " N " << N << " at output element " << e;
     }
   }
 }
@@ -138,20 +154,10 @@ TEST(Matmul, DoubleBufferedRowBlocksMatchReference) {
   std::mt19937 gen(5);
   std::uniform_int_distribution<int> small(-4, 4);
   for (const auto &c : cases) {
-    size_t ra = c.a.size(), rb = c.b.size();
-    int64_t M = c.a[ra - 2], K = c.a[ra - 1], N = c.b[rb - 1];
-    V os(c.a.begin(), c.a.end() - 2);
-    os.push_back(M);
-    os.push_back(N);
-    {
-      Graph g;
-      int x = g.addInput("a", c.a, HostType::F16), y = g.addInput("b", c.b, HostType::F16);
-      g.outputs = {g.addNode("matmul", {x, y}, "c", os, HostType::F16)};
-      isa::JobPlan plan = compileGraph(g, {c.cores, ""});
-      ASSERT_EQ(plan.launches.size(), 1u);
-      isa::Kernel k = isa::compileSuperDsc(plan.launches[0].sdsc);
-      EXPECT_NE(k.comment.find("double-buffered"), std::string::npos) << k.comment;
-    }
+    isa::JobPlan plan = compileMatmul(c.a, c.b, c.cores);
+    ASSERT_EQ(plan.launches.size(), 1u);
+    isa::Kernel k = isa::compileSuperDsc(plan.launches[0].sdsc);
+    EXPECT_NE(k.comment.find("double-buffered"), std::string::npos) << k.comment;
     // Small integers / 4: every product and partial sum is exact in fp32 and the result in DL16
     // for these K, so the reference is exact.
     std::vector<float> a(numel(c.a)), b(numel(c.b));
@@ -159,18 +165,11 @@ TEST(Matmul, DoubleBufferedRowBlocksMatchReference) {
       v = small(gen) / 4.0f;
     for (auto &v : b)
       v = small(gen) / 4.0f;
-    auto ri = runMatmul(*interp, c.cores, c.a, c.b, os, a, b);
-    auto rj = runMatmul(jit, c.cores, c.a, c.b, os, a, b);
+    auto ri = runMatmul(*interp, c.cores, c.a, c.b, a, b);
+    auto rj = runMatmul(jit, c.cores, c.a, c.b, a, b);
     ASSERT_EQ(ri, rj);
-    int64_t B = numel(V(c.a.begin(), c.a.end() - 2));
-    for (int64_t bi = 0; bi < B; ++bi)
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t n = 0; n < N; ++n) {
-          double acc = 0;
-          for (int64_t kk = 0; kk < K; ++kk)
-            acc += static_cast<double>(a[bi * M * K + i * K + kk]) * b[(rb == 2 ? 0 : bi * K * N) + kk * N + n];
-          ASSERT_EQ(ri[bi * M * N + i * N + n], dl16::round(static_cast<float>(acc)))
-              << "M " << M << " K " << K << " N " << N << " at " << bi << "," << i << "," << n;
-        }
+    const std::vector<double> ref = referenceMatmul(c.a, c.b, a, b);
+    for (size_t e = 0; e < ref.size(); ++e)
+      ASSERT_EQ(ri[e], dl16::round(static_cast<float>(ref[e]))) << "cores " << c.cores << " at output element " << e;
   }
 }
