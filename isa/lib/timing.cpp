@@ -352,9 +352,6 @@ UnitCycles cycles(const Work &w, const HardwareConfig &hw, int activeCores) {
   return u;
 }
 
-} // namespace
-
-namespace {
 
 /// The program executes a DMA (a loop with zero trips executes nothing).
 bool issuesDma(const std::vector<Instr> &body) {
@@ -367,15 +364,43 @@ bool issuesDma(const std::vector<Instr> &body) {
   return false;
 }
 
+/// Cores whose program executes a DMA (they share the card's DDR bandwidth). A loop body runs
+/// iff its trip count is > 0, so this equals the dry run's count.
+int dmaActiveCores(const Kernel &k) {
+  int active = 0;
+  for (const CoreProgram &p : k.programs)
+    if (issuesDma(p.body))
+      active += p.lastCore - p.firstCore + 1;
+  return active;
+}
+
+int topLevelBarriers(const CoreProgram &p) {
+  return static_cast<int>(
+      std::count_if(p.body.begin(), p.body.end(), [](const Instr &in) { return in.op == Opcode::Bar; }));
+}
+
+/// Per phase, the max over the kernel's core programs of the scheduled replay (timing depends
+/// only on a program's structure: one replay per program, not per core).
+std::vector<double> scheduledPhases(const Kernel &k, const HardwareConfig &hw, int activeCores, bool *approximate) {
+  Scheduler sched(hw, activeCores);
+  std::vector<double> phases;
+  for (const CoreProgram &p : k.programs) {
+    auto ranges = phaseRanges(p);
+    if (phases.size() < ranges.size())
+      phases.resize(ranges.size(), 0.0);
+    for (size_t ph = 0; ph < ranges.size(); ++ph)
+      phases[ph] = std::max(phases[ph], sched.phase(p.body, ranges[ph].first, ranges[ph].second));
+  }
+  if (approximate)
+    *approximate = sched.approximate();
+  return phases;
+}
+
 } // namespace
 
 std::vector<TimelineSlice> scheduleTimeline(const Kernel &k, const CoreProgram &p, const HardwareConfig &hw,
                                             size_t maxSlicesPerUnit) {
-  int active = 0;
-  for (const CoreProgram &q : k.programs)
-    if (issuesDma(q.body))
-      active += q.lastCore - q.firstCore + 1;
-  Scheduler sched(hw, active);
+  Scheduler sched(hw, dmaActiveCores(k));
   std::vector<TimelineSlice> out;
   auto ranges = phaseRanges(p);
   for (size_t ph = 0; ph < ranges.size(); ++ph)
@@ -384,25 +409,11 @@ std::vector<TimelineSlice> scheduleTimeline(const Kernel &k, const CoreProgram &
 }
 
 double scheduledKernelUs(const Kernel &k, const HardwareConfig &hw) {
-  int active = 0;
-  for (const CoreProgram &p : k.programs)
-    if (issuesDma(p.body))
-      active += p.lastCore - p.firstCore + 1;
-  Scheduler sched(hw, active);
   int barriers = 0;
-  std::vector<double> phases;
-  for (const CoreProgram &p : k.programs) {
-    auto ranges = phaseRanges(p);
-    if (phases.size() < ranges.size())
-      phases.resize(ranges.size(), 0.0);
-    for (size_t ph = 0; ph < ranges.size(); ++ph)
-      phases[ph] = std::max(phases[ph], sched.phase(p.body, ranges[ph].first, ranges[ph].second));
-    barriers = std::max(barriers, static_cast<int>(std::count_if(p.body.begin(), p.body.end(), [](const Instr &in) {
-                                    return in.op == Opcode::Bar;
-                                  })));
-  }
+  for (const CoreProgram &p : k.programs)
+    barriers = std::max(barriers, topLevelBarriers(p));
   double cycles = 0;
-  for (double c : phases)
+  for (double c : scheduledPhases(k, hw, dmaActiveCores(k), nullptr))
     cycles += c;
   return hw.kernelLaunchNs / 1e3 + barriers * hw.barrierNs / 1e3 + cycles / hw.cyclesPerUs();
 }
@@ -423,8 +434,7 @@ TimingReport timeKernel(const Kernel &k, const HardwareConfig &hw) {
       count.phases.pop_back();
     work[c] = std::move(count.phases);
     numPhases = std::max(numPhases, work[c].size());
-    rep.barriers = std::max(rep.barriers, static_cast<int>(std::count_if(
-        p->body.begin(), p->body.end(), [](const Instr &in) { return in.op == Opcode::Bar; })));
+    rep.barriers = std::max(rep.barriers, topLevelBarriers(*p));
   }
   for (const auto &phases : work) {
     bool active = false;
@@ -455,15 +465,8 @@ TimingReport timeKernel(const Kernel &k, const HardwareConfig &hw) {
     rep.perCorePhase.push_back(std::move(row));
   }
   // The scheduled replay depends only on a program's structure: once per core program.
-  rep.phaseScheduledCycles.assign(numPhases, 0.0);
-  Scheduler sched(hw, rep.activeCores);
-  for (const CoreProgram &p : k.programs) {
-    auto ranges = phaseRanges(p);
-    for (size_t ph = 0; ph < ranges.size() && ph < numPhases; ++ph)
-      rep.phaseScheduledCycles[ph] =
-          std::max(rep.phaseScheduledCycles[ph], sched.phase(p.body, ranges[ph].first, ranges[ph].second));
-  }
-  rep.scheduleApproximate = sched.approximate();
+  rep.phaseScheduledCycles = scheduledPhases(k, hw, rep.activeCores, &rep.scheduleApproximate);
+  rep.phaseScheduledCycles.resize(numPhases, 0.0);
   rep.launchUs = hw.kernelLaunchNs / 1e3;
   rep.barrierUs = rep.barriers * hw.barrierNs / 1e3;
   double ov = 0, se = 0, sc = 0;
