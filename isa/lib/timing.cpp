@@ -352,7 +352,6 @@ UnitCycles cycles(const Work &w, const HardwareConfig &hw, int activeCores) {
   return u;
 }
 
-
 /// The program executes a DMA (a loop with zero trips executes nothing).
 bool issuesDma(const std::vector<Instr> &body) {
   for (const Instr &in : body) {
