@@ -342,8 +342,7 @@ KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int max
     return sc;
   };
 
-  std::vector<int64_t> adjusted = N;
-  adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
+  std::vector<int64_t> adjusted = stickAdjusted(N, eps);
   // Work division passes 1 and 3: no core may span more than 256 MiB of any operand.
   std::vector<SpanTensor> spans;
   auto spanOf = [&](const std::string &name, size_t k, const std::vector<int> &sc) {
@@ -488,8 +487,7 @@ KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int max
   if (in.shape.empty())
     red = {true};
   auto labels = dimLabels(r);
-  std::vector<int64_t> adjusted = N;
-  adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
+  std::vector<int64_t> adjusted = stickAdjusted(N, eps);
   std::vector<bool> splittable(r);
   std::vector<int> inDims(r), outDims(r);
   std::vector<int64_t> outExt(r);

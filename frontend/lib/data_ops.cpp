@@ -120,8 +120,7 @@ std::vector<KernelDraft> copyIntoKernels(const Graph &g, const Node &n, size_t i
   const int64_t eps = elemsPerStick(fmt);
   auto labels = dimLabels(r);
   const std::vector<int64_t> &N = x.shape;
-  std::vector<int64_t> adjusted = N;
-  adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
+  std::vector<int64_t> adjusted = stickAdjusted(N, eps);
   // Pass 1 sees the output view with its allocation's extents (an upper bound of its span).
   auto splits = divideWorkWithSpan(adjusted, std::vector<bool>(r, true),
                                    {genericSpanTensor(x.name, identityDims(r), N, eps),
@@ -167,8 +166,7 @@ KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCore
   const bool laneShift = static_cast<size_t>(dim) == r - 1 && start % eps != 0;
   auto labels = dimLabels(r);
   const std::vector<int64_t> &N = out.shape;
-  std::vector<int64_t> adjusted = N;
-  adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
+  std::vector<int64_t> adjusted = stickAdjusted(N, eps);
   std::vector<bool> splittable(r, true);
   if (laneShift)
     splittable[r - 1] = false;
@@ -278,8 +276,7 @@ std::vector<KernelDraft> catKernels(const Graph &g, const Node &n, size_t index,
     const bool laneShift = static_cast<size_t>(dim) == r - 1 && offset % eps != 0;
     auto labels = dimLabels(r);
     const std::vector<int64_t> &N = x.shape;
-    std::vector<int64_t> adjusted = N;
-    adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
+    std::vector<int64_t> adjusted = stickAdjusted(N, eps);
     std::vector<bool> splittable(r, true);
     splittable[r - 1] = !laneShift;
     auto splits = divideWorkWithSpan(adjusted, splittable,

@@ -90,8 +90,7 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
   const int64_t eps = elemsPerStick(xf);
   auto labels = dimLabels(r);
   const std::vector<int64_t> &N = x.shape;
-  std::vector<int64_t> adjusted = N;
-  adjusted[r - 1] = (N[r - 1] + eps - 1) / eps;
+  std::vector<int64_t> adjusted = stickAdjusted(N, eps);
   // layernormnorm is elementwise (every dim, the stick dim in whole sticks); the statistics ops
   // make one value per row, so only rows split.
   std::vector<bool> splittable(r, true);

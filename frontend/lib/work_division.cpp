@@ -240,11 +240,15 @@ SpanTensor genericSpanTensor(std::string name, const std::vector<int> &iterDims,
   return t;
 }
 
-SpanTensor genericSpanTensor(std::string name, const std::vector<int> &iterDims, std::vector<int64_t> shape,
-                             int64_t eps) {
+std::vector<int64_t> stickAdjusted(std::vector<int64_t> shape, int64_t eps) {
   if (!shape.empty())
     shape.back() = (shape.back() + eps - 1) / eps;
-  return genericSpanTensor(std::move(name), iterDims, shape);
+  return shape;
+}
+
+SpanTensor genericSpanTensor(std::string name, const std::vector<int> &iterDims, std::vector<int64_t> shape,
+                             int64_t eps) {
+  return genericSpanTensor(std::move(name), iterDims, stickAdjusted(std::move(shape), eps));
 }
 
 std::vector<int> identityDims(size_t rank) {

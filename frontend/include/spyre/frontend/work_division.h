@@ -47,6 +47,9 @@ std::vector<int64_t> distributeWork(const std::vector<int64_t> &sizes, const std
 /// A tensor in the generic stick layout whose dim j is indexed by iteration dim iterDims[j]
 /// (-1: broadcast) over extents[j] device units (sticks for the last dim, rows otherwise).
 SpanTensor genericSpanTensor(std::string name, const std::vector<int> &iterDims, const std::vector<int64_t> &extents);
+/// The sizes work division sees for a shape in the generic layout: the last (stick) dim counted
+/// in sticks of `eps` elements, so splits fall on stick boundaries.
+std::vector<int64_t> stickAdjusted(std::vector<int64_t> shape, int64_t eps);
 /// The same from a tensor's element shape: its last dim in sticks of `eps` elements.
 SpanTensor genericSpanTensor(std::string name, const std::vector<int> &iterDims, std::vector<int64_t> shape,
                              int64_t eps);
