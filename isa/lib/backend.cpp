@@ -2,6 +2,7 @@
 #include "spyre/isa/backend.h"
 #include "backend_common.h"
 #include "spyre/isa/timing.h"
+#include <cstdlib>
 
 namespace spyre::isa {
 namespace detail {
@@ -102,7 +103,10 @@ Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
   if (s.lxReservedBytes > 0 && !supportsLxResidentOperands(s.opFuncName))
     throw Unsupported("lxReservedBytes_ (LX-resident tensors live across the kernel) in " + s.opFuncName +
                       " kernel " + s.name);
-  return compileOne(s, opts);
+  BackendOptions o = opts;
+  if (const char *mc = std::getenv("SPYRE_MULTICAST"); mc && std::string(mc) == "0")
+    o.multicast = false; // for before/after comparisons of the timing model
+  return compileOne(s, o);
 }
 
 } // namespace spyre::isa

@@ -266,6 +266,22 @@ int64_t largestFitting(int64_t hi, const std::function<bool(int64_t)> &fits) {
   return lo;
 }
 
+int sharedLoadCohort(const std::vector<int64_t> &off, const BackendOptions &opts) {
+  if (!opts.multicast)
+    return 1;
+  const int n = static_cast<int>(off.size());
+  for (int k = kMaxCohort; k >= 2; k /= 2) {
+    if (n % k != 0)
+      continue;
+    bool shared = true;
+    for (int c = 0; c < n && shared; ++c)
+      shared = off[c] == off[cohortLeader(c, k)];
+    if (shared)
+      return k;
+  }
+  return 1;
+}
+
 int64_t largestDivisorFitting(int64_t n, const std::function<bool(int64_t)> &fits) {
   std::vector<int64_t> ds = divisorsOf(n);
   for (auto it = ds.rbegin(); it != ds.rend(); ++it)
@@ -412,7 +428,7 @@ void ProgramBuilder::waitTokens(std::vector<int> tokens) {
 
 void ProgramBuilder::dmaBoxStrided(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
                                    const std::vector<std::array<int64_t, 3>> &box, int token, int scratchDdr,
-                                   int scratchLx, bool wait) {
+                                   int scratchLx, bool wait, int cohort) {
   std::vector<Run> runs = dmaRuns(box);
   // More than three runs: the outer ones become program loops around the DMA.
   std::vector<Run> outer;
@@ -422,7 +438,9 @@ void ProgramBuilder::dmaBoxStrided(bool toLx, int arg, int rDdr, int64_t ddrOff,
   }
   while (runs.size() < 3)
     runs.insert(runs.begin(), Run{1, 0, 0});
-  Instr d = mk(toLx ? Opcode::DmaIn : Opcode::DmaOut);
+  Instr d = mk(!toLx ? Opcode::DmaOut : cohort > 1 ? Opcode::DmaMc : Opcode::DmaIn);
+  if (d.op == Opcode::DmaMc)
+    d.imm = cohort;
   d.dma.n = {runs[0].n, runs[1].n, runs[2].n};
   d.dma.ddrStride = {runs[0].ddr, runs[1].ddr};
   d.dma.lxStride = {runs[0].lx, runs[1].lx};

@@ -76,6 +76,11 @@ std::vector<int64_t> divisorsOf(int64_t n);
 int64_t largestFitting(int64_t hi, const std::function<bool(int64_t)> &fits);
 /// Largest divisor of n with fits(c), fits monotone; 0 if none.
 int64_t largestDivisorFitting(int64_t n, const std::function<bool(int64_t)> &fits);
+/// The multicast cohort of a load that core c makes from DDR offset off[c] in an SPMD program
+/// (every core runs the same instructions, so equal offsets mean equal transfers): the largest
+/// k in {8, 4, 2} dividing the core count such that each aligned run of k cores shares one
+/// offset; 1 if there is none or opts.multicast is off.
+int sharedLoadCohort(const std::vector<int64_t> &off, const BackendOptions &opts);
 /// The block length of a double-buffered sweep over n units that now has blocks of `chunk`:
 /// a smaller one giving >= `blocks` blocks whose blocks stay bigEnough (monotone), else the
 /// smallest smaller one that is bigEnough (the most blocks possible), else `chunk`.
@@ -126,9 +131,11 @@ public:
   void dmaBox(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
               std::vector<std::pair<int64_t, int64_t>> box, int token, int scratchDdr, int scratchLx);
   /// As dmaBox with explicit LX strides: box = (count, ddr stride, lx stride), outer -> inner.
+  /// cohort > 1: a load is a multicast shared by the aligned runs of `cohort` cores (dma.mc;
+  /// the caller guarantees every member makes the same load, see sharedLoadCohort).
   void dmaBoxStrided(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
                      const std::vector<std::array<int64_t, 3>> &box, int token, int scratchDdr, int scratchLx,
-                     bool wait = true);
+                     bool wait = true, int cohort = 1);
   /// The box moves with one DMA instruction (at most three runs after merging contiguous dims).
   static bool singleDma(const std::vector<std::pair<int64_t, int64_t>> &box);
   /// One DMA of a singleDma box into/out of dense LX, *not* waited: the caller waits `token`

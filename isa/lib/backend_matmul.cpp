@@ -236,6 +236,8 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   const int64_t half = KT * mc * 128 + nc * mc * 128;
 
   Kernel k = newKernel(s, {&x, &y, &o});
+  // Under an M split the cores of one N slice load the same B blocks: one multicast per cohort.
+  const int bCohort = sharedLoadCohort(offsets(y), opts);
 
   // Registers: r1 x, r2 y, r3 out DDR offsets; r20/r21 DMA scratch; r5 row walker; r22/r23
   // this block's / the other block's A and D (0 or `half`), r24 swap scratch.
@@ -279,7 +281,8 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
     pb.loop(nCore / nc, {{2, nc * strideOf(y, dN)}, {3, nc * strideOf(o, dN)}}, [&] {
       // B block: nc tiles x K rows into tiles of Kpad rows.
       pb.dmaBoxStrided(true, y.segment, 2, 0, -1, lxB,
-                       {{nc, strideOf(y, dN), Kpad * 128}, {K, strideOf(y, dK) ? strideOf(y, dK) : 128, 128}}, 0, 20, 21);
+                       {{nc, strideOf(y, dN), Kpad * 128}, {K, strideOf(y, dK) ? strideOf(y, dK) : 128, 128}}, 0, 20, 21,
+                       /*wait=*/true, bCohort);
       if (pipelined) {
         pb.pipelinedSweep(
             numBlocks, {{1, aStep}, {3, oStep}}, rCur, rOther, rSwap, half, [&] { aDma(rCur, 0); }, block,
@@ -305,7 +308,8 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   pb.finishSpmd(k);
   k.comment = "op=" + s.opFuncName + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" +
               std::to_string(K) + " cores=" + std::to_string(k.numCores) + " block " + std::to_string(mc) + "x" +
-              std::to_string(nc * 64) + (pipelined ? ", double-buffered" : "");
+              std::to_string(nc * 64) + (pipelined ? ", double-buffered" : "") +
+              (bCohort > 1 ? ", B multicast to " + std::to_string(bCohort) + " cores" : "");
   return k;
 }
 

@@ -55,7 +55,9 @@ std::string timingCost(const OpInfo &op, const HardwareConfig &hw) {
     return "DMA unit, " + num(hw.dmaStartupNs) + " ns start-up (" + num(hw.nsToCycles(hw.dmaStartupNs)) +
            " cycles) + bytes ÷ (" + num(hw.ddrBytesPerSecond / 1e9) + " GB/s ÷ active cores) = " +
            num(hw.ddrBytesPerCyclePerCore(hw.numCores)) + " B/cycle per core with " +
-           std::to_string(hw.numCores) + " active cores";
+           std::to_string(hw.numCores) + " active cores" +
+           (op.op == Opcode::DmaMc ? "; each of the k cohort members is charged bytes ÷ k (one DDR read per cohort)"
+                                   : "");
   case TimingClass::Lsu:
     return "LSU, " + num(1.0 / (hw.lsuSticksPerCycle * c)) + " cycle per stick (" +
            num(hw.lsuSticksPerCycle) + " stick/cycle × " + num(c) + " corelets)";
@@ -118,6 +120,7 @@ std::string instructionSyntax(const OpInfo &info) {
     case 'L': t = "lx[ra+off]"; break;
     case 'D': t = "ddr[arg+rb+off]"; break;
     case 'S': t = "shape=(n2,n1,n0)[, ddr.stride=(s2,s1)][, lx.stride=(s2,s1)]"; break;
+    case 'C': t = "cohort=k"; break;
     case 'X': t = "[c0, c1, …]"; break;
     case 'T': t = "tK[, tK…]"; break;
     case 'O': s += " -> tK"; continue;
@@ -271,7 +274,8 @@ std::string generateIsaDoc(const HardwareConfig &hw, const std::vector<DocKernel
       "- Operands: `vN`, `rN`, integers (decimal or `0x` hex, optional `-`), float immediates,\n"
       "  `lx[off]` / `lx[rN]` / `lx[rN+off]` / `lx[rN-off]`, `ddr[arg]` / `ddr[arg+rN+off]`,\n"
       "  `shape=(n2,n1,n0)` optionally followed by `, ddr.stride=(s2,s1)` and `, lx.stride=(s2,s1)`\n"
-      "  (bytes; dense strides are the default and are not printed), `-> tK`, `tK, tK`, `[c0, c1, …]`.\n\n"
+      "  (bytes; dense strides are the default and are not printed), `cohort=k`, `-> tK`, `tK, tK`,\n"
+      "  `[c0, c1, …]`.\n\n"
       "Example (`tests/kernels/add_relu_mul.lst`):\n\n```\n");
   add(kExampleListing);
   add("```\n\n");
@@ -353,7 +357,12 @@ std::string generateIsaDoc(const HardwareConfig &hw, const std::vector<DocKernel
       "   of this rule the engines may complete a DMA when it issues: no valid program can tell.\n"
       "   Inside loops it is checked on the iterations the walk visits (below).\n"
       "11. `ld.pad` lane counts lie in 0..64 (`.dl16`) or 0..32 (`.f32`); PT tile sizes, ring stick\n"
-      "   counts and directions are in range and their LX tiles obey rule 6.\n\n"
+      "   counts and directions are in range and their LX tiles obey rule 6.\n"
+      "12. Multicast: a `dma.mc` cohort size k is 2..8; the cohort of core c is cores\n"
+      "   c − c mod k .. c − c mod k + k − 1, all inside the kernel; every member issues the same\n"
+      "   multicast transfers in the same order per phase (same DDR argument and address, LX\n"
+      "   address, shape, strides and cohort size) as any member. That is what makes one DDR read\n"
+      "   delivered to every member's LX equal to the per-core copies the engines perform.\n\n"
       "Reading a vector register before writing it is allowed: registers persist across phases.\n\n"
       "**How it is exact.** The verifier dry-runs the scalar part of each core's program (registers\n"
       "start at 0, r0 = core id) and checks each address with the register values it would have. DMA\n"
@@ -386,7 +395,10 @@ std::string generateIsaDoc(const HardwareConfig &hw, const std::vector<DocKernel
       " GHz ÷ A) |\n\n"
       "A = the kernel's **active cores** (cores that execute any DMA): the card's DDR bandwidth is\n"
       "shared evenly by the cores streaming at once (" + num(perCoreDdr) + " B/cycle per core when all " +
-      std::to_string(hw.numCores) + " stream).\n\n"
+      std::to_string(hw.numCores) + " stream). A multicast (`dma.mc`, cohort of k cores) reads DDR once\n"
+      "for its cohort: each member is charged its bytes ÷ k (a cohort of 8 that loads one weight block\n"
+      "costs the DDR of one load, not 8). Members run the same instruction stream, so they reach\n"
+      "the transfer together; a skew between them is not modelled.\n\n"
       "Three phase times per core, from the same costs:\n\n"
       "- **scheduled** (the kernel's simulated time): the core's instruction stream replayed in\n"
       "  order. A sequencer issues in program order; scalar ops (loop entries included) and `wait`\n"

@@ -82,6 +82,7 @@ std::string printInstr(const Instr &in, const Kernel &k, int indent) {
     case 'L': t = lxText(li == 0 ? in.lx : li == 1 ? in.lx2 : in.lx3); ++li; break;
     case 'D': t = ddrText(in.ddr, k); break;
     case 'S': t = shapeText(in.dma); break;
+    case 'C': t = "cohort=" + std::to_string(in.imm); break;
     case 'X': {
       t = "[";
       for (size_t i = 0; i < in.table.size(); ++i)
@@ -505,6 +506,10 @@ private:
       case 'L': (li == 0 ? in.lx : li == 1 ? in.lx2 : in.lx3) = lxAddr(); ++li; break;
       case 'D': in.ddr = ddrAddr(k); break;
       case 'S': in.dma = shape(); break;
+      case 'C':
+        expectWord("cohort=");
+        in.imm = integer();
+        break;
       case 'X': {
         expect('[');
         skipWs();

@@ -13,6 +13,10 @@
 //   dma    = #DMA · H.dmaStartupNs · GHz + DDR bytes / (H.ddrBytesPerSecond / (GHz·1e9) / A)
 //            where A = number of active cores in the kernel (cores that execute any DMA): the
 //            card's DDR bandwidth is shared evenly by the cores streaming at the same time.
+//            A multicast (dma.mc, cohort of k cores) reads DDR once for the cohort: each member
+//            is charged bytes / k. The members run the same instruction stream (the verifier
+//            checks they issue the same transfers), so they reach it together; a skew between
+//            them is not modelled.
 // Per core per phase: overlapped = max over units (decoupled units that overlap perfectly);
 // serial = sum over units (each unit waits for the previous one, the way the public Python
 // interpreter of Spyre kernels counts compute + memory + comm).
@@ -65,7 +69,7 @@ public:
     case TimingClass::Scalar: cur.scalarOps += w; break;
     case TimingClass::Dma:
       cur.dmaOps += w;
-      cur.ddrBytes += w * static_cast<uint64_t>(in.dma.sticks()) * 128;
+      cur.ddrBytes += w * static_cast<uint64_t>(dmaDdrBytes(in));
       break;
     case TimingClass::Lsu: cur.lsuSticks += w; break;
     case TimingClass::Sfp: cur.sfpOps += w; break;
@@ -203,11 +207,11 @@ private:
       return;
     case TimingClass::Dma: {
       double start = std::max({t_[Seq], t_[Dma], t_[Lsu], t_[Sfp], t_[Pt], t_[Ring]});
-      double bytes = static_cast<double>(in.dma.sticks()) * 128;
+      double bytes = static_cast<double>(dmaDdrBytes(in));
       t_[Dma] = start + hw_.nsToCycles(hw_.dmaStartupNs) + bytes / hw_.ddrBytesPerCyclePerCore(activeCores_);
       if (rec_) {
         char what[64];
-        std::snprintf(what, sizeof what, "%s %lld sticks -> t%d", in.op == Opcode::DmaIn ? "dma.in" : "dma.out",
+        std::snprintf(what, sizeof what, "%s %lld sticks -> t%d", std::string(opInfo(in.op).mnemonic).c_str(),
                       static_cast<long long>(in.dma.sticks()), in.outToken);
         busy_[Dma] += t_[Dma] - start;
         record(Dma, start, t_[Dma], what, false);

@@ -124,6 +124,10 @@ private:
       if (in.r[0] == 0)
         fail(in, "r0", "writes r0, which holds the core id and is read-only");
       break;
+    case Opcode::DmaMc:
+      if (in.imm < 2 || in.imm > kMaxCohort)
+        fail(in, std::to_string(in.imm), "multicast cohort size must be in 2.." + std::to_string(kMaxCohort));
+      break;
     case Opcode::Splat:
       if (in.imm < 0 || in.imm >= kLanes)
         fail(in, std::to_string(in.imm), "splat lane must be in 0..63");
@@ -234,12 +238,13 @@ public:
       return;
     }
     case Opcode::DmaIn:
+    case Opcode::DmaMc:
     case Opcode::DmaOut: {
       dmaRows(in, s, true);
       dmaRows(in, s, false);
       auto [lo, hi] = dmaLxSpan(in, s);
       tokenFree(in);
-      touch(in, lxText(in.lx), lo, hi, in.op == Opcode::DmaIn);
+      touch(in, lxText(in.lx), lo, hi, isDmaToLx(in.op));
       issue(in, lo, hi);
       return;
     }
@@ -336,7 +341,7 @@ private:
       const Instr *dma = outstanding_[t];
       if (!dma || dma == &in || hi <= span_[t].first || span_[t].second <= lo)
         continue;
-      bool filling = dma->op == Opcode::DmaIn;
+      bool filling = isDmaToLx(dma->op);
       if (!filling && !write)
         continue;
       fail(in, op, std::string(write ? "writes" : "reads") + " LX [" + num(lo) + ", " + num(hi) + ") while " +
@@ -405,6 +410,86 @@ public:
 };
 } // namespace
 
+namespace {
+/// One executed multicast as its cohort must agree on it: the resolved DDR and LX addresses,
+/// the shape and the cohort size, in issue order per phase (weights included: a loop's
+/// iterations are the same visits on every member that runs the same program).
+struct McTransfer {
+  const Instr *in;
+  int phase;
+  int64_t cohort, ddrArg, ddr, lx;
+  uint64_t weight;
+  bool sameTransfer(const McTransfer &o) const {
+    return phase == o.phase && cohort == o.cohort && ddrArg == o.ddrArg && ddr == o.ddr && lx == o.lx &&
+           weight == o.weight && in->dma.n == o.in->dma.n && in->dma.ddrStride == o.in->dma.ddrStride &&
+           in->dma.lxStride == o.in->dma.lxStride;
+  }
+};
+
+class McLog final : public detail::WalkVisitor {
+public:
+  explicit McLog(const Kernel &k) : k_(k) {}
+  std::vector<McTransfer> transfers;
+  void visit(const Instr &in, const detail::ScalarState &s, uint64_t w, int depth) override {
+    if (in.op == Opcode::Bar && depth == 0)
+      ++phase_;
+    if (in.op != Opcode::DmaMc)
+      return;
+    transfers.push_back({&in, phase_, in.imm, in.ddr.arg, detail::regValue(k_, s, in, in.ddr.base) + in.ddr.offset,
+                         detail::regValue(k_, s, in, in.lx.base) + in.lx.offset, w});
+  }
+
+private:
+  const Kernel &k_;
+  int phase_ = 0;
+};
+
+std::string mcText(const Kernel &k, const McTransfer &t) {
+  return "line " + std::to_string(t.in->line) + " dma.mc of cohort " + std::to_string(t.cohort) + " in phase " +
+         std::to_string(t.phase) + ": ddr[" + k.args[t.ddrArg] + "+" + hexText(t.ddr) + "], lx[" + hexText(t.lx) +
+         "], " + detail::shapeText(t.in->dma) + (t.weight > 1 ? " (x" + std::to_string(t.weight) + ")" : "");
+}
+
+/// Multicast agreement: every member of a cohort issues the same multicast transfers in the same
+/// order as the cohort's first core. That is what makes "one DDR read, every member's LX
+/// receives it" equal to the per-core copies the engines perform.
+void checkMulticastCohorts(const Kernel &k) {
+  std::vector<McLog> logs(k.numCores, McLog(k));
+  for (int c = 0; c < k.numCores; ++c)
+    detail::walkProgram(k, *k.programFor(c), c, logs[c]);
+  auto fail = [&](int c, const std::string &what) {
+    throw Error("kernel " + k.name + ", core " + std::to_string(c) + ": multicast cohort mismatch: " + what);
+  };
+  for (int c = 0; c < k.numCores; ++c) {
+    for (const McTransfer &t : logs[c].transfers) {
+      const int lead = cohortLeader(c, static_cast<int>(t.cohort));
+      if (lead + t.cohort > k.numCores)
+        fail(c, mcText(k, t) + " names cores " + std::to_string(lead) + ".." +
+                    std::to_string(lead + t.cohort - 1) + " but the kernel has " + std::to_string(k.numCores) +
+                    " cores");
+    }
+    if (logs[c].transfers.empty())
+      continue;
+    // Every member of c's cohort (by its first multicast) issues exactly c's transfers: none
+    // skipped, added or changed (so a member without any multicast is caught too).
+    const int size = static_cast<int>(logs[c].transfers[0].cohort), lead = cohortLeader(c, size);
+    const auto &theirs = logs[c].transfers;
+    for (int m = lead; m < lead + size; ++m) {
+      const auto &mine = logs[m].transfers;
+      for (size_t i = 0; i < std::max(mine.size(), theirs.size()); ++i) {
+        if (i >= mine.size())
+          fail(m, "core " + std::to_string(c) + " issues " + mcText(k, theirs[i]) + " but this core does not");
+        if (i >= theirs.size())
+          fail(m, "this core issues " + mcText(k, mine[i]) + " but core " + std::to_string(c) + " does not");
+        if (!mine[i].sameTransfer(theirs[i]))
+          fail(m, "this core issues " + mcText(k, mine[i]) + " where core " + std::to_string(c) + " issues " +
+                      mcText(k, theirs[i]));
+      }
+    }
+  }
+}
+} // namespace
+
 void verifyKernel(const Kernel &k, const std::vector<uint64_t> &argBytes, int64_t lxBytes) {
   if (k.numCores < 1 || k.numCores > 32)
     kernelError(k, "cores=" + std::to_string(k.numCores) + " is outside 1..32");
@@ -438,7 +523,7 @@ void verifyKernel(const Kernel &k, const std::vector<uint64_t> &argBytes, int64_
                          std::to_string(topLevelBarriers(p)) + " barriers but cores " +
                          rangeText(p0.firstCore, p0.lastCore) + " reach " +
                          std::to_string(topLevelBarriers(p0)) + "; every core must reach the same number");
-  bool anyRing = false;
+  bool anyRing = false, anyMulticast = false;
   for (const auto &p : k.programs) {
     for (int c = p.firstCore; c <= p.lastCore; ++c) {
       DynamicChecker check(k, c, argBytes, lxBytes);
@@ -448,11 +533,14 @@ void verifyKernel(const Kernel &k, const std::vector<uint64_t> &argBytes, int64_
     std::function<void(const std::vector<Instr> &)> scan = [&](const std::vector<Instr> &b) {
       for (const auto &in : b) {
         anyRing |= opInfo(in.op).unit == Unit::Ring;
+        anyMulticast |= in.op == Opcode::DmaMc;
         scan(in.body);
       }
     };
     scan(p.body);
   }
+  if (anyMulticast)
+    checkMulticastCohorts(k);
   // Ring pairing: what core c receives from direction d in phase p is exactly what its
   // neighbour sent in direction d in phase p-1 (and nothing sent goes unreceived).
   if (anyRing) {

@@ -748,6 +748,7 @@ private:
                      ConstantFP::get(f32_, isa::roundTo(in.fmt, in.fimm))});
       return true;
     case Opcode::DmaIn:
+    case Opcode::DmaMc:
     case Opcode::DmaOut: {
       const auto &d = in.dma;
       Value *argBase = b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(i64_, argBase_, in.ddr.arg));
@@ -755,7 +756,7 @@ private:
       b_.CreateCall(helper("spyre_jit_dma", {ptr_, ptr_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i32_}),
                     {lxAddr(in.lx), ddr, i64c(d.n[0]), i64c(d.n[1]), i64c(d.n[2] * 128), i64c(d.lxStride[0]),
                      i64c(d.lxStride[1]), i64c(d.ddrStride[0]), i64c(d.ddrStride[1]),
-                     b_.getInt32(in.op == Opcode::DmaIn ? 1 : 0)});
+                     b_.getInt32(isa::isDmaToLx(in.op) ? 1 : 0)});
       return true;
     }
     case Opcode::PtMm:
@@ -807,7 +808,8 @@ private:
     case Opcode::RingPsum: lowerRing(in); return;
     case Opcode::PtOut: lowerPtOut(in); return;
     case Opcode::PtTr: lowerPtTr(in); return;
-    case Opcode::DmaIn: lowerDma(in, true); return;
+    case Opcode::DmaIn:
+    case Opcode::DmaMc: lowerDma(in, true); return;
     case Opcode::DmaOut: lowerDma(in, false); return;
     case Opcode::Wait:
     case Opcode::Bar: return;

@@ -51,7 +51,7 @@ private:
       return;
     const auto relaxed = std::memory_order_relaxed;
     switch (opInfo(in.op).timing) {
-    case TimingClass::Dma: counters_->ddrBytes.fetch_add(in.dma.sticks() * 128, relaxed); break;
+    case TimingClass::Dma: counters_->ddrBytes.fetch_add(dmaDdrBytes(in), relaxed); break;
     case TimingClass::Lsu: counters_->lsuSticks.fetch_add(1, relaxed); break;
     case TimingClass::Sfp:
     case TimingClass::SfpTrans: counters_->sfpStickOps.fetch_add(1, relaxed); break;
@@ -124,7 +124,8 @@ private:
         for (const auto &b : in.body)
           exec(b, c);
       return;
-    case Opcode::DmaIn: dma(in, c, true); return;
+    case Opcode::DmaIn:
+    case Opcode::DmaMc: dma(in, c, true); return; // every cohort member copies (verified identical)
     case Opcode::DmaOut: dma(in, c, false); return;
     case Opcode::Wait:
     case Opcode::Bar:

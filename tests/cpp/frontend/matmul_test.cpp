@@ -3,11 +3,13 @@
 #include "spyre/frontend/compiler.h"
 #include "spyre/isa/backend.h"
 #include "spyre/isa/dl16.h"
+#include "spyre/isa/timing.h"
 #include "spyre/jit/jit_engine.h"
 #include "spyre/sim/device_memory.h"
 #include "spyre/sim/executable.h"
 #include "spyre/sim/host_transfer.h"
 #include <cmath>
+#include <cstdlib>
 #include <gtest/gtest.h>
 #include <random>
 
@@ -172,4 +174,42 @@ TEST(Matmul, DoubleBufferedRowBlocksMatchReference) {
     for (size_t e = 0; e < ref.size(); ++e)
       ASSERT_EQ(ri[e], dl16::round(static_cast<float>(ref[e]))) << "cores " << c.cores << " at output element " << e;
   }
+}
+
+TEST(Matmul, MSplitWeightBlocksArriveByMulticast) {
+  // M = 64 over 32 cores: the cores of an N slice load the same B blocks, one multicast per
+  // cohort of 8 (torch-spyre's _COHORT_LIMIT). Exact small-integer data; identical results
+  // with multicast off (SPYRE_MULTICAST=0: every core streams its own copy).
+  const V as{64, 256}, bs{256, 1024};
+  isa::JobPlan plan = compileMatmul(as, bs, 32);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  isa::BackendOptions off;
+  off.multicast = false;
+  isa::Kernel mc = isa::compileSuperDsc(plan.launches[0].sdsc), plain = isa::compileSuperDsc(plan.launches[0].sdsc, off);
+  EXPECT_NE(mc.comment.find("B multicast to 8 cores"), std::string::npos) << mc.comment;
+  EXPECT_EQ(plain.comment.find("multicast"), std::string::npos) << plain.comment;
+  isa::TimingReport tm = isa::timeKernel(mc, isa::HardwareConfig{}), tp = isa::timeKernel(plain, isa::HardwareConfig{});
+  // B is 256 x 1024 DL16 = 512 KiB: 32 copies without multicast, 4 with.
+  EXPECT_EQ(tp.ddrBytes - tm.ddrBytes, 28u * 512 * 1024);
+  EXPECT_LT(tm.scheduledUs, tp.scheduledUs / 3);
+
+  std::mt19937 gen(9);
+  std::uniform_int_distribution<int> small(-4, 4);
+  std::vector<float> a(numel(as)), b(numel(bs));
+  for (auto &v : a)
+    v = small(gen) / 4.0f;
+  for (auto &v : b)
+    v = small(gen) / 4.0f;
+  auto interp = sim::makeInterpreter();
+  jit::JitEngine jit;
+  auto ri = runMatmul(*interp, 32, as, bs, a, b);
+  auto rj = runMatmul(jit, 32, as, bs, a, b);
+  ASSERT_EQ(ri, rj);
+  const std::vector<double> ref = referenceMatmul(as, bs, a, b);
+  for (size_t e = 0; e < ref.size(); ++e)
+    ASSERT_EQ(ri[e], dl16::round(static_cast<float>(ref[e]))) << "output element " << e;
+  setenv("SPYRE_MULTICAST", "0", 1);
+  auto rOff = runMatmul(jit, 32, as, bs, a, b);
+  unsetenv("SPYRE_MULTICAST");
+  EXPECT_EQ(rOff, rj);
 }

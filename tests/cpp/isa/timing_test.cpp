@@ -341,3 +341,22 @@ TEST(HardwareConfig, SencoresFromEnvironment) {
   else
     unsetenv("SENCORES");
 }
+
+TEST(Timing, MulticastChargesEachCohortMemberItsShare) {
+  // 8 cores load the same 1024 sticks: as dma.in every core streams them (8 x 128 KiB of
+  // DDR), as one multicast of cohort 8 the card reads them once and each member is charged 1/8.
+  auto kernel = [](const std::string &dma) {
+    return parseKernel(".kernel w cores=8\n.args a\n.core 0..7\n    " + dma + " -> t0\n    wait      t0\n");
+  };
+  Kernel plain = kernel("dma.in    lx[0x0], ddr[a], shape=(1,1,1024)");
+  Kernel mc = kernel("dma.mc    lx[0x0], ddr[a], shape=(1,1,1024), cohort=8");
+  ASSERT_NO_THROW(verifyKernel(mc, {131072}));
+  TimingReport p = timeKernel(plain, HardwareConfig{}), m = timeKernel(mc, HardwareConfig{});
+  EXPECT_EQ(p.ddrBytes, 8u * 131072);
+  EXPECT_EQ(m.ddrBytes, 131072u);
+  // 8 active cores: 136.5333 / 8 B/cycle each; the multicast moves 16 KiB per member.
+  EXPECT_NEAR(p.perCorePhase[0][0].dma, 150 + 131072 / (204.8e9 / 1.5e9 / 8), 1e-6);
+  EXPECT_NEAR(m.perCorePhase[0][0].dma, 150 + 131072 / 8 / (204.8e9 / 1.5e9 / 8), 1e-6);
+  EXPECT_NEAR(m.perCorePhase[0][0].dma, 150 + 960, 1e-6);
+  EXPECT_LT(m.scheduledUs, p.scheduledUs);
+}

@@ -369,3 +369,79 @@ TEST(Verifier, LoopAnalysisAgreesWithUnrolling) {
   EXPECT_GT(passes, 1000);
   EXPECT_GT(failures, 1000);
 }
+
+// dma.mc: the cohort of core c is cores c - c % k .. + k - 1, and every member makes the same
+// multicast transfers (the one DDR read that reaches every member's LX).
+namespace {
+std::string multicastKernel(const std::string &core0, const std::string &core1 = "") {
+  std::string text = ".kernel mc cores=4\n.args a b\n";
+  if (core1.empty())
+    return text + ".core 0..3\n" + core0;
+  return text + ".core 0..1\n" + core0 + ".core 2..3\n" + core1;
+}
+} // namespace
+
+TEST(Verifier, MulticastCohortsThatAgreePass) {
+  // Same absolute and register-relative addresses on every member, in a loop, two cohorts of 2
+  // loading different blocks (r1 = 1024 * (core / 2)), and a cohort of 4.
+  std::string body = "    li        r2, 2\n"
+                     "    tbl       r1, [0, 0, 1024, 1024]\n"
+                     "    loop 3 {\n"
+                     "        dma.mc    lx[0x0], ddr[a+r1], shape=(1,1,8), cohort=2 -> t0\n"
+                     "        wait      t0\n"
+                     "    }\n"
+                     "    dma.mc    lx[0x400], ddr[b+0x80], shape=(1,2,4), cohort=4 -> t1\n"
+                     "    wait      t1\n";
+  Kernel k = parseKernel(multicastKernel(body));
+  EXPECT_EQ(verifyError(k), "<no error>");
+  EXPECT_EQ(printKernel(parseKernel(printKernel(k))), printKernel(k)); // listing round trip
+  EXPECT_NE(printKernel(k).find("cohort=2 -> t0"), std::string::npos);
+}
+
+TEST(Verifier, MulticastCohortMismatchesNameTheCoresAndTransfers) {
+  // Members of one cohort load different DDR bytes.
+  std::string diff = "    tbl       r1, [0, 128, 0, 128]\n"
+                     "    dma.mc    lx[0x0], ddr[a+r1], shape=(1,1,8), cohort=2 -> t0\n"
+                     "    wait      t0\n";
+  EXPECT_NE(verifyError(multicastKernel(diff)).find("kernel mc, core 1: multicast cohort mismatch: this core issues "
+                                                    "line 5 dma.mc of cohort 2 in phase 0: ddr[a+0x80]"),
+            std::string::npos)
+      << verifyError(multicastKernel(diff));
+  // A member that never issues its cohort's multicast (cores 2..3 run another program).
+  std::string mc = "    dma.mc    lx[0x0], ddr[a], shape=(1,1,8), cohort=4 -> t0\n    wait      t0\n";
+  std::string plain = "    dma.in    lx[0x0], ddr[a], shape=(1,1,8) -> t0\n    wait      t0\n";
+  EXPECT_NE(verifyError(multicastKernel(mc, plain)).find("core 2: multicast cohort mismatch: core 0 issues line 4 "
+                                                         "dma.mc of cohort 4 in phase 0: ddr[a+0x0], lx[0x0], "
+                                                         "shape=(1,1,8) but this core does not"),
+            std::string::npos)
+      << verifyError(multicastKernel(mc, plain));
+  // Different LX destinations, different cohort sizes, a cohort beyond the kernel's cores.
+  std::string lx = "    tbl       r3, [0, 0, 0, 128]\n"
+                   "    dma.mc    lx[r3], ddr[a], shape=(1,1,8), cohort=2 -> t0\n    wait      t0\n";
+  EXPECT_NE(verifyError(multicastKernel(lx)).find("core 3: multicast cohort mismatch"), std::string::npos);
+  std::string sizes = "    dma.mc    lx[0x0], ddr[a], shape=(1,1,8), cohort=2 -> t0\n    wait      t0\n";
+  EXPECT_NE(verifyError(multicastKernel(mc, sizes)).find("multicast cohort mismatch"), std::string::npos);
+  std::string beyond = ".kernel mc cores=3\n.args a b\n.core 0..2\n" + mc;
+  EXPECT_NE(verifyError(beyond).find("core 0: multicast cohort mismatch: line 4 dma.mc of cohort 4 in phase 0: "
+                                     "ddr[a+0x0], lx[0x0], shape=(1,1,8) names cores 0..3 but the kernel has 3 cores"),
+            std::string::npos)
+      << verifyError(beyond);
+  // A member issuing it in another phase.
+  std::string late = "    bar\n" + mc;
+  EXPECT_NE(verifyError(multicastKernel(mc + "    bar\n", late)).find("multicast cohort mismatch"), std::string::npos);
+}
+
+TEST(Verifier, MulticastCohortSizeIsTwoToEight) {
+  for (int k : {0, 1, 9, 16}) {
+    std::string text = multicastKernel("    dma.mc    lx[0x0], ddr[a], shape=(1,1,8), cohort=" + std::to_string(k) +
+                                       " -> t0\n    wait      t0\n");
+    EXPECT_NE(verifyError(text).find("multicast cohort size must be in 2..8"), std::string::npos) << verifyError(text);
+  }
+  // The LX race rule treats dma.mc as the dma.in it is.
+  std::string race = "    dma.mc    lx[0x0], ddr[a], shape=(1,1,8), cohort=2 -> t0\n"
+                     "    ld.dl16   v0, lx[0x80]\n"
+                     "    wait      t0\n";
+  EXPECT_NE(verifyError(multicastKernel(race)).find("reads LX [128, 256) while dma.mc at line 4 (token t0) is still filling"),
+            std::string::npos)
+      << verifyError(multicastKernel(race));
+}

@@ -1,6 +1,7 @@
 // A generator of random *valid* kernels for differential testing of the engines: scalar
 // li/addi/muli/tbl, nested loops with small static trip counts (including 0), DMA in/out with
-// random in-bounds shapes and strides (unaligned DDR too), ld/st/ld.pad in every format, every
+// random in-bounds shapes and strides (unaligned DDR too), multicast dma.mc (absolute addresses
+// in programs whose core range is whole cohorts, so every member makes the same transfer), ld/st/ld.pad in every format, every
 // SFP instruction of the ISA table in every format, PT tiles (pt.mm with and without
 // accumulation, pt.out, pt.tr) on disjoint LX tiles, multi-core `.core` ranges and `bar` phases,
 // and ring traffic: a per-kernel plan of ring.send in phase p and ring.recv / ring.psum.{dl16,f32}
@@ -138,6 +139,7 @@ private:
   int cores_ = 1;
   std::vector<uint64_t> argBytes_;
   std::vector<int> coresOfProgram_;
+  int progFirst_ = 0, progLast_ = 0; ///< core range of the program being generated
 
   int pick(int n) { return static_cast<int>(g_() % static_cast<uint64_t>(n)); }
   int64_t range(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(g_() % static_cast<uint64_t>(hi - lo + 1)); }
@@ -194,6 +196,8 @@ private:
       isa::CoreProgram prog;
       prog.firstCore = cuts[p];
       prog.lastCore = cuts[p + 1] - 1;
+      progFirst_ = prog.firstCore;
+      progLast_ = prog.lastCore;
       State s;
       // r0 = core id: junk for arithmetic; every other register starts at 0.
       for (int ph = 0; ph < phases; ++ph) {
@@ -384,6 +388,17 @@ private:
       return;
     Instr d;
     d.op = chance(50) ? Opcode::DmaIn : Opcode::DmaOut;
+    // A multicast needs its cohort inside this program's core range, all members at the same
+    // addresses: absolute ones (address registers may differ between cores).
+    int cohort = 0;
+    for (int k : {4, 2})
+      if (!cohort && progFirst_ % k == 0 && (progLast_ + 1) % k == 0)
+        cohort = k;
+    const bool multicast = d.op == Opcode::DmaIn && cohort && chance(30);
+    if (multicast) {
+      d.op = Opcode::DmaMc;
+      d.imm = cohort;
+    }
     auto &sh = d.dma;
     sh.n = {range(1, 2), range(1, 3), range(1, 3)};
     auto dense = isa::DmaShape::dense(sh.n);
@@ -403,8 +418,12 @@ private:
       return;
     d.lx = lxAddr(s, lxExtent);
     d.ddr = ddrAddr(s, arg, ddrExtent);
+    if (multicast) {
+      d.lx = {-1, 128 * range(0, (o_.lxBytes - lxExtent) / 128)};
+      d.ddr = {arg, -1, range(0, static_cast<int64_t>(argBytes_[arg]) - ddrExtent)};
+    }
     // Strides may be zero or smaller than a row: the span covers [base, base + extent).
-    settle(body, s, d.lx, lxExtent, d.op == Opcode::DmaIn);
+    settle(body, s, d.lx, lxExtent, isa::isDmaToLx(d.op));
     free.clear();
     for (int t = 0; t < isa::kNumTokens; ++t)
       if (!s.outstanding.count(t))
@@ -412,7 +431,7 @@ private:
     d.outToken = free[pick(static_cast<int>(free.size()))];
     s.outstanding.insert(d.outToken);
     Span sp = lxSpan(s, d.lx, lxExtent);
-    sp.fills = d.op == Opcode::DmaIn;
+    sp.fills = isa::isDmaToLx(d.op);
     s.span[d.outToken] = sp;
     issuedHere.insert(d.outToken);
     body.push_back(d);

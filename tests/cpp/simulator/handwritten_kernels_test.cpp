@@ -71,6 +71,21 @@ TEST(HandWritten, VectorAdd32CoresBitExact) {
     ASSERT_EQ(h16(ddr, 16384 + 2 * i), dl16::fromFloat(f16(a, 2 * i) + f16(b, 2 * i))) << "element " << i;
 }
 
+TEST(HandWritten, MulticastBiasReachesEveryCohortMember) {
+  // Every core adds the one bias row it received by multicast (cohorts of 8) to its own row.
+  auto x = spyre::testing::randomDl16(16 * 256, 21), bias = spyre::testing::randomDl16(256, 22);
+  std::vector<uint8_t> out(16 * 512, 0xAB);
+  std::vector<std::vector<uint8_t>> args{x, bias, out};
+  isa::Kernel k = loadKernel("bias_add_multicast.lst", args);
+  auto ddr = runAll(k, args);
+  const size_t outAt = x.size() + bias.size();
+  for (size_t i = 0; i < 16 * 256; ++i)
+    ASSERT_EQ(h16(ddr, outAt + 2 * i), dl16::fromFloat(f16(x, 2 * i) + f16(bias, 2 * (i % 256)))) << "element " << i;
+  // The timing model reads the bias once per cohort: 2 x 512 bytes, not 16 x 512.
+  isa::TimingReport r = isa::timeKernel(k, isa::HardwareConfig{});
+  EXPECT_EQ(r.ddrBytes, 16u * 512 * 2 + 2 * 512);
+}
+
 TEST(HandWritten, SoftmaxRowsIgnorePaddedLanes) {
   // 8 rows of 100 values in 2 sticks each; the 28 padding lanes hold large garbage that ld.pad
   // must mask out (a plain ld would make exp overflow and the row sum infinite).

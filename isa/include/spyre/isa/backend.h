@@ -13,6 +13,10 @@ struct BackendOptions {
   /// model choose: 1, 2, 4 and 8 are compiled and the lowest scheduled time wins (more
   /// blocks only if at least 2 % faster).
   int pipelineBlocks = 0;
+  /// Loads that every core of an aligned run of 2..8 cores makes identically (a matmul's
+  /// weight block under an M split) become one multicast per cohort (dma.mc). Off: each core
+  /// streams its own copy (SPYRE_MULTICAST=0 turns it off for comparisons).
+  bool multicast = true;
 };
 
 /// Kernel argument i is the tensor whose start address lies in segment i (arguments are bound to

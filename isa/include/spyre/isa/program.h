@@ -36,6 +36,14 @@ const std::vector<OpInfo> &allOps();
 std::string_view formatName(Format f);
 std::string_view unitName(Unit u);
 
+/// DMAs that fill LX from DDR (dma.in and its multicast form dma.mc).
+constexpr bool isDmaToLx(Opcode op) { return op == Opcode::DmaIn || op == Opcode::DmaMc; }
+constexpr bool isDma(Opcode op) { return isDmaToLx(op) || op == Opcode::DmaOut; }
+/// A multicast cohort: at most 8 cores share one DDR read (torch-spyre's _COHORT_LIMIT).
+constexpr int kMaxCohort = 8;
+/// The first core of `core`'s cohort of size k (cohorts are aligned runs of k core ids).
+constexpr int cohortLeader(int core, int k) { return core - core % k; }
+
 constexpr int kNumSRegs = 32;  // r0 = core id (read-only)
 constexpr int kNumVRegs = 16;
 constexpr int kNumTokens = 16;
@@ -83,6 +91,14 @@ struct Instr {
   std::vector<Instr> body;           ///< loop body
   int line = 0;                      ///< source line in a parsed listing (0 if generated)
 };
+
+/// DDR bytes one execution of a DMA charges its core. A multicast (dma.mc) reads DDR once for
+/// its cohort of k = imm cores, so each member is charged 1/k of the transfer (sticks are 128
+/// bytes and k <= 8 divides 128: exact).
+inline int64_t dmaDdrBytes(const Instr &in) {
+  const int64_t bytes = in.dma.sticks() * 128;
+  return in.op == Opcode::DmaMc && in.imm > 1 ? bytes / in.imm : bytes;
+}
 
 /// The program run by the cores firstCore..lastCore (SPMD: r0 and tbl make it per-core).
 struct CoreProgram {
