@@ -382,10 +382,10 @@ bool ProgramBuilder::singleDma(const std::vector<std::pair<int64_t, int64_t>> &b
 }
 
 void ProgramBuilder::dmaAsync(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
-                              const std::vector<std::pair<int64_t, int64_t>> &box, int token) {
+                              const std::vector<std::pair<int64_t, int64_t>> &box, int token, int cohort) {
   if (!singleDma(box))
     throw Error("internal: dmaAsync of a box that needs more than one DMA");
-  dmaBoxStrided(toLx, arg, rDdr, ddrOff, rLx, lxOff, denseBox(box), token, -1, -1, /*wait=*/false);
+  dmaBoxStrided(toLx, arg, rDdr, ddrOff, rLx, lxOff, denseBox(box), token, -1, -1, /*wait=*/false, cohort);
 }
 
 void ProgramBuilder::pipelinedSweep(int64_t n, const std::vector<std::pair<int, int64_t>> &adv, int rCur, int rOther,

@@ -141,7 +141,7 @@ public:
   /// One DMA of a singleDma box into/out of dense LX, *not* waited: the caller waits `token`
   /// before touching that LX (double-buffered staging).
   void dmaAsync(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
-                const std::vector<std::pair<int64_t, int64_t>> &box, int token);
+                const std::vector<std::pair<int64_t, int64_t>> &box, int token, int cohort = 1);
   /// `wait t, ...` (nothing for an empty list).
   void waitTokens(std::vector<int> tokens);
   /// A double-buffered sweep of n >= 2 blocks. Registers rCur / rOther hold this block's and

@@ -236,8 +236,9 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   const int64_t half = KT * mc * 128 + nc * mc * 128;
 
   Kernel k = newKernel(s, {&x, &y, &o});
-  // Under an M split the cores of one N slice load the same B blocks: one multicast per cohort.
-  const int bCohort = sharedLoadCohort(offsets(y), opts);
+  // Under an M split the cores of one N slice load the same B blocks, under an N split (M not
+  // split) every core loads the same A rows: one multicast per cohort.
+  const int bCohort = sharedLoadCohort(offsets(y), opts), aCohort = sharedLoadCohort(offsets(x), opts);
 
   // Registers: r1 x, r2 y, r3 out DDR offsets; r20/r21 DMA scratch; r5 row walker; r22/r23
   // this block's / the other block's A and D (0 or `half`), r24 swap scratch.
@@ -256,7 +257,7 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   const int64_t aStep = mc * strideOf(x, dM), oStep = mc * strideOf(o, dM), numBlocks = mCore / mc;
   auto aDma = [&](int rBuf, int64_t ddrOff) {
     std::vector<std::pair<int64_t, int64_t>> box = aBox(mc);
-    pb.dmaAsync(true, x.segment, 1, ddrOff, rBuf, lxA, box, tokA);
+    pb.dmaAsync(true, x.segment, 1, ddrOff, rBuf, lxA, box, tokA, aCohort);
   };
   // One row block: A (already fetched into rCur's half) through PT into D, D written back.
   auto block = [&](bool first, bool last) {
@@ -293,7 +294,7 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
         // A block: KT tiles x mc rows, (kt, i) order.
         pb.dmaBoxStrided(true, x.segment, 1, 0, -1, lxA,
                          {{KT, strideOf(x, dK), mc * 128}, {mc, strideOf(x, dM) ? strideOf(x, dM) : 128, 128}}, tokA, 20,
-                         21);
+                         21, /*wait=*/true, aCohort);
         if (validK)
           emitMaskSticks(pb, lxA + (KT - 1) * mc * 128, mc);
         emitPtMm(pb, lxC, lxA, lxB, mc, nc * 64, Kpad);
@@ -309,7 +310,8 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   k.comment = "op=" + s.opFuncName + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" +
               std::to_string(K) + " cores=" + std::to_string(k.numCores) + " block " + std::to_string(mc) + "x" +
               std::to_string(nc * 64) + (pipelined ? ", double-buffered" : "") +
-              (bCohort > 1 ? ", B multicast to " + std::to_string(bCohort) + " cores" : "");
+              (bCohort > 1 ? ", B multicast to " + std::to_string(bCohort) + " cores" : "") +
+              (aCohort > 1 ? ", A multicast to " + std::to_string(aCohort) + " cores" : "");
   return k;
 }
 

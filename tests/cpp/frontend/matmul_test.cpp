@@ -176,40 +176,49 @@ TEST(Matmul, DoubleBufferedRowBlocksMatchReference) {
   }
 }
 
-TEST(Matmul, MSplitWeightBlocksArriveByMulticast) {
-  // M = 64 over 32 cores: the cores of an N slice load the same B blocks, one multicast per
-  // cohort of 8 (torch-spyre's _COHORT_LIMIT). Exact small-integer data; identical results
-  // with multicast off (SPYRE_MULTICAST=0: every core streams its own copy).
-  const V as{64, 256}, bs{256, 1024};
-  isa::JobPlan plan = compileMatmul(as, bs, 32);
-  ASSERT_EQ(plan.launches.size(), 1u);
-  isa::BackendOptions off;
-  off.multicast = false;
-  isa::Kernel mc = isa::compileSuperDsc(plan.launches[0].sdsc), plain = isa::compileSuperDsc(plan.launches[0].sdsc, off);
-  EXPECT_NE(mc.comment.find("B multicast to 8 cores"), std::string::npos) << mc.comment;
-  EXPECT_EQ(plain.comment.find("multicast"), std::string::npos) << plain.comment;
-  isa::TimingReport tm = isa::timeKernel(mc, isa::HardwareConfig{}), tp = isa::timeKernel(plain, isa::HardwareConfig{});
-  // B is 256 x 1024 DL16 = 512 KiB: 32 copies without multicast, 4 with.
-  EXPECT_EQ(tp.ddrBytes - tm.ddrBytes, 28u * 512 * 1024);
-  EXPECT_LT(tm.scheduledUs, tp.scheduledUs / 3);
-
-  std::mt19937 gen(9);
-  std::uniform_int_distribution<int> small(-4, 4);
-  std::vector<float> a(numel(as)), b(numel(bs));
-  for (auto &v : a)
-    v = small(gen) / 4.0f;
-  for (auto &v : b)
-    v = small(gen) / 4.0f;
+TEST(Matmul, SharedOperandBlocksArriveByMulticast) {
+  // M = 64 over 32 cores: the cores of an N slice load the same B blocks; M = 16 (N split):
+  // every core loads the same A rows. One multicast per cohort of 8 (torch-spyre's
+  // _COHORT_LIMIT). Exact small-integer data; identical results with multicast off
+  // (SPYRE_MULTICAST=0: every core streams its own copy).
+  struct Case {
+    V a, b;
+    const char *shared;
+    uint64_t savedBytes; ///< DDR the multicast saves: (32 - 4) copies of the shared operand
+  };
+  const Case cases[] = {{{64, 256}, {256, 1024}, "B multicast to 8 cores", 28u * 256 * 1024 * 2},
+                        {{16, 256}, {256, 4096}, "A multicast to 8 cores", 28u * 16 * 256 * 2}};
   auto interp = sim::makeInterpreter();
   jit::JitEngine jit;
-  auto ri = runMatmul(*interp, 32, as, bs, a, b);
-  auto rj = runMatmul(jit, 32, as, bs, a, b);
-  ASSERT_EQ(ri, rj);
-  const std::vector<double> ref = referenceMatmul(as, bs, a, b);
-  for (size_t e = 0; e < ref.size(); ++e)
-    ASSERT_EQ(ri[e], dl16::round(static_cast<float>(ref[e]))) << "output element " << e;
-  setenv("SPYRE_MULTICAST", "0", 1);
-  auto rOff = runMatmul(jit, 32, as, bs, a, b);
-  unsetenv("SPYRE_MULTICAST");
-  EXPECT_EQ(rOff, rj);
+  std::mt19937 gen(9);
+  std::uniform_int_distribution<int> small(-4, 4);
+  for (const Case &c : cases) {
+    isa::JobPlan plan = compileMatmul(c.a, c.b, 32);
+    ASSERT_EQ(plan.launches.size(), 1u);
+    isa::BackendOptions off;
+    off.multicast = false;
+    isa::Kernel mc = isa::compileSuperDsc(plan.launches[0].sdsc),
+                plain = isa::compileSuperDsc(plan.launches[0].sdsc, off);
+    EXPECT_NE(mc.comment.find(c.shared), std::string::npos) << mc.comment;
+    EXPECT_EQ(plain.comment.find("multicast"), std::string::npos) << plain.comment;
+    isa::TimingReport tm = isa::timeKernel(mc, isa::HardwareConfig{}), tp = isa::timeKernel(plain, isa::HardwareConfig{});
+    EXPECT_EQ(tp.ddrBytes - tm.ddrBytes, c.savedBytes) << mc.comment;
+    EXPECT_LT(tm.scheduledUs, tp.scheduledUs);
+
+    std::vector<float> a(numel(c.a)), b(numel(c.b));
+    for (auto &v : a)
+      v = small(gen) / 4.0f;
+    for (auto &v : b)
+      v = small(gen) / 4.0f;
+    auto ri = runMatmul(*interp, 32, c.a, c.b, a, b);
+    auto rj = runMatmul(jit, 32, c.a, c.b, a, b);
+    ASSERT_EQ(ri, rj);
+    const std::vector<double> ref = referenceMatmul(c.a, c.b, a, b);
+    for (size_t e = 0; e < ref.size(); ++e)
+      ASSERT_EQ(ri[e], dl16::round(static_cast<float>(ref[e]))) << "output element " << e;
+    setenv("SPYRE_MULTICAST", "0", 1);
+    auto rOff = runMatmul(jit, 32, c.a, c.b, a, b);
+    unsetenv("SPYRE_MULTICAST");
+    EXPECT_EQ(rOff, rj);
+  }
 }
