@@ -535,9 +535,12 @@ KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int max
 KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
   const Value &out = g.values[n.output];
   std::string where = "node %" + out.name + " = " + n.op;
-  checkAttrs(n, where, {});
+  checkAttrs(n, where, {"transb"});
   if (n.inputs.size() != 2)
     throw Error(where + ": matmul takes two tensor operands");
+  // transb=1: the second operand is y^T as stored, [.., N, K] in its generic layout (sticked on
+  // K); the kernel transposes its tiles in the PE array instead of a restickify kernel before it.
+  const bool transB = n.attrs.count("transb") && n.attrs.at("transb").scalar() != 0;
   const Value &a = g.values[n.inputs[0]], &b = g.values[n.inputs[1]];
   for (const Value *v : {&a, &b, &out})
     if (v->dtype != HostType::F16 && v->dtype != HostType::BF16)
@@ -545,9 +548,10 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
   if (a.shape.size() < 2 || b.shape.size() < 2)
     throw Unsupported("matmul of rank < 2 operands (" + where + ")");
   size_t ra = a.shape.size(), rb = b.shape.size(), ro = out.shape.size();
-  int64_t M = a.shape[ra - 2], K = a.shape[ra - 1], N = b.shape[rb - 1];
-  if (b.shape[rb - 2] != K)
-    throw Error(where + ": inner dims differ (" + std::to_string(K) + " vs " + std::to_string(b.shape[rb - 2]) + ")");
+  int64_t M = a.shape[ra - 2], K = a.shape[ra - 1], N = b.shape[transB ? rb - 2 : rb - 1];
+  const int64_t bK = b.shape[transB ? rb - 1 : rb - 2];
+  if (bK != K)
+    throw Error(where + ": inner dims differ (" + std::to_string(K) + " vs " + std::to_string(bK) + ")");
   if (ro != ra || out.shape[ro - 2] != M || out.shape[ro - 1] != N)
     throw Error(where + ": output shape does not match [.., M, N]");
   if (ra > 4)
@@ -569,6 +573,10 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
   // Work division passes 1-3 (span limit, matmul cost model, largest divisors); a K split's
   // partial sums travel over the ring between adjacent cores.
   std::vector<int64_t> splits = matmulWorkDivision({batchShape, rb != 2, M, N, K}, maxCores);
+  if (transB && (splits.back() > 1 || N % 64 != 0))
+    throw Unsupported("matmul with transb=1 and " +
+                      (N % 64 ? "N = " + std::to_string(N) + " not a multiple of 64" : std::string("a K split")) +
+                      " (" + where + "); transpose the second operand first");
 
   KernelDraft kd = newDraft(index, "batchmatmul", "pt", labels, N_, splits);
   SuperDsc &s = kd.s;
@@ -593,7 +601,9 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
     l.insert(l.end(), tail.begin(), tail.end());
     return l;
   };
-  std::vector<std::string> xl = withBatch(true, {"mb", "in"}), yl = withBatch(rb != 2, {"in", "out"}),
+  std::vector<std::string> xl = withBatch(true, {"mb", "in"}),
+                           yl = withBatch(rb != 2, transB ? std::vector<std::string>{"out", "in"}
+                                                          : std::vector<std::string>{"in", "out"}),
                            ol = withBatch(true, {"mb", "out"});
   s.primaryDsInfo["INPUT"] = layoutOver(xl);
   s.primaryDsInfo["KERNEL"] = layoutOver(yl);

@@ -1,6 +1,9 @@
 // batchmatmul on the PT: per core a block of output rows (M) x column tiles (N) for each of its
 // batch indices; B tiles are staged with K padded to a stick multiple (zero rows), the padded
 // lanes of A's last K tile are zeroed, pt.mm accumulates in fp32 and pt.out rounds to DL16.
+// B may also arrive sticked on K (the KERNEL tensor is then y^T as stored, [.., N, K]: a
+// linear layer's weight, attention's K): its rows are staged as they are and turned into B
+// tiles through the PE array (pt.tr), which saves the restickify kernel before the matmul.
 #include "backend_common.h"
 #include <cmath>
 #include <functional>
@@ -43,6 +46,16 @@ void emitPtMm(ProgramBuilder &pb, int64_t lxC, int64_t lxA, int64_t lxB, int64_t
   mm.imm = M;
   mm.imms = {N, K, 0};
   pb.emit(mm);
+}
+
+/// PE-array transpose: D (C x R sticked on R) = S^T, S being R x C sticked on C.
+void emitPtTr(ProgramBuilder &pb, int64_t lxD, int64_t lxS, int64_t R, int64_t C) {
+  Instr tr = mk(Opcode::PtTr);
+  tr.lx = {-1, lxD};
+  tr.lx2 = {-1, lxS};
+  tr.imm = R;
+  tr.imms = {C, 0, 0};
+  pb.emit(tr);
 }
 
 void emitPtOut(ProgramBuilder &pb, int64_t lxD, int64_t lxC, int64_t M, int64_t N, int rD = -1) {
@@ -147,10 +160,11 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   const int64_t ks = s.numWkSlicesPerDim[dK];
   const SdscTensor &xT = s.tensor(s.inputs[0]), &yT = s.tensor(s.inputs[1]), &oT = s.tensor(s.outputs[0]);
   auto stickOf = [&](const SdscTensor &t) { return s.primaryDsInfo.at(t.dsType).stickDimOrder[0]; };
-  if (stickOf(xT) != "in" || stickOf(yT) != "out" || stickOf(oT) != "out")
-    throw Unsupported("matmul operands sticked other than x on K, y and output on N in " + s.name +
+  const bool transB = stickOf(yT) == "in";
+  if (stickOf(xT) != "in" || (stickOf(yT) != "out" && !transB) || stickOf(oT) != "out")
+    throw Unsupported("matmul operands sticked other than x on K, y on N or K and output on N in " + s.name +
                       "; restickify first");
-  TensorGeom x = tensorGeom(s, xT, "in"), y = tensorGeom(s, yT, "out"), o = tensorGeom(s, oT, "out");
+  TensorGeom x = tensorGeom(s, xT, "in"), y = tensorGeom(s, yT, transB ? "in" : "out"), o = tensorGeom(s, oT, "out");
   for (const TensorGeom *g : {&x, &y, &o})
     if (g->fmt != Format::DL16)
       throw Unsupported(std::string(formatName(g->fmt)) + " matmul (DL16 operands only) in " + s.name);
@@ -183,7 +197,9 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
             off[c] += kTileLo(c) * (&g == &y ? 64 : 1) * strideOf(g, dK);
           continue;
         }
-        off[c] += sliceOf(c, static_cast<int>(d)).lo * strideOf(g, static_cast<int>(d));
+        // N is split in tiles; y sticked on K holds N as rows (64 per tile).
+        const int64_t unit = transB && &g == &y && static_cast<int>(d) == dN ? 64 : 1;
+        off[c] += sliceOf(c, static_cast<int>(d)).lo * unit * strideOf(g, static_cast<int>(d));
       }
     return off;
   };
@@ -200,14 +216,20 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
     for (int d : batch)
       if (sliceOf(0, d).len != 1)
         throw Unsupported("K-split matmul with several batch indices per core in " + s.name);
+    if (transB)
+      throw Unsupported("K-split matmul with y sticked on K in " + s.name + "; restickify y first");
     return compileMatmulKSplit(s, x, y, o, offsets(x), offsets(y), offsets(o), opts);
   }
 
-  // Block sizes: nc tiles of B (Kpad rows each) resident, mc rows of A, C (fp32) and D. Double
-  // buffered, A and D get two copies: A block i+1 is fetched and D block i-1 written back
-  // while block i is on the PT.
+  // y sticked on K: an N block is nc*64 whole rows (a partial last tile would read past y).
+  if (transB && N % 64 != 0)
+    throw Unsupported("matmul with y sticked on K and N = " + std::to_string(N) +
+                      " not a multiple of 64 in " + s.name + "; restickify y first");
+  // Block sizes: nc tiles of B (Kpad rows each) resident (y sticked on K: plus its rows as
+  // staged, as many bytes again), mc rows of A, C (fp32) and D. Double buffered, A and D get
+  // two copies: A block i+1 is fetched and D block i-1 written back while block i is on the PT.
   auto bytes = [&](int64_t nc, int64_t mc, bool dbl) {
-    return nc * Kpad * 128 + 2 * nc * mc * 128 + (dbl ? 2 : 1) * (KT * mc * 128 + nc * mc * 128);
+    return (transB ? 2 : 1) * nc * Kpad * 128 + 2 * nc * mc * 128 + (dbl ? 2 : 1) * (KT * mc * 128 + nc * mc * 128);
   };
   auto largestDivisor = [](int64_t n, const std::function<bool(int64_t)> &fits) { return largestDivisorFitting(n, fits); };
   auto aBox = [&](int64_t mc) {
@@ -231,8 +253,9 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
       throw Unsupported("K = " + std::to_string(K) + " too large for one B tile in LX (K-split needed) in " + s.name);
     mc = largestDivisor(mCore, [&](int64_t c) { return bytes(nc, c, false) <= opts.lxBytes; });
   }
-  // LX: B | C | A, D (| A, D of the other block when double-buffered).
-  const int64_t lxB = 0, lxC = nc * Kpad * 128, lxA = lxC + 2 * nc * mc * 128, lxD = lxA + KT * mc * 128;
+  // LX: B | (y rows as staged) | C | A, D (| A, D of the other block when double-buffered).
+  const int64_t lxB = 0, lxS = nc * Kpad * 128, lxC = (transB ? 2 : 1) * nc * Kpad * 128,
+                lxA = lxC + 2 * nc * mc * 128, lxD = lxA + KT * mc * 128;
   const int64_t half = KT * mc * 128 + nc * mc * 128;
 
   Kernel k = newKernel(s, {&x, &y, &o});
@@ -249,7 +272,7 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   emitTbl(pb, 3, offsets(o));
   emitZero(pb);
   // Zero the K padding rows of every B tile once: DMA never writes them.
-  if (Kpad > K)
+  if (Kpad > K && !transB)
     emitZeroPadRows(pb, lxB, nc, Kpad, K);
   const int64_t validK = K % 64;
   if (validK)
@@ -279,11 +302,23 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
               [&] { batchLoops(bi + 1); });
       return;
     }
-    pb.loop(nCore / nc, {{2, nc * strideOf(y, dN)}, {3, nc * strideOf(o, dN)}}, [&] {
-      // B block: nc tiles x K rows into tiles of Kpad rows.
-      pb.dmaBoxStrided(true, y.segment, 2, 0, -1, lxB,
-                       {{nc, strideOf(y, dN), Kpad * 128}, {K, strideOf(y, dK) ? strideOf(y, dK) : 128, 128}}, 0, 20, 21,
-                       /*wait=*/true, bCohort);
+    pb.loop(nCore / nc, {{2, nc * (transB ? 64 : 1) * strideOf(y, dN)}, {3, nc * strideOf(o, dN)}}, [&] {
+      if (transB) {
+        // B block from y sticked on K: nc*64 rows x KT sticks (row-major per K tile, as pt.tr
+        // reads its source), transposed into the tiles; the transpose also writes the K
+        // padding rows (y's padded lanes), so they are zeroed again.
+        pb.dmaBoxStrided(true, y.segment, 2, 0, -1, lxS,
+                         {{KT, strideOf(y, dK), nc * 64 * 128}, {nc * 64, strideOf(y, dN) ? strideOf(y, dN) : 128, 128}},
+                         0, 20, 21, /*wait=*/true, bCohort);
+        emitPtTr(pb, lxB, lxS, nc * 64, Kpad);
+        if (Kpad > K)
+          emitZeroPadRows(pb, lxB, nc, Kpad, K);
+      } else {
+        // B block: nc tiles x K rows into tiles of Kpad rows.
+        pb.dmaBoxStrided(true, y.segment, 2, 0, -1, lxB,
+                         {{nc, strideOf(y, dN), Kpad * 128}, {K, strideOf(y, dK) ? strideOf(y, dK) : 128, 128}}, 0, 20,
+                         21, /*wait=*/true, bCohort);
+      }
       if (pipelined) {
         pb.pipelinedSweep(
             numBlocks, {{1, aStep}, {3, oStep}}, rCur, rOther, rSwap, half, [&] { aDma(rCur, 0); }, block,
@@ -309,7 +344,7 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   pb.finishSpmd(k);
   k.comment = "op=" + s.opFuncName + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" +
               std::to_string(K) + " cores=" + std::to_string(k.numCores) + " block " + std::to_string(mc) + "x" +
-              std::to_string(nc * 64) + (pipelined ? ", double-buffered" : "") +
+              std::to_string(nc * 64) + (pipelined ? ", double-buffered" : "") + (transB ? ", y sticked on K" : "") +
               (bCohort > 1 ? ", B multicast to " + std::to_string(bCohort) + " cores" : "") +
               (aCohort > 1 ? ", A multicast to " + std::to_string(aCohort) + " cores" : "");
   return k;

@@ -222,3 +222,70 @@ TEST(Matmul, SharedOperandBlocksArriveByMulticast) {
     EXPECT_EQ(rOff, rj);
   }
 }
+
+TEST(Matmul, SecondOperandStickedOnKIsTransposedInThePeArray) {
+  // matmul(a, w, transb=1) = a @ w^T with w stored [.., N, K] (a linear weight, attention's K):
+  // no restickify kernel; the backend stages w's rows and transposes them with pt.tr. K not a
+  // stick multiple: w = 1 / w0 has inf in its padded lanes (1 / 0), which must not reach the
+  // sums (0 * inf = NaN). Batched w, multicast under an M split.
+  struct Case {
+    V a, w;
+    int cores;
+  };
+  const Case cases[] = {{{64, 256}, {1024, 256}, 32}, {{33, 100}, {128, 100}, 7}, {{2, 3, 64, 80}, {2, 3, 64, 80}, 32},
+                        {{300, 64}, {192, 64}, 4}};
+  auto interp = sim::makeInterpreter();
+  jit::JitEngine jit;
+  std::mt19937 gen(13);
+  std::uniform_int_distribution<int> small(-4, 4);
+  for (const Case &c : cases) {
+    const size_t r = c.w.size();
+    V bs = c.w; // the logical second operand [.., K, N]
+    std::swap(bs[r - 1], bs[r - 2]);
+    Graph g;
+    int x = g.addInput("a", c.a, HostType::F16), w0 = g.addInput("w0", c.w, HostType::F16);
+    int y = g.addNode("reciprocal", {w0}, "w", c.w, HostType::F16);
+    g.outputs = {g.addNode("matmul", {x, y}, "c", matmulShape(c.a, bs), HostType::F16, {{"transb", Attr(1.0)}})};
+    isa::JobPlan plan = compileGraph(g, {c.cores, ""});
+    ASSERT_EQ(plan.launches.size(), 2u) << "reciprocal and matmul, no transpose kernel";
+    isa::Kernel k = isa::compileSuperDsc(plan.launches[1].sdsc);
+    EXPECT_NE(k.comment.find("y sticked on K"), std::string::npos) << k.comment;
+
+    std::vector<float> a(numel(c.a)), w(numel(c.w)), b(numel(bs));
+    for (auto &v : a)
+      v = small(gen) / 4.0f;
+    std::vector<float> w0v(w.size());
+    for (size_t i = 0; i < w.size(); ++i) {
+      w0v[i] = std::ldexp(small(gen) < 0 ? -1.0f : 1.0f, small(gen) / 2); // powers of two: 1 / w0 exact
+      w[i] = 1.0f / w0v[i];
+    }
+    // b = w^T per batch index, for the reference.
+    const int64_t N = c.w[r - 2], K = c.w[r - 1];
+    for (int64_t i = 0; i < numel(c.w); ++i) {
+      const int64_t bi = i / (N * K), n = i / K % N, kk = i % K;
+      b[bi * K * N + kk * N + n] = w[i];
+    }
+    std::vector<std::vector<float>> results;
+    for (sim::Engine *e : {static_cast<sim::Engine *>(interp.get()), static_cast<sim::Engine *>(&jit)}) {
+      test::PlanRunner run(plan, *e);
+      run.setInput(0, a);
+      run.setInput(1, w0v);
+      run.run();
+      results.push_back(run.output(0));
+    }
+    ASSERT_EQ(results[0], results[1]);
+    const std::vector<double> ref = referenceMatmul(c.a, bs, a, b);
+    for (size_t e = 0; e < ref.size(); ++e)
+      ASSERT_EQ(results[0][e], dl16::round(static_cast<float>(ref[e]))) << "cores " << c.cores << " element " << e;
+  }
+  // N not a stick multiple: a clear Unsupported (the frontend transposes such weights first).
+  Graph g;
+  int x = g.addInput("a", {8, 64}, HostType::F16), y = g.addInput("w", {100, 64}, HostType::F16);
+  g.outputs = {g.addNode("matmul", {x, y}, "c", {8, 100}, HostType::F16, {{"transb", Attr(1.0)}})};
+  try {
+    compileGraph(g, {32, ""});
+    ADD_FAILURE() << "expected Unsupported";
+  } catch (const Unsupported &e) {
+    EXPECT_NE(std::string(e.what()).find("N = 100 not a multiple of 64"), std::string::npos) << e.what();
+  }
+}
