@@ -181,6 +181,82 @@ def _baddbmm(bias: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, *, beta: fl
     return _alpha_beta(aten.bmm.default(b1, b2), bias, beta, alpha)
 
 
+# Elementwise ops of the contract (issue 6: square, sign, ceil, logical_not, where with
+# scalars) and common activations, as the primitives the card has: compares, where, floor,
+# exp, tanh, softplus, clamp. NaN propagates as in torch (x * 0 keeps it; compares are false).
+
+
+# where with a Python number as one branch: the ScalarSelf overload (torch.where would wrap the
+# number in a scalar_tensor graph input).
+@_register(aten.sign.default)
+def _sign(x: torch.Tensor) -> torch.Tensor:
+    return aten.where.ScalarSelf(x > 0, 1.0, aten.where.ScalarSelf(x < 0, -1.0, x * 0))
+
+
+@_register(aten.ceil.default)
+def _ceil(x: torch.Tensor) -> torch.Tensor:
+    return -torch.floor(-x)
+
+
+@_register(aten.trunc.default)
+def _trunc(x: torch.Tensor) -> torch.Tensor:
+    return torch.where(x < 0, -torch.floor(-x), torch.floor(x))
+
+
+@_register(aten.logical_not.default)
+def _logical_not(x: torch.Tensor) -> torch.Tensor:
+    return x == 0
+
+
+@_register(aten.leaky_relu.default)
+def _leaky_relu(x: torch.Tensor, negative_slope: float = 0.01) -> torch.Tensor:
+    return torch.where(x > 0, x, x * negative_slope)
+
+
+@_register(aten.elu.default)
+def _elu(x: torch.Tensor, alpha: float = 1, scale: float = 1, input_scale: float = 1) -> torch.Tensor:
+    neg = (torch.exp(x * input_scale if input_scale != 1 else x) - 1) * (alpha * scale)
+    return torch.where(x > 0, x * scale if scale != 1 else x, neg)
+
+
+@_register(aten.hardsigmoid.default)
+def _hardsigmoid(x: torch.Tensor) -> torch.Tensor:
+    return torch.clamp(x * (1 / 6) + 0.5, 0, 1)
+
+
+@_register(aten.hardswish.default)
+def _hardswish(x: torch.Tensor) -> torch.Tensor:
+    return x * _hardsigmoid(x)
+
+
+@_register(aten.mish.default)
+def _mish(x: torch.Tensor) -> torch.Tensor:
+    return x * torch.tanh(aten.softplus.default(x, 1, 20))
+
+
+def _var(x: torch.Tensor, dim: Sequence[int] | int | None, correction: float | None, keepdim: bool) -> torch.Tensor:
+    """mean((x - mean(x))^2) * n / (n - correction) in x's dtype (a mean, not a sum, so fp16
+    does not overflow on long rows)."""
+    dims = list(range(x.dim())) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    n = math.prod(x.shape[d] for d in dims) if dims else 1
+    c = 1 if correction is None else correction
+    d = x - aten.mean.dim(x, dims, True)
+    v = aten.mean.dim(d * d, dims, keepdim)
+    return v * (n / (n - c)) if n != c else v * float("inf")
+
+
+@_register(aten.var.correction)
+def _var_correction(x: torch.Tensor, dim: Sequence[int] | None = None, *, correction: float | None = None,
+                    keepdim: bool = False) -> torch.Tensor:
+    return _var(x, dim, correction, keepdim)
+
+
+@_register(aten.std.correction)
+def _std_correction(x: torch.Tensor, dim: Sequence[int] | None = None, *, correction: float | None = None,
+                    keepdim: bool = False) -> torch.Tensor:
+    return torch.sqrt(_var(x, dim, correction, keepdim))
+
+
 # Compile-only decompositions: view ops that return several views become slices, which
 # compiled graphs materialise on the card (``slice`` SuperDSCs). Eager mode keeps them views.
 COMPILE_DECOMPOSITIONS: dict[Any, Callable] = {}

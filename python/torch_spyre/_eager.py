@@ -132,6 +132,19 @@ def _lowered_kernel(op: Any) -> Callable:
 _decomp_cache: dict[Any, Callable] = {}
 
 
+def _unmeta_factories(gm: torch.fx.GraphModule, device: torch.device) -> None:
+    """Tensors a decomposition creates (``where(c, 1.0, x)`` traces to a ``scalar_tensor``)
+    were traced on the meta device; at run time they belong on the operands' device."""
+    changed = False
+    for node in gm.graph.nodes:
+        d = node.kwargs.get("device")
+        if node.op == "call_function" and isinstance(d, torch.device) and d.type == "meta":
+            node.kwargs = {**node.kwargs, "device": device}
+            changed = True
+    if changed:
+        gm.recompile()
+
+
 def _decomposed_kernel(op: Any, decomp: Callable) -> Callable:
     def kernel(*args: Any, **kwargs: Any) -> Any:
         from torch.fx.experimental.proxy_tensor import make_fx
@@ -154,6 +167,7 @@ def _decomposed_kernel(op: Any, decomp: Callable) -> Callable:
 
             metas = [_meta(flat[i]) for i in pos]
             gm = make_fx(traced)(*metas)
+            _unmeta_factories(gm, next(flat[i].device for i in pos))
             single = not isinstance(gm.graph.output_node().args[0], (tuple, list))
             entry = (_compile_aten_graph(gm, metas), single)
             with _lock:

@@ -463,6 +463,20 @@ ON_SPYRE = [
     pytest.param("linear", lambda a, b: F.linear(a, b[:64]), 2, id="linear"),
     pytest.param("attention", lambda a, b: _attention(a[None], b[None], a[None]), 2, id="attention"),
     pytest.param("softmax", lambda a: torch.softmax(a, -1), 1, id="softmax"),
+    # Decomposed into primitives (torch_spyre._decompositions): issue 6's list and activations.
+    pytest.param("sign", lambda a: torch.sign(torch.where(a.abs() < 0.1, a * 0, a)), 1, id="sign"),
+    pytest.param("ceil", lambda a: torch.ceil(a * 4), 1, id="ceil"),
+    pytest.param("trunc", lambda a: torch.trunc(a * 4), 1, id="trunc"),
+    pytest.param("logical_not", lambda a: torch.logical_not(a > 0.5), 1, id="logical_not"),
+    pytest.param("logical_not_float", lambda a: torch.logical_not(torch.relu(a)), 1, id="logical_not_float"),
+    pytest.param("leaky_relu", lambda a: F.leaky_relu(a, 0.2), 1, id="leaky_relu"),
+    pytest.param("elu", lambda a: F.elu(a, 0.7), 1, id="elu"),
+    pytest.param("hardsigmoid", lambda a: F.hardsigmoid(a * 4), 1, id="hardsigmoid"),
+    pytest.param("hardswish", lambda a: F.hardswish(a * 4), 1, id="hardswish"),
+    pytest.param("mish", F.mish, 1, id="mish"),
+    pytest.param("var", lambda a: a.var(-1), 1, id="var"),
+    pytest.param("var_dims", lambda a: a.var(0, keepdim=True, correction=0), 1, id="var_dims"),
+    pytest.param("std", lambda a: a.std(-1, keepdim=True), 1, id="std"),
     pytest.param("layer_norm", lambda a: F.layer_norm(a, (256,)), 1, id="layer_norm"),
     pytest.param("rms_norm", lambda a: F.rms_norm(a, (256,), eps=1e-6), 1, id="rms_norm"),
 ]
@@ -584,3 +598,17 @@ def test_cat_and_slice_of_f32_along_the_stick_at_unaligned_offsets_run_on_spyre(
     # fp32 lane-moving copies go through the PE array as pairs of 16-bit words.
     compare_with_cpu(lambda a, b: torch.cat([a, b], -1)[:, 5:120] * 2, randn((4, 67), "c0", dtype=torch.float32),
                      randn((4, 64), "c1", dtype=torch.float32), on_spyre=True, run_eager=False)
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("sign", torch.sign), ("ceil", torch.ceil), ("trunc", torch.trunc), ("leaky_relu", F.leaky_relu),
+    ("hardswish", F.hardswish), ("logical_not", torch.logical_not)])
+def test_decomposed_special_values(name, fn):
+    # Signed zeros, infinities, exact integers and halves (DL16-exact values). No NaN: DL16 has
+    # none (an fp16 NaN arrives as inf), and hardswish(-inf) is -inf * 0 (NaN in torch).
+    vals = [0.0, -0.0, 2.5, -2.5, 3.0, -3.0, 0.75, -0.75, 1e-4, -1e-4, 6.0, -6.0, 100.0]
+    if name != "hardswish":
+        vals += [math.inf, -math.inf]
+    x = torch.tensor(vals * 4, dtype=torch.float16)
+    exact = name != "hardswish"  # x / 6 rounds in DL16
+    compare_with_cpu(fn, x, atol=0 if exact else 0.1, rtol=0 if exact else 0.1, on_spyre=True)
