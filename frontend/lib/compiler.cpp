@@ -203,6 +203,8 @@ const std::map<std::string, PointwiseDesc> &pointwiseOps() {
   return ops;
 }
 
+bool isPointwiseOp(const std::string &op) { return pointwiseOps().count(op) != 0; }
+
 /// One operand of an op: a graph value or a constant.
 struct Operand {
   int value = -1;
@@ -810,22 +812,10 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
   snapshot("constant-dedup");
 
   JobPlan plan;
-  // Device layout of each value (layout_propagation.cpp): the generic layout of its shape,
-  // except reduction outputs, which keep the layout of their keepdim shape. After
-  // propagateLayouts only graph outputs may hold a layout that is not generic.
-  std::map<int, SpyreTensorLayout> layoutOf;
-  const auto deviceShapes = deviceLayouts(g);
-  for (const auto &[v, shape] : deviceShapes)
-    layoutOf[v] = SpyreTensorLayout(shape, deviceFormat(g.values[v].dtype, "%" + g.values[v].name));
-  auto genericOf = [&](int v) {
-    const Value &val = g.values[v];
-    return SpyreTensorLayout(val.shape, deviceFormat(val.dtype, "%" + val.name));
-  };
-  auto isGenericLayout = [&](int v) { return hasGenericLayout(g, v, deviceShapes); };
-  auto layoutOfValue = [&](int v) {
-    auto it = layoutOf.find(v);
-    return it != layoutOf.end() ? it->second : genericOf(v);
-  };
+  // After layout propagation every value's shape is its device shape, whose generic layout
+  // holds its bytes; a buffer records the host shape and the SpyreTensorLayout that maps it
+  // (what a graph output's host tensor is read through).
+  auto layoutOfValue = [&](int v) { return deviceTensorLayout(g, v); };
   std::map<int, int> bufferOf; // value id -> buffer
   auto bufferFor = [&](int v, BufferSpec::Kind kind, int index) {
     auto it = bufferOf.find(v);
@@ -836,7 +826,7 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
     b.name = val.name;
     b.kind = kind;
     b.index = index;
-    b.hostShape = val.shape;
+    b.hostShape = hostShapeOf(g, v);
     b.hostType = val.dtype;
     b.layout = layoutOfValue(v);
     plan.buffers.push_back(b);
@@ -868,16 +858,12 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
     const Node &n = g.nodes[ni];
     const Value &out = g.values[n.output];
     std::string where = "node %" + out.name + " = " + n.op;
-    for (int v : n.inputs)
-      if (!isGenericLayout(v))
-        throw Error("layout propagation left %" + g.values[v].name +
-                    " in a layout that is not the generic one of its shape, feeding " + where);
     // Values are immutable, so an internal clone (e.g. .contiguous() after a materialised
     // permute) aliases its input as well.
     if ((n.op == "reshape" || (n.op == "clone" && n.attrs.empty())) && n.inputs.size() == 1 &&
         std::find(g.outputs.begin(), g.outputs.end(), n.output) == g.outputs.end()) {
       const Value &in = g.values[n.inputs[0]];
-      if (in.dtype == out.dtype && isGenericLayout(n.inputs[0]) &&
+      if (in.dtype == out.dtype &&
           reshapeKeepsDeviceBytes(in.shape, out.shape, elemsPerStick(deviceFormat(in.dtype, where)))) {
         aliasOf[n.output] = n.inputs[0];
         continue;

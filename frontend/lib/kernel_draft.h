@@ -45,6 +45,7 @@ std::vector<bool> reducedDims(const Node &n, size_t rank, const std::string &whe
 std::vector<int64_t> keepdimShape(const std::vector<int64_t> &in, const std::vector<bool> &reduced);
 
 /// Elementwise ops (compiler.cpp): add, exp, clone, expand, where, ...
+bool isPointwiseOp(const std::string &op);
 KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int maxCores);
 
 // reshape_ops.cpp: a reshape whose generic layouts put every element at the same device bytes

@@ -550,9 +550,11 @@ PERMUTES = [
 def test_permute_runs_on_spyre(shape, perm):
     compare_with_cpu(lambda a: a.permute(perm).contiguous() + 1, dl16(randn(shape, "perm")), on_spyre=True,
                      run_eager=False)
-    r = len(shape)
-    expected = "transpose" if list(perm) == list(range(r - 2)) + [r - 1, r - 2] else "ReStickifyOpHBM"
-    assert expected in "\n".join(s for c in _history() for s in c.superdscs())
+    # The permute is a relabel (layout propagation): the add runs in the permuted layout and
+    # writes the output in it, so no kernel moves a stick (DataOps.PermuteAnyDims covers the
+    # restickify kernels themselves).
+    kernels = "\n".join(s for c in _history() for s in c.superdscs())
+    assert "transpose" not in kernels and "ReStickifyOpHBM" not in kernels
 
 
 def _history():

@@ -103,9 +103,11 @@ TEST(GoldenPasses, Decompose) {
 }
 
 TEST(GoldenPasses, LayoutPropagation) {
-  // Reductions without keepdim whose value is not in the generic layout of its shape: before a
-  // consumer, a restickify (transpose / permute) and a zero-copy reshape; an unsqueeze reads the
-  // keepdim value directly; a graph output alone keeps the layout (its buffer carries it).
+  // Reductions without keepdim write their keepdim layout (note layout=[.., -1]); pointwise ops
+  // run in it, an unsqueeze reads it directly, a graph output keeps it (its buffer carries it).
+  // Then: transpose -> relu -> add -> transpose back without a restickify (the transposes are
+  // relabels); x.sum(-1) feeding exp (in its layout) and a matmul (one restickify); the beam's
+  // choice where greedy would restickify twice (LayoutSearch.BeamBeatsGreedy has the costs).
   checkGolden("layout-propagation",
               {{"graph(%x: f16[67, 129]) {\n  %s = sum(%x, dims=[1], keepdim=0) : f16[67]\n"
                 "  %y = mul(%s, scalar=2) : f16[67]\n  return (%y)\n}\n"},
@@ -116,8 +118,17 @@ TEST(GoldenPasses, LayoutPropagation) {
                {"graph(%x: f16[3, 5, 130]) {\n  %a = mean(%x, dims=[1, 2], keepdim=0) : f16[3]\n"
                 "  %b = amin(%x, dims=[0], keepdim=0) : f16[5, 130]\n  %c = sum(%x, dims=[1], keepdim=0) : f16[3, 130]\n"
                 "  %ea = exp(%a) : f16[3]\n  %eb = exp(%b) : f16[5, 130]\n  %ec = exp(%c) : f16[3, 130]\n"
-                "  return (%ea, %eb, %ec)\n}\n"}},
-              propagateLayouts);
+                "  return (%ea, %eb, %ec)\n}\n"},
+               {"graph(%x: f16[64, 200], %z: f16[64, 200]) {\n  %t = transpose(%x) : f16[200, 64]\n"
+                "  %u = transpose(%z) : f16[200, 64]\n  %r = relu(%t) : f16[200, 64]\n"
+                "  %a = add(%r, %u) : f16[200, 64]\n  %o = transpose(%a) : f16[64, 200]\n  return (%o)\n}\n"},
+               {"graph(%x: f16[2, 64, 100], %w: f16[64, 32]) {\n  %s = sum(%x, dims=[2], keepdim=0) : f16[2, 64]\n"
+                "  %e = exp(%s) : f16[2, 64]\n  %m = matmul(%s, %w) : f16[2, 32]\n  return (%e, %m)\n}\n"},
+               {"graph(%x: f16[64, 256], %w: f16[64, 128]) {\n  %t = transpose(%x) : f16[256, 64]\n"
+                "  %a = relu(%t) : f16[256, 64]\n  %b = exp(%t) : f16[256, 64]\n"
+                "  %ma = matmul(%a, %w) : f16[256, 128]\n  %mb = matmul(%b, %w) : f16[256, 128]\n"
+                "  return (%ma, %mb)\n}\n"}},
+              [](Graph &g) { propagateLayouts(g); });
 }
 
 TEST(GoldenPasses, KPadding) {

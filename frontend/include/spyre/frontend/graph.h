@@ -75,7 +75,8 @@ struct Node {
   std::map<std::string, Attr> attrs; ///< scalar / list attributes
   /// Decisions of the frontend passes about this node (not semantics): `cores`/`splits` (work
   /// division), `alias` (zero-copy), `lx` (LX address), `buffer` (DDR buffer of the output),
-  /// `layout` (a reduction's device layout) and `restickify` (a copy layout propagation inserted).
+  /// `layout` (the output's device dim map, passes.h DimMap), `relabel` (a transpose / permute
+  /// layout propagation made a zero-copy reshape) and `restickify` (a copy it inserted).
   /// Printed after the type as `{key=value, ..}`; parsed back so a pass can be tested alone.
   std::map<std::string, Attr> notes;
 };

@@ -8,6 +8,7 @@
 #pragma once
 #include "spyre/frontend/graph.h"
 #include "spyre/isa/job_plan.h"
+#include "spyre/isa/layout.h"
 #include <map>
 #include <string>
 #include <vector>
@@ -34,24 +35,41 @@ void eliminateDeadCode(Graph &g);
 /// Negative pads (cropping) are Unsupported.
 void decomposeOps(Graph &g);
 
-/// layout_propagation.cpp: the device layout of every value, forward from the graph inputs
-/// (generic) through each op's rule: a reduction (sum, mean, amax, amin) writes the generic
-/// layout of its keepdim shape, every other kernel the generic layout of its output's shape.
-/// Returns the reductions' outputs -> the host shape whose generic layout holds their bytes;
-/// values not in the map carry the generic layout of their own shape.
-std::map<int, std::vector<int64_t>> deviceLayouts(const Graph &g);
-/// True when value v's device layout (deviceLayouts) puts its elements where the generic layout
-/// of its own shape does.
-bool hasGenericLayout(const Graph &g, int v, const std::map<int, std::vector<int64_t>> &layouts);
-/// layout_propagation.cpp: every consumer reads the generic layout of its operand's shape, so a
-/// reduction whose value is not in it (keepdim=0 over the stick dim, or over dim 0 of rank >= 3)
-/// and feeds a node is rewritten to write its keepdim shape (note `layout=[..]`), followed by a
-/// restickify (transpose / permute, note `restickify=1`) and a zero-copy reshape back to the
-/// original value; a reshape to a shape with the keepdim layout's bytes (an unsqueeze) reads the
-/// keepdim value directly. A reduction read only as a graph output keeps its layout (note
-/// `layout=[..]`; its buffer carries it). Unsupported where the restickify would move the stick
-/// dim of an fp32 tensor (the PE array is fp16/bf16 only).
-void propagateLayouts(Graph &g);
+/// layout_propagation.cpp. A device layout: for each dim of a device shape, the host dim it
+/// holds or -1 (a unit dim the host shape lacks); the bytes are the generic stick layout of the
+/// device shape (torch-spyre's SpyreTensorLayout dim_order). The identity is the generic layout
+/// of the host shape.
+using DimMap = std::vector<int>;
+DimMap identityDimMap(size_t rank);
+/// The device shape of a host shape in map m.
+std::vector<int64_t> deviceShapeOf(const std::vector<int64_t> &host, const DimMap &m);
+/// After propagateLayouts a value's shape is its device shape; its producer's `layout=[..]`
+/// note (absent: identity) maps it to the host shape. These read the note.
+DimMap valueDimMap(const Graph &g, int v);
+std::vector<int64_t> hostShapeOf(const Graph &g, int v);
+/// The SpyreTensorLayout of value v's buffer: the generic layout of its device shape, stepping
+/// the host strides of the dims it holds (what a graph output's host tensor is read through).
+SpyreTensorLayout deviceTensorLayout(const Graph &g, int v);
+
+/// torch-spyre's beam width for the layout search; SPYRE_LAYOUT_BEAM overrides it (1 = greedy).
+inline constexpr int kLayoutBeamWidth = 64;
+int layoutBeamWidthFromEnv();
+
+struct LayoutSearchResult {
+  double cost = 0;      ///< sticks read and written by the kernels plus the restickifies' cost
+  int restickifies = 0; ///< restickify kernels inserted
+};
+
+/// layout_propagation.cpp: chooses every value's device layout by a beam search minimising
+/// restickify and stick traffic cost (pointwise ops and reductions run in their operands' map,
+/// transpose / permute are zero-copy relabels, reshapes read order-keeping maps whose bytes fit,
+/// everything else is generic), then rewrites the graph in device shapes: notes `layout=[..]`
+/// (non-identity maps), `relabel=1` (a transpose / permute turned into a zero-copy reshape) and
+/// `restickify=1` (an inserted transpose / permute where a consumer needs another map than its
+/// producer gives, once per value and map). Graph outputs keep their map (their buffer carries
+/// it). Unsupported where a restickify would move the stick dim of an fp32 tensor (the PE array
+/// is fp16/bf16 only) and no cheaper layout avoids it.
+LayoutSearchResult propagateLayouts(Graph &g, int beamWidth = layoutBeamWidthFromEnv());
 
 /// k_padding.cpp: each matmul whose K is not a multiple of the 64-element stick gets both
 /// operands padded with zeros to the next multiple (copy_into of a zero constant), torch-spyre's

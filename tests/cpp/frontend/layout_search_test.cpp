@@ -1,0 +1,145 @@
+// Layout propagation's beam search (layout_propagation.cpp): pointwise chains run in a
+// transposed layout without restickifying, a reduction's keepdim layout feeds pointwise ops
+// directly and a generic consumer through one restickify, and the beam finds a cheaper
+// assignment than greedy (width 1). Numerics on both engines against a double reference.
+#include "plan_runner.h"
+#include "spyre/frontend/compiler.h"
+#include "spyre/frontend/passes.h"
+#include "spyre/isa/error.h"
+#include <cmath>
+#include <cstdlib>
+#include <gtest/gtest.h>
+#include <random>
+
+using namespace spyre;
+using namespace spyre::frontend;
+using V = std::vector<int64_t>;
+
+namespace {
+
+std::vector<float> randomValues(int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+int countOps(const isa::JobPlan &plan, const std::string &op) {
+  int n = 0;
+  for (const auto &l : plan.launches)
+    n += l.sdsc.opFuncName == op;
+  return n;
+}
+
+int restickifyKernels(const isa::JobPlan &plan) {
+  return countOps(plan, "transpose") + countOps(plan, "ReStickifyOpHBM");
+}
+
+void expectNear(const std::vector<float> &got, const std::vector<double> &want, double tol, const char *what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << what << " element " << i;
+}
+
+/// c[.., m, n] = sum_k a[.., m, k] * b[k, n] (b 2-d).
+std::vector<double> matmulRef(const std::vector<double> &a, const std::vector<float> &b, int64_t rows, int64_t K,
+                              int64_t N) {
+  std::vector<double> c(static_cast<size_t>(rows * N), 0.0);
+  for (int64_t m = 0; m < rows; ++m)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n)
+        c[m * N + n] += a[m * K + k] * b[k * N + n];
+  return c;
+}
+
+} // namespace
+
+// transpose -> relu -> add -> transpose back: every op runs in the transposed layout, the
+// transposes are relabels; no kernel moves a stick (the output copy is an identity).
+TEST(LayoutSearch, TransposedPointwiseChainHasNoRestickify) {
+  const Graph g = parseGraph("graph(%x: f16[64, 200], %z: f16[64, 200]) {\n"
+                             "  %t = transpose(%x) : f16[200, 64]\n  %u = transpose(%z) : f16[200, 64]\n"
+                             "  %r = relu(%t) : f16[200, 64]\n  %a = add(%r, %u) : f16[200, 64]\n"
+                             "  %o = transpose(%a) : f16[64, 200]\n  return (%o, %a)\n}\n");
+  const isa::JobPlan plan = compileGraph(g);
+  EXPECT_EQ(restickifyKernels(plan), 0);
+  const auto x = randomValues(64 * 200, 1), z = randomValues(64 * 200, 2);
+  const auto out = test::runOnBothEngines(plan, {x, z});
+  ASSERT_EQ(out.interp, out.jit);
+  std::vector<double> o(x.size()), a(x.size());
+  for (int64_t i = 0; i < 64; ++i)
+    for (int64_t j = 0; j < 200; ++j) {
+      o[i * 200 + j] = std::max(0.0f, x[i * 200 + j]) + z[i * 200 + j];
+      a[j * 64 + i] = o[i * 200 + j];
+    }
+  expectNear(out.interp[0], o, 0.01, "o");
+  expectNear(out.interp[1], a, 0.01, "a (returned in the transposed layout)");
+}
+
+// x.sum(-1) feeds exp (in the reduction's keepdim layout) and a matmul (generic: one restickify).
+TEST(LayoutSearch, StickReductionFeedingExpAndMatmul) {
+  const Graph g = parseGraph("graph(%x: f16[2, 64, 100], %w: f16[64, 32]) {\n"
+                             "  %s = sum(%x, dims=[2], keepdim=0) : f16[2, 64]\n  %e = exp(%s) : f16[2, 64]\n"
+                             "  %m = matmul(%s, %w) : f16[2, 32]\n  return (%e, %m)\n}\n");
+  Graph after = g;
+  EXPECT_EQ(propagateLayouts(after).restickifies, 1);
+  const isa::JobPlan plan = compileGraph(g);
+  EXPECT_EQ(restickifyKernels(plan), 1);
+  auto x = randomValues(2 * 64 * 100, 3);
+  for (float &v : x)
+    v *= 0.1f; // row sums of order 1: exp stays well inside fp16
+  const auto w = randomValues(64 * 32, 4);
+  std::vector<double> s(2 * 64, 0.0), expE(s.size());
+  for (size_t r = 0; r < s.size(); ++r) {
+    for (size_t k = 0; k < 100; ++k)
+      s[r] += x[r * 100 + k];
+    expE[r] = std::exp(s[r]);
+  }
+  const auto out = test::runOnBothEngines(plan, {x, w});
+  ASSERT_EQ(out.interp, out.jit);
+  expectNear(out.interp[0], expE, 0.05, "e");
+  expectNear(out.interp[1], matmulRef(s, w, 2, 64, 32), 0.05, "m");
+}
+
+// t = x^T feeds relu and exp, both feed matmuls (generic). Greedy (width 1) keeps relu and exp
+// in t's transposed layout (free locally) and pays a restickify before each matmul; the beam
+// restickifies t once and runs both pointwise ops generic.
+TEST(LayoutSearch, BeamBeatsGreedy) {
+  const char *text = "graph(%x: f16[64, 256], %w: f16[64, 128]) {\n"
+                     "  %t = transpose(%x) : f16[256, 64]\n  %a = relu(%t) : f16[256, 64]\n"
+                     "  %b = exp(%t) : f16[256, 64]\n  %ma = matmul(%a, %w) : f16[256, 128]\n"
+                     "  %mb = matmul(%b, %w) : f16[256, 128]\n  return (%ma, %mb)\n}\n";
+  Graph greedy = parseGraph(text), beam = parseGraph(text);
+  const LayoutSearchResult g1 = propagateLayouts(greedy, 1), g64 = propagateLayouts(beam, kLayoutBeamWidth);
+  EXPECT_EQ(g1.restickifies, 2);
+  EXPECT_EQ(g64.restickifies, 1);
+  // Pointwise ops 4 x 256 sticks, matmuls 2 x (256 + 128 + 512): 2816 in both; a restickify of
+  // 256 sticks costs 256 + 256 + 512.
+  EXPECT_EQ(g1.cost, 2816 + 2 * 1024);
+  EXPECT_EQ(g64.cost, 2816 + 1024);
+
+  const isa::JobPlan plan = compileGraph(parseGraph(text));
+  EXPECT_EQ(restickifyKernels(plan), 1);
+  const auto x = randomValues(64 * 256, 5), w = randomValues(64 * 128, 6);
+  std::vector<double> a(256 * 64), b(256 * 64);
+  for (int64_t i = 0; i < 256; ++i)
+    for (int64_t j = 0; j < 64; ++j) {
+      a[i * 64 + j] = std::max(0.0f, x[j * 256 + i]);
+      b[i * 64 + j] = std::exp(static_cast<double>(x[j * 256 + i]));
+    }
+  const auto out = test::runOnBothEngines(plan, {x, w});
+  ASSERT_EQ(out.interp, out.jit);
+  expectNear(out.interp[0], matmulRef(a, w, 256, 64, 128), 0.05, "ma");
+  expectNear(out.interp[1], matmulRef(b, w, 256, 64, 128), 0.05, "mb");
+}
+
+TEST(LayoutSearch, BeamWidthFromEnvironment) {
+  ::setenv("SPYRE_LAYOUT_BEAM", "1", 1);
+  EXPECT_EQ(layoutBeamWidthFromEnv(), 1);
+  ::setenv("SPYRE_LAYOUT_BEAM", "0", 1);
+  EXPECT_THROW(layoutBeamWidthFromEnv(), Unsupported);
+  ::unsetenv("SPYRE_LAYOUT_BEAM");
+  EXPECT_EQ(layoutBeamWidthFromEnv(), kLayoutBeamWidth);
+}
