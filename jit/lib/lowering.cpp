@@ -1,11 +1,13 @@
 #include "lowering.h"
 #include "phase_groups.h"
+#include "spyre/isa/listing.h"
 #include "spyre/isa/semantics.h"
 #include "spyre/sim/machine.h"
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
+#include <map>
 
 namespace spyre::jit {
 
@@ -52,12 +54,26 @@ std::optional<std::pair<int64_t, int64_t>> lxWriteExtent(const Instr &in) {
 bool containsPtMm(const Instr &in) {
   return in.op == Opcode::PtMm || std::any_of(in.body.begin(), in.body.end(), containsPtMm);
 }
+bool containsLi(const Instr &in) {
+  return in.op == Opcode::Li || std::any_of(in.body.begin(), in.body.end(), containsLi);
+}
+
+/// Top-level loop nests that occur more than once in a kernel's compiled phases, by listing
+/// text, and the function each compiles to. Double-buffered kernels repeat the same loop nest
+/// for each half of the pipeline (and multi-phase kernels per phase); SelectionDAG on the
+/// vector code of a nest costs milliseconds, so each distinct nest is compiled once, as a
+/// function with the phase signature that keeps registers in CoreState at its boundary, and
+/// called. A nest with `li` stays inline (its immediates may be per-core tables, phase_groups.h).
+struct SharedLoops {
+  std::map<std::string, Function *> fns; ///< text -> function (null until first lowered)
+};
 
 class FunctionLowering {
 public:
   FunctionLowering(Module &m, const isa::Kernel &k, const isa::CoreProgram &prog, Function *f, bool outOfLine,
-                   const std::vector<std::optional<std::vector<int64_t>>> &liTables)
-      : m_(m), k_(k), prog_(prog), f_(f), ctx_(m.getContext()), b_(ctx_), outOfLine_(outOfLine), liTables_(liTables) {
+                   const std::vector<std::optional<std::vector<int64_t>>> &liTables, SharedLoops *sharedLoops)
+      : m_(m), k_(k), prog_(prog), f_(f), ctx_(m.getContext()), b_(ctx_), outOfLine_(outOfLine), liTables_(liTables),
+        sharedLoops_(sharedLoops) {
     i8_ = b_.getInt8Ty();
     i16_ = b_.getInt16Ty();
     i32_ = b_.getInt32Ty();
@@ -69,7 +85,7 @@ public:
     vi16_ = FixedVectorType::get(i16_, kLanes);
   }
 
-  void lower(size_t begin, size_t end) {
+  void lower(ArrayRef<Instr> instrs) {
     // `entry` holds the allocas and the loads of the registers the phase touches (added on
     // first use, see sregSlot/vregSlot); the code starts in `body`.
     entry_ = BasicBlock::Create(ctx_, "entry", f_);
@@ -79,11 +95,11 @@ public:
     ddr_ = f_->getArg(1);
     argBase_ = f_->getArg(2);
     lx_ = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(i8_, core_, offsetof(sim::CoreState, lx)), "lx");
-    if (!outOfLine_ && std::any_of(prog_.body.begin() + begin, prog_.body.begin() + end, containsPtMm))
+    if (!outOfLine_ && std::any_of(instrs.begin(), instrs.end(), containsPtMm))
       setUpDecodedB();
     b_.SetInsertPoint(body);
-    for (size_t i = begin; i < end; ++i)
-      lowerInstr(prog_.body[i]);
+    for (const Instr &in : instrs)
+      lowerInstr(in);
     // Write back what the phase wrote, so machine state matches the interpreter.
     for (int i = 1; i < isa::kNumSRegs; ++i)
       if (sWritten_[i])
@@ -141,6 +157,49 @@ private:
   // function (phase_groups.h), by `li` ordinal in pre-order; nullopt: a constant.
   const std::vector<std::optional<std::vector<int64_t>>> &liTables_;
   size_t liCount_ = 0;
+  SharedLoops *sharedLoops_; // null inside a shared loop's own function
+  int loopDepth_ = 0;
+
+  /// A top-level loop nest that occurs more than once: a call of its shared function. The
+  /// registers this function holds go to CoreState before the call and come back after it.
+  bool lowerSharedLoop(const Instr &in) {
+    if (!sharedLoops_ || loopDepth_ > 0 || outOfLine_)
+      return false;
+    auto it = sharedLoops_->fns.find(isa::printInstr(in, k_));
+    if (it == sharedLoops_->fns.end())
+      return false;
+    if (!it->second) {
+      Function *fn = Function::Create(f_->getFunctionType(), Function::InternalLinkage,
+                                      f_->getName() + ".loop" + std::to_string(sharedLoops_->fns.size()), &m_);
+      fn->addFnAttr(Attribute::NoUnwind);
+      fn->addFnAttr(Attribute::NoInline);
+      for (unsigned a = 0; a < 3; ++a)
+        fn->addParamAttr(a, Attribute::NoAlias);
+      static const std::vector<std::optional<std::vector<int64_t>>> noLiTables;
+      FunctionLowering(m_, k_, prog_, fn, false, noLiTables, nullptr).lower(ArrayRef<Instr>(in));
+      it->second = fn;
+    }
+    for (int i = 1; i < isa::kNumSRegs; ++i)
+      if (sWritten_[i])
+        b_.CreateStore(readS(i), sregPtr(b_, i));
+    for (int i = 0; i < isa::kNumVRegs; ++i)
+      if (vWritten_[i])
+        b_.CreateAlignedStore(readV(i), vregPtr(b_, i), Align(64));
+    b_.CreateCall(it->second, {core_, ddr_, argBase_});
+    for (int i = 1; i < isa::kNumSRegs; ++i) {
+      Value *v = b_.CreateLoad(i64_, sregPtr(b_, i));
+      b_.CreateStore(v, sregSlot(i));
+      sCur_[i] = {v, b_.GetInsertBlock()};
+    }
+    for (int i = 0; i < isa::kNumVRegs; ++i) {
+      Value *v = b_.CreateAlignedLoad(vf_, vregPtr(b_, i), Align(64));
+      b_.CreateStore(v, vregSlot(i));
+      vCur_[i] = {v, b_.GetInsertBlock()};
+    }
+    if (bHi_) // the nest may have written LX
+      b_.CreateStore(b_.getInt64(0), bHi_);
+    return true;
+  }
 
   /// The decoded-B cache starts empty in every invocation of the phase function: within a
   /// phase only this core's own instructions write its LX, so they are all the invalidation
@@ -892,10 +951,14 @@ private:
     case Opcode::Muli: writeS(in.r[0], b_.CreateMul(readS(in.r[1]), b_.getInt64(in.imm))); return;
     case Opcode::Tbl: writeS(in.r[0], perCoreValue(in.table, ".tbl")); return;
     case Opcode::Loop:
+      if (lowerSharedLoop(in))
+        return;
+      ++loopDepth_;
       countedLoop(in.imm, "loop", [&](Value *) {
         for (const auto &b : in.body)
           lowerInstr(b);
       });
+      --loopDepth_;
       return;
     case Opcode::PtMm: lowerPtMm(in); return;
     case Opcode::RingSend:
@@ -961,15 +1024,28 @@ void lowerKernelInto(const isa::Kernel &k, Module &m, bool outOfLine) {
   auto *fty = FunctionType::get(Type::getVoidTy(ctx), {ptr, ptr, ptr}, false);
   // Empty phases get no function (the engine skips them); phases equal up to `li` immediates
   // share one, the other programs' symbols are aliases of it.
-  for (const PhaseGroup &g : groupPhases(k)) {
+  std::vector<PhaseGroup> groups = groupPhases(k);
+  SharedLoops shared;
+  if (!outOfLine) {
+    std::map<std::string, int> seen;
+    for (const PhaseGroup &g : groups) {
+      const auto &body = k.programs[g.programs[0]].body;
+      auto range = isa::phaseRanges(k.programs[g.programs[0]])[g.phase];
+      for (size_t i = range.first; i < range.second; ++i)
+        if (body[i].op == Opcode::Loop && !containsLi(body[i]) && ++seen[isa::printInstr(body[i], k)] == 2)
+          shared.fns[isa::printInstr(body[i], k)] = nullptr;
+    }
+  }
+  for (const PhaseGroup &g : groups) {
     size_t rep = g.programs[0];
     auto ranges = isa::phaseRanges(k.programs[rep]);
     Function *f = Function::Create(fty, Function::ExternalLinkage, phaseSymbol(k, rep, g.phase), &m);
     f->addFnAttr(Attribute::NoUnwind);
     for (unsigned a = 0; a < 3; ++a)
       f->addParamAttr(a, Attribute::NoAlias);
-    FunctionLowering(m, k, k.programs[rep], f, outOfLine, g.liTables)
-        .lower(ranges[g.phase].first, ranges[g.phase].second);
+    ArrayRef<Instr> body(k.programs[rep].body);
+    FunctionLowering(m, k, k.programs[rep], f, outOfLine, g.liTables, &shared)
+        .lower(body.slice(ranges[g.phase].first, ranges[g.phase].second - ranges[g.phase].first));
     for (size_t i = 1; i < g.programs.size(); ++i)
       GlobalAlias::create(fty, 0, GlobalValue::ExternalLinkage, phaseSymbol(k, g.programs[i], g.phase), f, &m);
   }
