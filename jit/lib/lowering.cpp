@@ -33,7 +33,8 @@ constexpr unsigned kLanes = isa::kLanes;
 std::optional<std::pair<int64_t, int64_t>> lxWriteExtent(const Instr &in) {
   switch (in.op) {
   case Opcode::St: return std::pair<int64_t, int64_t>{0, 128};
-  case Opcode::DmaIn: {
+  case Opcode::DmaIn:
+  case Opcode::DmaMc: {
     int64_t lo = 0, hi = 0;
     for (int j = 0; j < 2; ++j) {
       int64_t span = (in.dma.n[j] - 1) * in.dma.lxStride[j];

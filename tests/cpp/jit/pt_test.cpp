@@ -92,6 +92,7 @@ TEST(PtTile, DecodedBIsInvalidatedByEveryLxWrite) {
       {"st just past B", "    ld.dl16   v1, lx[0x60000]\n    st.dl16   lx[0x18000], v1\n", false},
       {"dma.in", "    dma.in    lx[0x14000], ddr[x+0x8400], shape=(1,2,2), lx.stride=(0,0x2000) -> t0\n"
                  "    wait      t0\n", true},
+      {"dma.mc", "    dma.mc    lx[0x17000], ddr[x+0x8400], shape=(1,1,2), cohort=2 -> t0\n    wait      t0\n", true},
       {"pt.out", "    pt.out    lx[0x10080], lx[0x40000], 2, 64\n", true},
       {"pt.tr", "    pt.tr     lx[0x12000], lx[0x60000], 64, 64\n", true},
       {"ring.recv", "    ring.recv lx[0x14000], 4, 0\n", true},
