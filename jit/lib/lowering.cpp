@@ -1,11 +1,13 @@
 #include "lowering.h"
 #include "phase_groups.h"
+#include "spyre/isa/listing.h"
 #include "spyre/isa/semantics.h"
 #include "spyre/sim/machine.h"
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
+#include <map>
 
 namespace spyre::jit {
 
@@ -25,11 +27,54 @@ namespace {
 
 constexpr unsigned kLanes = isa::kLanes;
 
+/// The LX bytes an instruction writes, as [first, second) relative to its `lx` operand (every
+/// LX-writing instruction writes at `lx`); nullopt if it writes no LX. The decoded-B cache of
+/// pt.mm relies on this covering every writer: a new instruction that writes LX needs a row here.
+std::optional<std::pair<int64_t, int64_t>> lxWriteExtent(const Instr &in) {
+  switch (in.op) {
+  case Opcode::St: return std::pair<int64_t, int64_t>{0, 128};
+  case Opcode::DmaIn:
+  case Opcode::DmaMc: {
+    int64_t lo = 0, hi = 0;
+    for (int j = 0; j < 2; ++j) {
+      int64_t span = (in.dma.n[j] - 1) * in.dma.lxStride[j];
+      lo += std::min<int64_t>(span, 0);
+      hi += std::max<int64_t>(span, 0);
+    }
+    return std::pair{lo, hi + in.dma.n[2] * 128};
+  }
+  case Opcode::PtMm: return std::pair<int64_t, int64_t>{0, in.imms[0] / 32 * in.imm * 128};
+  case Opcode::PtOut: return std::pair<int64_t, int64_t>{0, in.imms[0] / 64 * in.imm * 128};
+  case Opcode::PtTr: return std::pair<int64_t, int64_t>{0, in.imm * in.imms[0] * 2};
+  case Opcode::RingRecv:
+  case Opcode::RingPsum: return std::pair<int64_t, int64_t>{0, in.imm * 128};
+  default: return std::nullopt;
+  }
+}
+
+bool containsPtMm(const Instr &in) {
+  return in.op == Opcode::PtMm || std::any_of(in.body.begin(), in.body.end(), containsPtMm);
+}
+bool containsLi(const Instr &in) {
+  return in.op == Opcode::Li || std::any_of(in.body.begin(), in.body.end(), containsLi);
+}
+
+/// Top-level loop nests that occur more than once in a kernel's compiled phases, by listing
+/// text, and the function each compiles to. Double-buffered kernels repeat the same loop nest
+/// for each half of the pipeline (and multi-phase kernels per phase); SelectionDAG on the
+/// vector code of a nest costs milliseconds, so each distinct nest is compiled once, as a
+/// function with the phase signature that keeps registers in CoreState at its boundary, and
+/// called. A nest with `li` stays inline (its immediates may be per-core tables, phase_groups.h).
+struct SharedLoops {
+  std::map<std::string, Function *> fns; ///< text -> function (null until first lowered)
+};
+
 class FunctionLowering {
 public:
   FunctionLowering(Module &m, const isa::Kernel &k, const isa::CoreProgram &prog, Function *f, bool outOfLine,
-                   const std::vector<std::optional<std::vector<int64_t>>> &liTables)
-      : m_(m), k_(k), prog_(prog), f_(f), ctx_(m.getContext()), b_(ctx_), outOfLine_(outOfLine), liTables_(liTables) {
+                   const std::vector<std::optional<std::vector<int64_t>>> &liTables, SharedLoops *sharedLoops)
+      : m_(m), k_(k), prog_(prog), f_(f), ctx_(m.getContext()), b_(ctx_), outOfLine_(outOfLine), liTables_(liTables),
+        sharedLoops_(sharedLoops) {
     i8_ = b_.getInt8Ty();
     i16_ = b_.getInt16Ty();
     i32_ = b_.getInt32Ty();
@@ -41,7 +86,7 @@ public:
     vi16_ = FixedVectorType::get(i16_, kLanes);
   }
 
-  void lower(size_t begin, size_t end) {
+  void lower(ArrayRef<Instr> instrs) {
     // `entry` holds the allocas and the loads of the registers the phase touches (added on
     // first use, see sregSlot/vregSlot); the code starts in `body`.
     entry_ = BasicBlock::Create(ctx_, "entry", f_);
@@ -51,9 +96,11 @@ public:
     ddr_ = f_->getArg(1);
     argBase_ = f_->getArg(2);
     lx_ = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(i8_, core_, offsetof(sim::CoreState, lx)), "lx");
+    if (!outOfLine_ && std::any_of(instrs.begin(), instrs.end(), containsPtMm))
+      setUpDecodedB();
     b_.SetInsertPoint(body);
-    for (size_t i = begin; i < end; ++i)
-      lowerInstr(prog_.body[i]);
+    for (const Instr &in : instrs)
+      lowerInstr(in);
     // Write back what the phase wrote, so machine state matches the interpreter.
     for (int i = 1; i < isa::kNumSRegs; ++i)
       if (sWritten_[i])
@@ -96,8 +143,14 @@ private:
   DenseMap<Value *, Value *> preRound_;
   int tblCount_ = 0;
   struct {
-    AllocaInst *aDec = nullptr, *bDec = nullptr, *accs[4] = {};
-  } ptScratch_; // pt.mm: decoded A/B tiles (16 KiB + 1 KiB) and accumulators
+    AllocaInst *aDec = nullptr, *accs[4] = {};
+  } ptScratch_; // pt.mm: decoded A rows (1 KiB) and accumulators
+  // Decoded-B cache of a phase with pt.mm (see lowerPtMm): the LX byte range [bLo, bHi) whose
+  // sticks are decoded to fp32 in `decodedLx_` (this host thread's mirror of LX, one float per
+  // DL16 lane at float index = LX byte offset / 2). Empty when bHi == 0. Every LX write of the
+  // phase empties it if it overlaps the range.
+  AllocaInst *bLo_ = nullptr, *bHi_ = nullptr;
+  Value *decodedLx_ = nullptr;
   // The O0 tier: vector registers stay in CoreState and ld/st/SFP instructions call the shared
   // implementations (what the interpreter runs), so the IR is small and compiles fast.
   bool outOfLine_ = false;
@@ -105,6 +158,72 @@ private:
   // function (phase_groups.h), by `li` ordinal in pre-order; nullopt: a constant.
   const std::vector<std::optional<std::vector<int64_t>>> &liTables_;
   size_t liCount_ = 0;
+  SharedLoops *sharedLoops_; // null inside a shared loop's own function
+  int loopDepth_ = 0;
+
+  /// A top-level loop nest that occurs more than once: a call of its shared function. The
+  /// registers this function holds go to CoreState before the call and come back after it.
+  bool lowerSharedLoop(const Instr &in) {
+    if (!sharedLoops_ || loopDepth_ > 0 || outOfLine_)
+      return false;
+    auto it = sharedLoops_->fns.find(isa::printInstr(in, k_));
+    if (it == sharedLoops_->fns.end())
+      return false;
+    if (!it->second) {
+      Function *fn = Function::Create(f_->getFunctionType(), Function::InternalLinkage,
+                                      f_->getName() + ".loop" + std::to_string(sharedLoops_->fns.size()), &m_);
+      fn->addFnAttr(Attribute::NoUnwind);
+      fn->addFnAttr(Attribute::NoInline);
+      for (unsigned a = 0; a < 3; ++a)
+        fn->addParamAttr(a, Attribute::NoAlias);
+      static const std::vector<std::optional<std::vector<int64_t>>> noLiTables;
+      FunctionLowering(m_, k_, prog_, fn, false, noLiTables, nullptr).lower(ArrayRef<Instr>(in));
+      it->second = fn;
+    }
+    for (int i = 1; i < isa::kNumSRegs; ++i)
+      if (sWritten_[i])
+        b_.CreateStore(readS(i), sregPtr(b_, i));
+    for (int i = 0; i < isa::kNumVRegs; ++i)
+      if (vWritten_[i])
+        b_.CreateAlignedStore(readV(i), vregPtr(b_, i), Align(64));
+    b_.CreateCall(it->second, {core_, ddr_, argBase_});
+    for (int i = 1; i < isa::kNumSRegs; ++i) {
+      Value *v = b_.CreateLoad(i64_, sregPtr(b_, i));
+      b_.CreateStore(v, sregSlot(i));
+      sCur_[i] = {v, b_.GetInsertBlock()};
+    }
+    for (int i = 0; i < isa::kNumVRegs; ++i) {
+      Value *v = b_.CreateAlignedLoad(vf_, vregPtr(b_, i), Align(64));
+      b_.CreateStore(v, vregSlot(i));
+      vCur_[i] = {v, b_.GetInsertBlock()};
+    }
+    if (bHi_) // the nest may have written LX
+      b_.CreateStore(b_.getInt64(0), bHi_);
+    return true;
+  }
+
+  /// The decoded-B cache starts empty in every invocation of the phase function: within a
+  /// phase only this core's own instructions write its LX, so they are all the invalidation
+  /// needs to see (other cores, the host and the runtime act between phases).
+  void setUpDecodedB() {
+    decodedLx_ = b_.CreateCall(m_.getOrInsertFunction("spyre_jit_decoded_lx", FunctionType::get(ptr_, {}, false)),
+                               {}, "decoded.lx");
+    bLo_ = b_.CreateAlloca(i64_, nullptr, "b.lo");
+    bHi_ = b_.CreateAlloca(i64_, nullptr, "b.hi");
+    b_.CreateStore(b_.getInt64(0), bLo_);
+    b_.CreateStore(b_.getInt64(0), bHi_);
+  }
+  /// Empties the decoded-B cache if the LX bytes `in` writes overlap it.
+  void invalidateDecodedB(const Instr &in) {
+    auto ext = lxWriteExtent(in);
+    if (!bHi_ || !ext)
+      return;
+    Value *at = lxOffset(in.lx);
+    Value *lo = b_.CreateAdd(at, b_.getInt64(ext->first)), *hi = b_.CreateAdd(at, b_.getInt64(ext->second));
+    Value *cached = b_.CreateLoad(i64_, bHi_);
+    Value *overlap = b_.CreateAnd(b_.CreateICmpSLT(lo, cached), b_.CreateICmpSLT(b_.CreateLoad(i64_, bLo_), hi));
+    b_.CreateStore(b_.CreateSelect(overlap, b_.getInt64(0), cached), bHi_);
+  }
 
   /// A private constant table indexed by the core id (r0), as `tbl` reads it.
   Value *perCoreValue(const std::vector<int64_t> &table, const char *what) {
@@ -199,8 +318,10 @@ private:
     vCur_[v] = {x, b_.GetInsertBlock()};
   }
 
+  /// The LX byte offset of `a`.
+  Value *lxOffset(const isa::LxAddr &a) { return b_.CreateAdd(readS(a.base), b_.getInt64(a.offset)); }
   Value *lxAddr(const isa::LxAddr &a, Value *extra = nullptr) {
-    Value *off = b_.CreateAdd(readS(a.base), b_.getInt64(a.offset));
+    Value *off = lxOffset(a);
     if (extra)
       off = b_.CreateAdd(off, extra);
     return b_.CreateInBoundsGEP(i8_, lx_, off);
@@ -560,12 +681,42 @@ private:
     }
   }
 
+  /// An internal, never-inlined function `name` of this module with pointer parameters, its
+  /// body emitted by `body(args)` with this lowering's builder on first use.
+  template <typename Fn> Function *outlined(const std::string &name, unsigned numArgs, Fn body) {
+    if (Function *fn = m_.getFunction(name))
+      return fn;
+    std::vector<Type *> params(numArgs, ptr_);
+    Function *fn = Function::Create(FunctionType::get(b_.getVoidTy(), params, false), Function::InternalLinkage,
+                                    name, &m_);
+    fn->addFnAttr(Attribute::NoUnwind);
+    fn->addFnAttr(Attribute::NoInline);
+    IRBuilderBase::InsertPoint ip = b_.saveIP();
+    Function *phaseFn = f_;
+    auto scratch = ptScratch_;
+    f_ = fn;
+    ptScratch_ = {};
+    b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn));
+    SmallVector<Value *, 4> args;
+    for (Argument &a : fn->args())
+      args.push_back(&a);
+    body(args);
+    b_.CreateRetVoid();
+    f_ = phaseFn;
+    ptScratch_ = scratch;
+    b_.restoreIP(ip);
+    return fn;
+  }
+
   // pt.mm: C[i][n] accumulates fma(A[i][k], B[k][n], .) over k = 0..K-1 in order (the
-  // interpreter's per-element order), 64 columns per <64 x float> accumulator. Blocked for the
-  // host: per 64-column tile and 64-wide k tile, the 64 B rows are decoded once into a 16 KiB
-  // stack buffer and reused by every row; rows go 4 at a time (16 zmm accumulators), with the
-  // A values of the k tile decoded once per row, so the inner loop is 4 B loads and 16 fma with
-  // a broadcast operand per k. Partial sums live in C between k tiles (fp32, exact).
+  // interpreter's per-element order), 64 columns per <64 x float> accumulator.
+  //
+  // B is decoded once per phase, not once per pt.mm: pipelined matmuls call pt.mm on small row
+  // blocks of A (8 rows for 64x2048x8192) against the same resident B, and decoding B cost as
+  // much as the multiply. The decoded sticks live in this host thread's fp32 mirror of LX
+  // (setUpDecodedB); a pt.mm whose B range lies inside the cached range uses them, otherwise it
+  // decodes its B there first. Every LX write of the phase empties an overlapping cache
+  // (invalidateDecodedB), so results stay those of the interpreter.
   //
   // The micro-kernel is one internal function per (M, N, K, acc) and module, called with the
   // tile addresses: kernels with one program per core (K-split matmuls: 32 pt.mm of the same
@@ -573,46 +724,51 @@ private:
   void lowerPtMm(const Instr &in) {
     const int64_t M = in.imm, N = in.imms[0], K = in.imms[1];
     const bool acc = in.imms[2] != 0;
-    Value *C = lxAddr(in.lx), *A = lxAddr(in.lx2), *B = lxAddr(in.lx3);
+    const int64_t bSticks = N / 64 * K;
+    Value *bOff = lxOffset(in.lx3);
+    Value *bEnd = b_.CreateAdd(bOff, b_.getInt64(bSticks * 128));
+    Value *bDec = b_.CreateInBoundsGEP(i8_, decodedLx_, b_.CreateShl(bOff, 1)); // 4 bytes per 2
+    Value *hit = b_.CreateAnd(b_.CreateICmpSLE(b_.CreateLoad(i64_, bLo_), bOff),
+                              b_.CreateICmpSLE(bEnd, b_.CreateLoad(i64_, bHi_)));
+    BasicBlock *miss = BasicBlock::Create(ctx_, "ptb.decode", f_);
+    BasicBlock *join = BasicBlock::Create(ctx_, "ptb.ready", f_);
+    b_.CreateCondBr(hit, join, miss);
+    b_.SetInsertPoint(miss);
+    Function *dec = outlined("spyre_dl16_decode_" + std::to_string(bSticks), 2, [&](ArrayRef<Value *> a) {
+      countedLoop(bSticks, "dec", [&](Value *s) {
+        Value *src = b_.CreateInBoundsGEP(i8_, a[1], b_.CreateMul(s, b_.getInt64(128)));
+        Value *dst = b_.CreateInBoundsGEP(vf_, a[0], s);
+        b_.CreateAlignedStore(decode(b_.CreateAlignedLoad(vi16_, src, Align(2))), dst, Align(64));
+      });
+    });
+    b_.CreateCall(dec, {bDec, lxAddr(in.lx3)});
+    b_.CreateStore(bOff, bLo_);
+    b_.CreateStore(bEnd, bHi_);
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
     std::string name = "spyre_ptmm_" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
                        (acc ? "_acc" : "");
-    Function *fn = m_.getFunction(name);
-    if (!fn) {
-      fn = Function::Create(FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, ptr_}, false), Function::InternalLinkage,
-                            name, &m_);
-      fn->addFnAttr(Attribute::NoUnwind);
-      fn->addFnAttr(Attribute::NoInline);
-      // Emit the body with this lowering's builder, then come back to the phase function.
-      IRBuilderBase::InsertPoint ip = b_.saveIP();
-      Function *phaseFn = f_;
-      auto scratch = ptScratch_;
-      f_ = fn;
-      ptScratch_ = {};
-      b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn));
-      emitPtMm(M, N, K, acc, fn->getArg(0), fn->getArg(1), fn->getArg(2));
-      b_.CreateRetVoid();
-      f_ = phaseFn;
-      ptScratch_ = scratch;
-      b_.restoreIP(ip);
-    }
-    b_.CreateCall(fn, {C, A, B});
+    Function *mm = outlined(name, 3, [&](ArrayRef<Value *> a) { emitPtMm(M, N, K, acc, a[0], a[1], a[2]); });
+    b_.CreateCall(mm, {lxAddr(in.lx), lxAddr(in.lx2), bDec});
   }
 
-  void emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value *C, Value *A, Value *B) {
+  /// The micro-kernel on decoded B sticks (`bDec`: stick (n/64, k) at float (n/64*K + k)*64).
+  /// Per 64-column tile and 64-wide k tile, rows go 4 at a time (16 zmm accumulators), with the
+  /// A values of the k tile decoded once per row, so the inner loop is 4 B loads and 16 fma
+  /// with a broadcast operand per k. Partial sums live in C between k tiles (fp32, exact).
+  void emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value *C, Value *A, Value *bDec) {
     constexpr int kRows = 4;
     auto *v32 = FixedVectorType::get(f32_, 32);
-    if (!ptScratch_.bDec) { // one set of scratch buffers per function, shared by its pt.mm's
+    if (!ptScratch_.aDec) { // one set of scratch buffers per function, shared by its pt.mm's
       IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
       ptScratch_.aDec = eb.CreateAlloca(ArrayType::get(f32_, kRows * kLanes));
       ptScratch_.aDec->setAlignment(Align(64));
-      ptScratch_.bDec = eb.CreateAlloca(ArrayType::get(f32_, 64 * kLanes));
-      ptScratch_.bDec->setAlignment(Align(64));
       for (auto &a : ptScratch_.accs) {
         a = eb.CreateAlloca(vf_);
         a->setAlignment(Align(64));
       }
     }
-    AllocaInst *aDec = ptScratch_.aDec, *bDec = ptScratch_.bDec, *const *accs = ptScratch_.accs;
+    AllocaInst *aDec = ptScratch_.aDec, *const *accs = ptScratch_.accs;
     SmallVector<int, 64> cat, lo, hi;
     for (unsigned l = 0; l < kLanes; ++l)
       cat.push_back(static_cast<int>(l));
@@ -624,13 +780,8 @@ private:
     auto c64 = [&](int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); };
     countedLoop(N / 64, "pt.n", [&](Value *nt) {
       countedLoop(K / 64, "pt.kt", [&](Value *kt) {
-        // The k tile's 64 B rows (sticks (nt, kt*64 + kk)), decoded.
-        countedLoop(64, "pt.b", [&](Value *kk) {
-          Value *k = b_.CreateAdd(b_.CreateMul(kt, c64(64)), kk);
-          Value *bAddr = b_.CreateInBoundsGEP(i8_, B, b_.CreateMul(b_.CreateAdd(b_.CreateMul(nt, c64(K)), k), c64(128)));
-          Value *dst = b_.CreateInBoundsGEP(f32_, bDec, b_.CreateMul(kk, c64(kLanes)));
-          b_.CreateAlignedStore(decode(b_.CreateAlignedLoad(vi16_, bAddr, Align(2))), dst, Align(64));
-        });
+        // The k tile's 64 decoded B rows: sticks (nt, kt*64 + kk).
+        Value *bTile = b_.CreateInBoundsGEP(vf_, bDec, b_.CreateAdd(b_.CreateMul(nt, c64(K)), b_.CreateMul(kt, c64(64))));
         Value *first = b_.CreateICmpEQ(kt, c64(0));
         // Rows i0 .. i0+rows-1 over this k tile.
         auto block = [&](Value *i0, int rows) {
@@ -650,7 +801,7 @@ private:
             b_.CreateAlignedStore(decode(b_.CreateAlignedLoad(vi16_, aAddr, Align(2))), dst, Align(64));
           }
           countedLoop(64, "pt.k", [&](Value *kk) {
-            Value *bV = b_.CreateAlignedLoad(vf_, b_.CreateInBoundsGEP(f32_, bDec, b_.CreateMul(kk, c64(kLanes))), Align(64));
+            Value *bV = b_.CreateAlignedLoad(vf_, b_.CreateInBoundsGEP(vf_, bTile, kk), Align(64));
             for (int r = 0; r < rows; ++r) {
               Value *aP = b_.CreateInBoundsGEP(f32_, aDec, b_.CreateAdd(c64(static_cast<int64_t>(r) * kLanes), kk));
               Value *aV = b_.CreateVectorSplat(kLanes, b_.CreateAlignedLoad(f32_, aP, Align(4)));
@@ -774,6 +925,10 @@ private:
   }
 
   void lowerInstr(const Instr &in) {
+    lowerOp(in);
+    invalidateDecodedB(in);
+  }
+  void lowerOp(const Instr &in) {
     if (outOfLine_ && lowerCall(in))
       return;
     if (in.op == Opcode::LdPad) {
@@ -797,10 +952,14 @@ private:
     case Opcode::Muli: writeS(in.r[0], b_.CreateMul(readS(in.r[1]), b_.getInt64(in.imm))); return;
     case Opcode::Tbl: writeS(in.r[0], perCoreValue(in.table, ".tbl")); return;
     case Opcode::Loop:
+      if (lowerSharedLoop(in))
+        return;
+      ++loopDepth_;
       countedLoop(in.imm, "loop", [&](Value *) {
         for (const auto &b : in.body)
           lowerInstr(b);
       });
+      --loopDepth_;
       return;
     case Opcode::PtMm: lowerPtMm(in); return;
     case Opcode::RingSend:
@@ -866,15 +1025,28 @@ void lowerKernelInto(const isa::Kernel &k, Module &m, bool outOfLine) {
   auto *fty = FunctionType::get(Type::getVoidTy(ctx), {ptr, ptr, ptr}, false);
   // Empty phases get no function (the engine skips them); phases equal up to `li` immediates
   // share one, the other programs' symbols are aliases of it.
-  for (const PhaseGroup &g : groupPhases(k)) {
+  std::vector<PhaseGroup> groups = groupPhases(k);
+  SharedLoops shared;
+  if (!outOfLine) {
+    std::map<std::string, int> seen;
+    for (const PhaseGroup &g : groups) {
+      const auto &body = k.programs[g.programs[0]].body;
+      auto range = isa::phaseRanges(k.programs[g.programs[0]])[g.phase];
+      for (size_t i = range.first; i < range.second; ++i)
+        if (body[i].op == Opcode::Loop && !containsLi(body[i]) && ++seen[isa::printInstr(body[i], k)] == 2)
+          shared.fns[isa::printInstr(body[i], k)] = nullptr;
+    }
+  }
+  for (const PhaseGroup &g : groups) {
     size_t rep = g.programs[0];
     auto ranges = isa::phaseRanges(k.programs[rep]);
     Function *f = Function::Create(fty, Function::ExternalLinkage, phaseSymbol(k, rep, g.phase), &m);
     f->addFnAttr(Attribute::NoUnwind);
     for (unsigned a = 0; a < 3; ++a)
       f->addParamAttr(a, Attribute::NoAlias);
-    FunctionLowering(m, k, k.programs[rep], f, outOfLine, g.liTables)
-        .lower(ranges[g.phase].first, ranges[g.phase].second);
+    ArrayRef<Instr> body(k.programs[rep].body);
+    FunctionLowering(m, k, k.programs[rep], f, outOfLine, g.liTables, &shared)
+        .lower(body.slice(ranges[g.phase].first, ranges[g.phase].second - ranges[g.phase].first));
     for (size_t i = 1; i < g.programs.size(); ++i)
       GlobalAlias::create(fty, 0, GlobalValue::ExternalLinkage, phaseSymbol(k, g.programs[i], g.phase), f, &m);
   }

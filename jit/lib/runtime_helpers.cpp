@@ -8,8 +8,12 @@
 #include "lowering.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/semantics.h"
+#include "spyre/sim/machine.h"
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <cstdio>
+#include <memory>
 
 namespace spyre::jit {
 
@@ -79,6 +83,20 @@ extern "C" void spyre_jit_dma(uint8_t *lx, uint8_t *ddr, int64_t n0, int64_t n1,
 extern "C" void spyre_jit_pt_mm(uint8_t *C, const uint8_t *A, const uint8_t *B, int64_t M, int64_t N, int64_t K,
                                 int32_t acc) {
   isa::ptMm(C, A, B, M, N, K, acc != 0);
+}
+
+extern "C" float *spyre_jit_decoded_lx() {
+  // Only the pages under decoded B tiles are ever touched.
+  struct Free {
+    void operator()(float *p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<float, Free> mirror(
+      static_cast<float *>(std::aligned_alloc(4096, sim::kLxBytes / 2 * sizeof(float))));
+  if (!mirror) { // JIT frames are nounwind: an exception could not pass them
+    std::fputs("spyre-jit: out of memory for the decoded-LX mirror (4 MiB)\n", stderr);
+    std::abort();
+  }
+  return mirror.get();
 }
 
 extern "C" void spyre_jit_pt_out(uint8_t *D, const uint8_t *C, int64_t M, int64_t N) { isa::ptOut(D, C, M, N); }

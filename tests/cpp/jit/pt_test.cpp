@@ -1,10 +1,13 @@
 // PT tile matmul: interpreter and JIT identical byte for byte, and equal to a scalar fma
 // reference in the documented order.
+#include "jit_test_util.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/listing.h"
+#include "spyre/isa/verifier.h"
 #include "spyre/jit/jit_engine.h"
 #include "spyre/sim/engine.h"
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <gtest/gtest.h>
 #include <random>
@@ -62,3 +65,90 @@ TEST(PtTile, MatmulAndOutputBothEnginesAndReference) {
       ASSERT_EQ(d, dl16::fromFloat(acc));
     }
 }
+
+// The O2 tier decodes a pt.mm's B tiles once per phase and reuses them while B stays in LX.
+// Every kind of LX write between two pt.mm on the same B must invalidate that cache (the second
+// product then differs from the first), and a write next to B must not. Both engines must agree
+// byte for byte on all of LX.
+namespace {
+
+struct BReuse {
+  const char *name;
+  std::string between; ///< instructions between the two pt.mm (after the phase's bar if ring)
+  bool changesB;       ///< whether the second product must differ from the first
+};
+
+TEST(PtTile, DecodedBIsInvalidatedByEveryLxWrite) {
+  // A (4 x 128) at 0x0, B (128 x 128: 32 KiB) at 0x10000, other DL16 data at 0x60000; the
+  // products go to 0x40000 and 0x48000.
+  const std::string load = "    dma.in    lx[0x0], ddr[x], shape=(1,1,8) -> t0\n"
+                           "    dma.in    lx[0x10000], ddr[x+0x400], shape=(1,1,256) -> t1\n"
+                           "    dma.in    lx[0x60000], ddr[x+0x8400], shape=(1,1,256) -> t2\n"
+                           "    wait      t0, t1, t2\n";
+  const std::string mm0 = "    pt.mm     lx[0x40000], lx[0x0], lx[0x10000], 4, 128, 128, 0\n";
+  const std::string mm1 = "    pt.mm     lx[0x48000], lx[0x0], lx[0x10000], 4, 128, 128, 0\n";
+  const std::vector<BReuse> cases = {
+      {"st on the last stick", "    ld.dl16   v1, lx[0x60000]\n    st.dl16   lx[0x17f80], v1\n", true},
+      {"st just past B", "    ld.dl16   v1, lx[0x60000]\n    st.dl16   lx[0x18000], v1\n", false},
+      {"dma.in", "    dma.in    lx[0x14000], ddr[x+0x8400], shape=(1,2,2), lx.stride=(0,0x2000) -> t0\n"
+                 "    wait      t0\n", true},
+      {"dma.mc", "    dma.mc    lx[0x17000], ddr[x+0x8400], shape=(1,1,2), cohort=2 -> t0\n    wait      t0\n", true},
+      {"pt.out", "    pt.out    lx[0x10080], lx[0x40000], 2, 64\n", true},
+      {"pt.tr", "    pt.tr     lx[0x12000], lx[0x60000], 64, 64\n", true},
+      {"ring.recv", "    ring.recv lx[0x14000], 4, 0\n", true},
+      {"ring.psum", "    ring.psum.dl16 lx[0x10000], 4, 0\n", true},
+      {"a loop of st over B",
+       "    li        r1, 0\n    ld.dl16   v2, lx[0x60080]\n    loop 3 {\n        st.dl16   lx[r1+0x16000], v2\n"
+       "        addi      r1, r1, 0x800\n    }\n",
+       true},
+  };
+  std::vector<uint8_t> x = spyre::testing::randomDl16((0x8400 + 0x8000) / 2, 7);
+  auto interp = sim::makeInterpreter();
+  jit::JitEngine jit; // O2: the tier with the cache
+  for (const BReuse &c : cases) {
+    SCOPED_TRACE(c.name);
+    bool ring = std::string(c.name).rfind("ring", 0) == 0;
+    std::string text = ".kernel breuse cores=2\n.args x\n.core 0..1\n" + load +
+                       (ring ? "    ring.send lx[0x60000], 4, 0\n    bar\n" : "") + mm0 + c.between + mm1;
+    isa::Kernel k = isa::parseKernel(text);
+    isa::verifyKernel(k, {x.size()});
+    auto ri = spyre::testing::runPrepared(*interp->prepare(k), {x}, 1, 0x70000);
+    auto rj = spyre::testing::runPrepared(*jit.prepare(k), {x}, 1, 0x70000);
+    EXPECT_TRUE(ri.lx == rj.lx);
+    EXPECT_TRUE(ri.regs == rj.regs);
+    bool same = std::equal(ri.lx.begin() + 0x40000, ri.lx.begin() + 0x40800, ri.lx.begin() + 0x48000);
+    EXPECT_EQ(same, !c.changesB);
+  }
+}
+
+TEST(PtTile, DecodedBServesSubTilesAndFollowsTheBRegister) {
+  // pt.mm on all of B, then on its second column tile (inside the cached range), then in a
+  // loop on B tiles at 0x10000 and 0x60000 in turn, chosen by a register (a miss every time).
+  std::string text = ".kernel bsub cores=1\n.args x\n.core 0\n"
+                     "    dma.in    lx[0x0], ddr[x], shape=(1,1,8) -> t0\n"
+                     "    dma.in    lx[0x10000], ddr[x+0x400], shape=(1,1,256) -> t1\n"
+                     "    dma.in    lx[0x60000], ddr[x+0x8400], shape=(1,1,128) -> t2\n"
+                     "    wait      t0, t1, t2\n"
+                     "    pt.mm     lx[0x40000], lx[0x0], lx[0x10000], 4, 128, 128, 0\n"
+                     "    pt.mm     lx[0x48000], lx[0x0], lx[0x14000], 4, 64, 128, 0\n"
+                     "    li        r1, 0\n"
+                     "    loop 4 {\n"
+                     "        pt.mm     lx[0x50000], lx[0x0], lx[r1+0x10000], 4, 64, 128, 1\n"
+                     "        addi      r1, r1, -0x50000\n"
+                     "        muli      r1, r1, -1\n"
+                     "    }\n";
+  isa::Kernel k = isa::parseKernel(text);
+  std::vector<uint8_t> x = spyre::testing::randomDl16((0x8400 + 0x4000) / 2, 8);
+  isa::verifyKernel(k, {x.size()});
+  auto interp = sim::makeInterpreter();
+  jit::JitEngine jit;
+  auto ri = spyre::testing::runPrepared(*interp->prepare(k), {x}, 1, 0x64000);
+  auto rj = spyre::testing::runPrepared(*jit.prepare(k), {x}, 1, 0x64000);
+  ASSERT_TRUE(ri.lx == rj.lx);
+  ASSERT_TRUE(ri.regs == rj.regs);
+  // The sub-tile product is the second column tile of the full product.
+  EXPECT_TRUE(std::equal(ri.lx.begin() + 0x40000 + 2 * 4 * 128, ri.lx.begin() + 0x40000 + 4 * 4 * 128,
+                         ri.lx.begin() + 0x48000));
+}
+
+} // namespace

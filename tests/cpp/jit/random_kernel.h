@@ -138,6 +138,7 @@ private:
   // The kernel being generated.
   int cores_ = 1;
   std::vector<uint64_t> argBytes_;
+  std::optional<isa::LxAddr> lastB_; ///< B of the last pt.mm (reused to hit the JIT's decoded-B cache)
   std::vector<int> coresOfProgram_;
   int progFirst_ = 0, progLast_ = 0; ///< core range of the program being generated
 
@@ -156,6 +157,7 @@ private:
     isa::Kernel &k = c.kernel;
     cores_ = 1 + pick(o_.maxCores);
     k.numCores = cores_;
+    lastB_.reset();
     k.name = "rnd";
     int nargs = 1 + pick(o_.maxArgs);
     argBytes_.clear();
@@ -287,7 +289,9 @@ private:
   }
 
   /// pt.mm / pt.out / pt.tr on LX tiles that do not overlap each other (over the registers'
-  /// ranges); skipped when no disjoint placement is found quickly.
+  /// ranges); skipped when no disjoint placement is found quickly. A pt.mm often takes the B
+  /// operand of the previous one (when still in bounds), so that the writes generated in
+  /// between exercise the invalidation of the JIT's decoded-B cache.
   void genPt(std::vector<Instr> &body, State &s) {
     Instr in;
     std::vector<std::pair<int64_t, bool>> tiles; // bytes, written
@@ -314,6 +318,12 @@ private:
       bool ok = false;
       for (int attempt = 0; attempt < 8 && !ok; ++attempt) {
         *addr[i] = lxAddr(s, tiles[i].first);
+        bool reuseB = in.op == Opcode::PtMm && i == 2 && attempt == 0 && lastB_ && chance(60);
+        if (reuseB) {
+          Span b = lxSpan(s, *lastB_, tiles[i].first);
+          if (b.lo >= 0 && b.hi <= o_.lxBytes)
+            *addr[i] = *lastB_;
+        }
         Span sp = lxSpan(s, *addr[i], tiles[i].first);
         ok = true;
         for (const Span &o : placed)
@@ -326,7 +336,22 @@ private:
     }
     for (size_t i = 0; i < tiles.size(); ++i)
       settle(body, s, placed[i], tiles[i].second);
+    if (in.op == Opcode::PtMm)
+      lastB_ = in.lx3;
     body.push_back(in);
+    if (in.op == Opcode::PtMm && chance(40)) {
+      // Overwrite one stick of B and multiply again: a stale decoded B would show in C.
+      Instr st;
+      st.op = Opcode::St;
+      st.fmt = isa::Format::DL16;
+      st.v[0] = vreg();
+      st.lx = in.lx3;
+      st.lx.offset += 128 * pick(64);
+      settle(body, s, st.lx, 128, true);
+      body.push_back(st);
+      in.imms[2] = 1;
+      body.push_back(in);
+    }
   }
 
   int junkReg() { return 8 + pick(isa::kNumSRegs - 8); }
