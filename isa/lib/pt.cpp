@@ -1,10 +1,14 @@
 // Reference semantics of the PT instructions on LX tiles (layouts in instructions.def): the
 // interpreter runs these and the JIT's O0 tier calls them, so both engines share one definition.
-// The JIT's O2 tier lowers pt.mm to its own micro-kernel with the same fma order per element.
+// The JIT's O2 tier lowers pt.mm to its own micro-kernel with the same fma order per element
+// and calls ptTr (a data move: nothing to specialise per shape).
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/semantics.h"
 #include <cmath>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace spyre::isa {
 
@@ -33,7 +37,51 @@ void ptOut(uint8_t *D, const uint8_t *C, int64_t M, int64_t N) {
     }
 }
 
+namespace {
+
+/// One 64 x 64 tile of 16-bit words: dst stick c, lane r = src stick r, lane c (both tiles are
+/// 64 consecutive 128-byte sticks). In 8 x 8 blocks, with SSE2 unpacks where the host has them.
+void transposeTile(uint8_t *dst, const uint8_t *src) {
+#if defined(__SSE2__)
+  for (int bi = 0; bi < 8; ++bi)
+    for (int bj = 0; bj < 8; ++bj) {
+      __m128i a[8], t[8], u[8];
+      for (int k = 0; k < 8; ++k)
+        a[k] = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + (bi * 8 + k) * 128 + bj * 16));
+      for (int k = 0; k < 4; ++k) {
+        t[2 * k] = _mm_unpacklo_epi16(a[2 * k], a[2 * k + 1]);
+        t[2 * k + 1] = _mm_unpackhi_epi16(a[2 * k], a[2 * k + 1]);
+      }
+      for (int k = 0; k < 2; ++k) {
+        u[4 * k] = _mm_unpacklo_epi32(t[4 * k], t[4 * k + 2]);
+        u[4 * k + 1] = _mm_unpackhi_epi32(t[4 * k], t[4 * k + 2]);
+        u[4 * k + 2] = _mm_unpacklo_epi32(t[4 * k + 1], t[4 * k + 3]);
+        u[4 * k + 3] = _mm_unpackhi_epi32(t[4 * k + 1], t[4 * k + 3]);
+      }
+      for (int k = 0; k < 4; ++k) {
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + (bj * 8 + 2 * k) * 128 + bi * 16),
+                         _mm_unpacklo_epi64(u[k], u[k + 4]));
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + (bj * 8 + 2 * k + 1) * 128 + bi * 16),
+                         _mm_unpackhi_epi64(u[k], u[k + 4]));
+      }
+    }
+#else
+  for (int r = 0; r < 64; ++r)
+    for (int c = 0; c < 64; ++c)
+      std::memcpy(dst + c * 128 + 2 * r, src + r * 128 + 2 * c, 2);
+#endif
+}
+
+} // namespace
+
 void ptTr(uint8_t *D, const uint8_t *S, int64_t R, int64_t C) {
+  if (R % 64 == 0 && C % 64 == 0) {
+    // Tile (rt, ct) of S (sticks ct*R + rt*64 ..) is tile (ct, rt) of D (sticks rt*C + ct*64 ..).
+    for (int64_t rt = 0; rt < R / 64; ++rt)
+      for (int64_t ct = 0; ct < C / 64; ++ct)
+        transposeTile(D + (rt * C + ct * 64) * 128, S + (ct * R + rt * 64) * 128);
+    return;
+  }
   for (int64_t r = 0; r < R; ++r)
     for (int64_t col = 0; col < C; ++col)
       std::memcpy(D + ((r / 64) * C + col) * 128 + 2 * (r % 64), S + ((col / 64) * R + r) * 128 + 2 * (col % 64), 2);

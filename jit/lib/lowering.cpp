@@ -839,18 +839,11 @@ private:
   }
 
   // pt.tr: a 16-bit element copy per (r, c); D and S do not overlap (verifier ranges).
+  /// pt.tr moves 16-bit words only: the reference's 64 x 64 tile transpose (isa::ptTr, SSE2
+  /// unpacks) beats a per-word loop of IR, and a call per instruction costs nothing next to it.
   void lowerPtTr(const Instr &in) {
-    const int64_t R = in.imm, C = in.imms[0];
-    Value *D = lxAddr(in.lx), *S = lxAddr(in.lx2);
-    countedLoop(C, "tr.c", [&](Value *col) {
-      Value *ct = b_.CreateUDiv(col, b_.getInt64(64)), *cl = b_.CreateURem(col, b_.getInt64(64));
-      countedLoop(R, "tr.r", [&](Value *r) {
-        Value *rt = b_.CreateUDiv(r, b_.getInt64(64)), *rl = b_.CreateURem(r, b_.getInt64(64));
-        Value *src = b_.CreateInBoundsGEP(i8_, S, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(ct, b_.getInt64(R)), r), b_.getInt64(128)), b_.CreateMul(cl, b_.getInt64(2))));
-        Value *dst = b_.CreateInBoundsGEP(i8_, D, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(rt, b_.getInt64(C)), col), b_.getInt64(128)), b_.CreateMul(rl, b_.getInt64(2))));
-        b_.CreateAlignedStore(b_.CreateAlignedLoad(i16_, src, Align(2)), dst, Align(2));
-      });
-    });
+    b_.CreateCall(helper("spyre_jit_pt_tr", {ptr_, ptr_, i64_, i64_}),
+                  {lxAddr(in.lx), lxAddr(in.lx2), b_.getInt64(in.imm), b_.getInt64(in.imms[0])});
   }
 
   void lowerPtOut(const Instr &in) {
