@@ -20,13 +20,18 @@ using isa::SuperDsc;
 using isa::SdscLayout;
 using isa::SdscTensor;
 
-bool padMatmulKFromEnv() {
-  const char *e = std::getenv("SPYRE_PAD_MATMUL_K");
+namespace {
+bool envFlag(const char *name) {
+  const char *e = std::getenv(name);
   if (!e)
     return false;
   const std::string v = e;
   return v == "1" || v == "true" || v == "on";
 }
+} // namespace
+
+bool padMatmulKFromEnv() { return envFlag("SPYRE_PAD_MATMUL_K"); }
+bool matmulTransBFromEnv() { return envFlag("SPYRE_MATMUL_TRANSB"); }
 
 int senCoresFromEnv() {
   const char *e = std::getenv("SENCORES");
@@ -799,7 +804,7 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
   decomposeOps(g);
   g.verify();
   snapshot("decompose");
-  propagateLayouts(g);
+  propagateLayouts(g, layoutBeamWidthFromEnv(), opts.maxCores, opts.matmulTransB);
   g.verify();
   snapshot("layout-propagation");
   if (opts.padMatmulK) {

@@ -17,7 +17,11 @@
 //   transpose / permute: a relabel of the input's map: zero-copy, no kernel;
 //   reshape: its input in the generic layout, or in any order-keeping map whose device shape has
 //     the output's bytes (the unsqueeze of a reduction reads the keepdim value directly);
-//   everything else (matmul, layer norm, data ops): generic only.
+//   matmul: x and the output generic; y generic or with its last two dims swapped, i.e. sticked
+//     on K (the matmul then transposes y's tiles in the PE array: attribute transb=1), so
+//     `x @ w.t()` reads w as stored (opt-in, CompileOptions::matmulTransB; where the kernel
+//     can: fp16/bf16, N a multiple of 64, no K split);
+//   everything else (layer norm, data ops): generic only.
 // Graph inputs arrive generic; graph outputs keep whatever map they have (their buffer's
 // SpyreTensorLayout carries it, so the host sees the right elements).
 //
@@ -45,6 +49,7 @@
 #include "kernel_draft.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/frontend/passes.h"
+#include "spyre/frontend/work_division.h"
 #include "spyre/isa/error.h"
 #include <algorithm>
 #include <climits>
@@ -182,7 +187,7 @@ DimMap withUnitDims(DimMap m, size_t k) {
   return m;
 }
 
-enum class Rule { Pointwise, Reduction, Relabel, Reshape, GenericOnly };
+enum class Rule { Pointwise, Reduction, Relabel, Reshape, Matmul, GenericOnly };
 
 bool isReduction(const std::string &op) { return op == "sum" || op == "mean" || op == "amax" || op == "amin"; }
 
@@ -228,6 +233,8 @@ Rule ruleOf(const Graph &g, const Node &n) {
     return Rule::Relabel;
   if (n.op == "reshape" && n.inputs.size() == 1)
     return Rule::Reshape;
+  if (n.op == "matmul" && n.inputs.size() == 2 && n.attrs.empty())
+    return Rule::Matmul;
   return Rule::GenericOnly;
 }
 
@@ -271,10 +278,12 @@ DimMap reducedMap(const DimMap &frame, const std::vector<bool> &red, bool keepdi
 /// Graph facts the search reads: host shapes and stick sizes of the original values.
 struct Problem {
   const Graph &g;
+  int maxCores;
+  bool matmulTransB;
   std::vector<std::vector<int64_t>> host;
   std::vector<int64_t> eps;
 
-  explicit Problem(const Graph &graph) : g(graph) {
+  Problem(const Graph &graph, int cores, bool transB) : g(graph), maxCores(cores), matmulTransB(transB) {
     for (const Value &v : g.values) {
       host.push_back(v.shape);
       eps.push_back(elemsPerStickOf(v));
@@ -296,6 +305,33 @@ struct Problem {
     return kRestickifyWeight * (sticksOf(v, from) + sticksOf(v, to)) + kLaunchCostSticks;
   }
 };
+
+/// y's map when a matmul reads it sticked on K: its last two dims swapped.
+DimMap swappedLastTwo(size_t rank) {
+  DimMap m = identityDimMap(rank);
+  std::swap(m[rank - 1], m[rank - 2]);
+  return m;
+}
+
+/// The matmul kernel can read y sticked on K (matmulKernel's transb): fp16/bf16 operands of
+/// rank >= 2, N a whole number of sticks, and a work division without a K split.
+bool transposedYFits(const Problem &p, const Node &n) {
+  if (!p.matmulTransB)
+    return false;
+  const Graph &g = p.g;
+  const int x = n.inputs[0], y = n.inputs[1];
+  const auto &xs = p.host[x], &ys = p.host[y];
+  for (int v : {x, y, n.output})
+    if (g.values[v].dtype != HostType::F16 && g.values[v].dtype != HostType::BF16)
+      return false;
+  if (xs.size() < 2 || ys.size() < 2 || xs.size() > 4 || ys[ys.size() - 2] != xs.back() || ys.back() % 64 != 0)
+    return false;
+  if (ys.size() != 2 && (ys.size() != xs.size() || !std::equal(xs.begin(), xs.end() - 2, ys.begin())))
+    return false; // batch broadcasting the matmul builder rejects anyway
+  const MatmulProblem mp{std::vector<int64_t>(xs.begin(), xs.end() - 2), ys.size() != 2, xs[xs.size() - 2], ys.back(),
+                         xs.back()};
+  return matmulWorkDivision(mp, p.maxCores).back() == 1;
+}
 
 /// A partial assignment: the maps of the values laid out so far (absent: identity), the
 /// restickified copies made (value, byte key) and their cost.
@@ -391,6 +427,18 @@ std::vector<NodeLayout> candidates(const Problem &p, const BeamState &s, const N
     l.inputs = {direct ? m : identityDimMap(p.host[in].size())};
     l.output = identityDimMap(r);
     c.push_back(std::move(l));
+    break;
+  }
+  case Rule::Matmul: {
+    c.push_back(allIdentity());
+    if (transposedYFits(p, n)) {
+      NodeLayout l = allIdentity();
+      const int y = n.inputs[1];
+      l.cost -= p.sticksOf(y, l.inputs[1]);
+      l.inputs[1] = swappedLastTwo(p.host[y].size());
+      l.cost += p.sticksOf(y, l.inputs[1]);
+      c.push_back(std::move(l));
+    }
     break;
   }
   case Rule::GenericOnly: c.push_back(allIdentity()); break;
@@ -644,6 +692,8 @@ private:
       n.attrs["dims"] = Attr(dims);
       n.attrs["keepdim"] = Attr(1.0);
     }
+    if (rule == Rule::Matmul && !isIdentity(l.inputs[1]))
+      n.attrs["transb"] = Attr(1.0); // y arrives in device shape [.., N, K]
     if (!isIdentity(l.output))
       n.notes["layout"] = Attr(std::vector<double>(l.output.begin(), l.output.end()));
     nodes_.push_back(std::move(n));
@@ -652,11 +702,11 @@ private:
 
 } // namespace
 
-LayoutSearchResult propagateLayouts(Graph &g, int beamWidth) {
+LayoutSearchResult propagateLayouts(Graph &g, int beamWidth, int maxCores, bool matmulTransB) {
   if (beamWidth < 1)
     throw Error("layout propagation: beam width " + std::to_string(beamWidth) + " (at least 1)");
   const Graph original = g;
-  const Problem p(original);
+  const Problem p(original, maxCores, matmulTransB);
   const BeamState best = search(p, beamWidth);
   Rewriter(p, g).run(best);
   return {best.cost, best.restickifies};

@@ -143,3 +143,33 @@ TEST(LayoutSearch, BeamWidthFromEnvironment) {
   ::unsetenv("SPYRE_LAYOUT_BEAM");
   EXPECT_EQ(layoutBeamWidthFromEnv(), kLayoutBeamWidth);
 }
+
+// x @ w.t() (a linear layer): with CompileOptions::matmulTransB the matmul reads w as stored,
+// sticked on K (transb=1, the PE array transposes its tiles), and the transpose is a relabel:
+// no restickify kernel. Off (the default, torch-spyre's way): one transpose kernel. Same
+// results on both engines either way; N not a stick multiple keeps the restickify.
+TEST(LayoutSearch, LinearWeightReadAsStoredWithTransB) {
+  for (auto [N, transB] : {std::pair<int64_t, bool>{128, true}, {128, false}, {100, true}}) {
+    const int64_t M = 48, K = 96;
+    Graph g;
+    int x = g.addInput("x", {M, K}, HostType::F16), w = g.addInput("w", {N, K}, HostType::F16);
+    int wt = g.addNode("transpose", {w}, "wt", {K, N}, HostType::F16);
+    g.outputs = {g.addNode("matmul", {x, wt}, "y", {M, N}, HostType::F16)};
+    CompileOptions opts;
+    opts.matmulTransB = transB;
+    isa::JobPlan plan = compileGraph(g, opts);
+    const bool expectTransB = transB && N % 64 == 0;
+    EXPECT_EQ(restickifyKernels(plan), expectTransB ? 0 : 1) << "N " << N << " transb " << transB;
+    EXPECT_EQ(plan.launches.size(), expectTransB ? 1u : 2u);
+    const std::vector<float> xv = randomValues(M * K, 31), wv = randomValues(N * K, 32);
+    std::vector<float> wtv(static_cast<size_t>(K * N));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k)
+        wtv[k * N + n] = wv[n * K + k];
+    std::vector<double> xd(xv.begin(), xv.end());
+    const std::vector<double> want = matmulRef(xd, wtv, M, K, N);
+    const test::BothEngines r = test::runOnBothEngines(plan, {xv, wv});
+    EXPECT_EQ(r.interp, r.jit);
+    expectNear(r.jit.at(0), want, 0.02, "x @ w.t()");
+  }
+}

@@ -13,6 +13,7 @@ namespace spyre::frontend {
 
 /// `SPYRE_PAD_MATMUL_K` ("1", "true", "on" enable it; default off).
 bool padMatmulKFromEnv();
+bool matmulTransBFromEnv();
 
 struct CompileOptions {
   int maxCores = 32;       ///< SENCORES
@@ -24,6 +25,11 @@ struct CompileOptions {
   int64_t lxPlanBytes = (kLxUsableBytes - (256 << 10)) / kLxAlign * kLxAlign;
   /// Matmul K padding as a graph rewrite (SPYRE_PAD_MATMUL_K=1; default off, see passes.h).
   bool padMatmulK = padMatmulKFromEnv();
+  /// Matmuls read a transposed second operand as stored, sticked on K (`transb`: the PE array
+  /// transposes its tiles), instead of a restickify kernel (SPYRE_MATMUL_TRANSB=1; default off:
+  /// torch-spyre restickifies, and every core of an M split then transposes the whole weight,
+  /// which costs the host simulation more than the kernel it saves; docs/performance.md).
+  bool matmulTransB = matmulTransBFromEnv();
   /// If set: receives the graph text after each pass (also passes.txt in dumpDir).
   std::vector<PassSnapshot> *passLog = nullptr;
 };

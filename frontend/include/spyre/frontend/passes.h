@@ -67,9 +67,12 @@ struct LayoutSearchResult {
 /// (non-identity maps), `relabel=1` (a transpose / permute turned into a zero-copy reshape) and
 /// `restickify=1` (an inserted transpose / permute where a consumer needs another map than its
 /// producer gives, once per value and map). Graph outputs keep their map (their buffer carries
-/// it). Unsupported where a restickify would move the stick dim of an fp32 tensor (the PE array
-/// is fp16/bf16 only) and no cheaper layout avoids it.
-LayoutSearchResult propagateLayouts(Graph &g, int beamWidth = layoutBeamWidthFromEnv());
+/// it). With `matmulTransB` a matmul may read its second operand sticked on K (attribute
+/// transb=1) where the kernel can for `maxCores` cores. Unsupported where a restickify would
+/// move the stick dim of an fp32 tensor (the PE array is fp16/bf16 only) and no cheaper layout
+/// avoids it.
+LayoutSearchResult propagateLayouts(Graph &g, int beamWidth = layoutBeamWidthFromEnv(), int maxCores = 32,
+                                    bool matmulTransB = false);
 
 /// k_padding.cpp: each matmul whose K is not a multiple of the 64-element stick gets both
 /// operands padded with zeros to the next multiple (copy_into of a zero constant), torch-spyre's
