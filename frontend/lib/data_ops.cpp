@@ -56,10 +56,14 @@ void addCopyOperands(KernelDraft &kd, int in, int out, DataFormat fmt, const cha
   kd.tensorValues = {in, out};
 }
 
+} // namespace
+
 void addCopyOperands(KernelDraft &kd, int in, int out, DataFormat fmt, const char *inType, const char *outType,
                      const std::vector<int64_t> &perCore) {
   addCopyOperands(kd, in, out, fmt, inType, outType, perCore, -1, std::vector<int64_t>{}, std::vector<int64_t>{});
 }
+
+namespace {
 
 /// The same with tensor `view` a view of an allocation `allocSize` long on `dim` from `offset`.
 void addCopyOperands(KernelDraft &kd, int in, int out, DataFormat fmt, const char *inType, const char *outType,

@@ -59,6 +59,11 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
 // Op builders in data_ops.cpp.
 KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCores);
 KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+/// The operands of a whole-tensor copy (data_ops.cpp): Tensor0 (value `in`, layout class
+/// inType) -> Tensor1 (value `out`, outType), scale 1 on every dim, both in `fmt`, placed per
+/// core by `perCore`.
+void addCopyOperands(KernelDraft &kd, int in, int out, DataFormat fmt, const char *inType, const char *outType,
+                     const std::vector<int64_t> &perCore);
 /// One identity copy per operand into its part of the output (numbered from `index`).
 std::vector<KernelDraft> catKernels(const Graph &g, const Node &n, size_t index, int maxCores);
 /// full(value=v): the identity SuperDSC with a constant operand (a fill).

@@ -2,12 +2,20 @@
 // layout (SpyreTensorLayout(size), device dims [d1..d(k-2), ceil(d(k-1)/eps), d0] + elements)
 // often puts the elements of the reshaped tensor at exactly the same device bytes: then the
 // reshape is a copy of the whole buffer (an identity SuperDSC over the input's dims whose
-// output has the same bytes). Reshapes that move elements between sticks are Unsupported
-// (they run as views outside the compiled partitions, restaged through the host).
+// output has the same bytes). A reshape that keeps the last dim but merges or splits leading
+// dims (the [B, S, H] <-> [B*S, H] of a linear layer on a batch) keeps every stick whole and
+// only reorders sticks: the generic layout puts dim 0 inside the stick tiles, so
+// f16[2, 64, 256] and f16[128, 256] order their sticks differently. That is a restickify that
+// keeps the stick dim (ReStickifyOpHBM on the SFP, each tensor walked in its own layout) over
+// the common refinement of both shapes' leading dims. Reshapes that move elements between
+// lanes, or whose leading dims have no common refinement, are Unsupported (they run as views
+// outside the compiled partitions, restaged through the host).
 #include "kernel_draft.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/isa/error.h"
+#include "spyre/frontend/work_division.h"
 #include <numeric>
+#include <optional>
 
 namespace spyre::frontend::detail {
 
@@ -85,15 +93,99 @@ bool reshapeKeepsDeviceBytes(const std::vector<int64_t> &from, const std::vector
 
 namespace spyre::frontend::detail {
 
+namespace {
+
+/// The common row-major refinement of two shapes with the same element count: dims f such
+/// that every dim of `a` and of `b` is a product of consecutive f dims (groups, outer ->
+/// inner). Empty optional when there is none ([6, 4] vs [4, 6]). Size-1 dims get empty groups.
+struct Refinement {
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int>> groupsA, groupsB;
+};
+
+std::optional<Refinement> commonRefinement(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
+  Refinement r;
+  r.groupsA.resize(a.size());
+  r.groupsB.resize(b.size());
+  size_t i = 0, j = 0;
+  int64_t ra = a.empty() ? 1 : a[0], rb = b.empty() ? 1 : b[0];
+  for (;;) {
+    while (i < a.size() && ra == 1 && ++i < a.size())
+      ra = a[i];
+    while (j < b.size() && rb == 1 && ++j < b.size())
+      rb = b[j];
+    if (i >= a.size() || j >= b.size())
+      return (i >= a.size()) == (j >= b.size()) ? std::optional<Refinement>(r) : std::nullopt;
+    const int64_t f = std::min(ra, rb);
+    if (std::max(ra, rb) % f != 0)
+      return std::nullopt;
+    r.groupsA[i].push_back(static_cast<int>(r.dims.size()));
+    r.groupsB[j].push_back(static_cast<int>(r.dims.size()));
+    r.dims.push_back(f);
+    ra /= f;
+    rb /= f;
+  }
+}
+
+/// The generic stick layout of a shape whose leading dims are groups of refinement labels:
+/// genericLayout's order [d0, stick, d(k-2) .. d1] with each dim spelled as its group, inner ->
+/// outer.
+isa::SdscLayout groupedGenericLayout(const std::vector<std::vector<int>> &groups, const std::vector<std::string> &labels,
+                                     int64_t eps) {
+  isa::SdscLayout lay;
+  auto add = [&](const std::vector<int> &grp) {
+    for (auto it = grp.rbegin(); it != grp.rend(); ++it)
+      lay.layoutDimOrder.push_back(labels[static_cast<size_t>(*it)]);
+  };
+  if (!groups.empty())
+    add(groups[0]);
+  lay.layoutDimOrder.push_back(labels.back());
+  for (size_t d = groups.size(); d-- > 1;)
+    add(groups[d]);
+  lay.stickDimOrder = {labels.back()};
+  lay.stickSize = {eps};
+  return lay;
+}
+
+/// A reshape keeping the last dim, as a stick-reordering restickify over the refinement of the
+/// leading dims; nullopt if the reshape moves lanes or has no such form.
+std::optional<KernelDraft> stickReorderingReshape(const Value &in, const Value &out, int inV, int outV, size_t index,
+                                                  int maxCores, DataFormat fmt) {
+  if (in.shape.empty() || out.shape.empty() || in.shape.back() != out.shape.back())
+    return std::nullopt;
+  const std::vector<int64_t> leadA(in.shape.begin(), in.shape.end() - 1), leadB(out.shape.begin(), out.shape.end() - 1);
+  const std::optional<Refinement> ref = commonRefinement(leadA, leadB);
+  if (!ref || ref->dims.size() + 1 > 4)
+    return std::nullopt;
+  const int64_t eps = elemsPerStick(fmt);
+  std::vector<int64_t> N = ref->dims;
+  N.push_back(in.shape.back());
+  const size_t r = N.size();
+  const std::vector<std::string> labels = dimLabels(r);
+  const std::vector<int64_t> adjusted = stickAdjusted(N, eps);
+  auto splits = divideWorkWithSpan(adjusted, std::vector<bool>(r, true), {}, maxCores);
+  KernelDraft kd = newDraft(index, "ReStickifyOpHBM", "sfp", labels, N, splits, "reshape");
+  kd.s.primaryDsInfo["INPUT"] = groupedGenericLayout(ref->groupsA, labels, eps);
+  kd.s.primaryDsInfo["OUTPUT"] = groupedGenericLayout(ref->groupsB, labels, eps);
+  addCopyOperands(kd, inV, outV, fmt, "INPUT", "OUTPUT", perCoreElems(N, splits, {r - 1}, eps));
+  return kd;
+}
+
+} // namespace
+
 KernelDraft reshapeKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
   const Value &in = g.values.at(n.inputs.at(0)), &out = g.values[n.output];
   const std::string where = "node %" + out.name + " = reshape";
   if (in.dtype != out.dtype)
     throw Error(where + ": reshape keeps the dtype");
-  const int64_t eps = elemsPerStick(deviceFormat(in.dtype, where));
-  if (!reshapeKeepsDeviceBytes(in.shape, out.shape, eps))
+  const DataFormat fmt = deviceFormat(in.dtype, where);
+  const int64_t eps = elemsPerStick(fmt);
+  if (!reshapeKeepsDeviceBytes(in.shape, out.shape, eps)) {
+    if (auto kd = stickReorderingReshape(in, out, n.inputs[0], n.output, index, maxCores, fmt))
+      return *kd;
     throw Unsupported("reshape of [" + shapeText(in.shape) + "] to [" + shapeText(out.shape) +
                       "] that moves elements between sticks (" + where + ")");
+  }
   // The same bytes: a copy over the input's dims, written to the output's buffer.
   Graph shadow = g;
   int copy = shadow.addValue(out.name, in.shape, in.dtype);

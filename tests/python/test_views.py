@@ -26,10 +26,33 @@ def test_zero_copy_views_stay_in_one_partition(fn):
     assert compile_stats.fallback_nodes == 0
 
 
-def test_reshape_moving_elements_runs_as_a_view_between_partitions():
-    # [4, 64, 64] -> [256, 64] reorders sticks: not zero-copy, so the view runs on the tensor
-    # between two compiled partitions (correct, restaged through the host).
-    fb = compare_with_cpu(lambda x: x.exp().view(256, 64).neg(), _x(4, 64, 64), run_eager=False)
+@pytest.mark.parametrize("fn,shape", [
+    (lambda x: x.exp().view(256, 64).neg(), (4, 64, 64)),
+    (lambda x: (x * 2).reshape(6, 50).exp(), (2, 3, 50)),
+    (lambda x: (x + 1).view(2, 32, 256).relu(), (64, 256)),
+], ids=["merge-rows", "merge-padded", "split-rows"])
+def test_reshape_reordering_sticks_stays_on_the_card(fn, shape):
+    # Merging or splitting leading dims under the same last dim reorders whole sticks: one
+    # restickify kernel inside the partition, no host restaging.
+    fb = compare_with_cpu(fn, _x(*shape), run_eager=False)
+    assert not fb["compile"], fb
+    assert compile_stats.partitions == 1
+
+
+def test_linear_on_a_batch_is_one_partition():
+    # nn.Linear on [B, S, H] views to [B*S, H] and back: both views are stick reorderings.
+    lin = torch.nn.Linear(256, 128, dtype=torch.float16)
+    with torch.no_grad():
+        fb = compare_with_cpu(lambda x, w, b: torch.nn.functional.linear(x, w, b).relu(), _x(2, 64, 256),
+                              lin.weight.detach(), lin.bias.detach(), run_eager=False)
+    assert not fb["compile"], fb
+    assert compile_stats.partitions == 1
+
+
+def test_reshape_moving_lanes_runs_as_a_view_between_partitions():
+    # [64, 100] -> [100, 64] moves elements between lanes: the view runs on the tensor between
+    # two compiled partitions (correct, restaged through the host).
+    fb = compare_with_cpu(lambda x: x.exp().view(100, 64).neg(), _x(64, 100), run_eager=False)
     assert not fb["compile"], fb
     assert compile_stats.partitions == 2
 
