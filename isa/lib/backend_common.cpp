@@ -228,6 +228,15 @@ void emitLaneMask(ProgramBuilder &pb, int64_t valid) {
 
 /// Stores v15 into rows [valid, per) of each of `tiles` B tiles of `per` rows at lx: the K
 /// padding rows, which DMA never writes.
+void emitPtTr(ProgramBuilder &pb, int64_t dst, int64_t src, int64_t R, int64_t C, int rBase) {
+  Instr tr = mk(Opcode::PtTr);
+  tr.lx = {rBase, dst};
+  tr.lx2 = {rBase, src};
+  tr.imm = R;
+  tr.imms = {C, 0, 0};
+  pb.emit(tr);
+}
+
 void emitZeroPadRows(ProgramBuilder &pb, int64_t lx, int64_t tiles, int64_t per, int64_t valid) {
   emitLi(pb, 5, lx + valid * 128);
   pb.loop(tiles, {{5, per * 128}}, [&] {

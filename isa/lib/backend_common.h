@@ -167,5 +167,8 @@ void emitLaneMask(ProgramBuilder &pb, int64_t valid);
 /// Stores v15 into rows [valid, per) of each of `tiles` tiles of `per` rows at lx (padding
 /// rows that DMA never writes).
 void emitZeroPadRows(ProgramBuilder &pb, int64_t lx, int64_t tiles, int64_t per, int64_t valid);
+/// pt.tr through the PE array: lx[rBase + dst] (C x R sticked on R) = the transpose of
+/// lx[rBase + src] (R x C sticked on C); rBase -1 = absolute addresses.
+void emitPtTr(ProgramBuilder &pb, int64_t dst, int64_t src, int64_t R, int64_t C, int rBase = -1);
 
 } // namespace spyre::isa::detail

@@ -92,14 +92,7 @@ Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
   ProgramBuilder pb;
   emitTbl(pb, 1, inOff);
   emitTbl(pb, 2, outOff);
-  auto transpose = [&](int64_t dst, int64_t src, int64_t R, int64_t C) {
-    Instr tr = mk(Opcode::PtTr);
-    tr.lx = {-1, dst};
-    tr.lx2 = {-1, src};
-    tr.imm = R;
-    tr.imms = {C, 0, 0};
-    pb.emit(tr);
-  };
+  auto transpose = [&](int64_t dst, int64_t src, int64_t R, int64_t C) { emitPtTr(pb, dst, src, R, C); };
   // One block: `nr` rows, `gt` output tiles from `it` input tiles at the current r1/r2.
   // One block: `nr` rows, `gt` output tiles from `it` input tiles at the current r1/r2, the
   // view's first column `L` lanes into the first input tile. mergeCols > 0: the output tile

@@ -48,16 +48,6 @@ void emitPtMm(ProgramBuilder &pb, int64_t lxC, int64_t lxA, int64_t lxB, int64_t
   pb.emit(mm);
 }
 
-/// PE-array transpose: D (C x R sticked on R) = S^T, S being R x C sticked on C.
-void emitPtTr(ProgramBuilder &pb, int64_t lxD, int64_t lxS, int64_t R, int64_t C) {
-  Instr tr = mk(Opcode::PtTr);
-  tr.lx = {-1, lxD};
-  tr.lx2 = {-1, lxS};
-  tr.imm = R;
-  tr.imms = {C, 0, 0};
-  pb.emit(tr);
-}
-
 void emitPtOut(ProgramBuilder &pb, int64_t lxD, int64_t lxC, int64_t M, int64_t N, int rD = -1) {
   Instr out = mk(Opcode::PtOut);
   out.lx = {rD, lxD};

@@ -85,12 +85,7 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
     // `rows` rows (padded to `padded`) of one column tile at r1 -> their output tiles at r2.
     auto chunk = [&](int64_t rows, int64_t padded, int64_t cols) {
       pb.dmaBoxStrided(true, x.segment, 1, 0, -1, lxSrc, {{rows, xRow, 128}}, 0, 20, 21);
-      Instr tr = mk(Opcode::PtTr);
-      tr.lx = {-1, lxDst};
-      tr.lx2 = {-1, lxSrc};
-      tr.imm = padded;
-      tr.imms = {64, 0, 0};
-      pb.emit(tr);
+      emitPtTr(pb, lxDst, lxSrc, padded, 64);
       pb.dmaBoxStrided(false, y.segment, 2, 0, -1, lxDst, {{padded / 64, yTile, 64 * 128}, {cols, yRow, 128}}, 1, 20,
                        21);
     };
@@ -117,12 +112,7 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
       pb.waitTokens({tokIn});
       if (!last)
         pb.dmaAsync(true, x.segment, 1, xTile, rOther, lxSrc, {{R, xRow}}, tokIn);
-      Instr tr = mk(Opcode::PtTr);
-      tr.lx = {rCur, lxDst};
-      tr.lx2 = {rCur, lxSrc};
-      tr.imm = Rpad;
-      tr.imms = {64, 0, 0};
-      pb.emit(tr);
+      emitPtTr(pb, lxDst, lxSrc, Rpad, 64, rCur);
       if (!first)
         pb.waitTokens({tokOut});
       pb.dmaAsync(false, y.segment, 2, 0, rCur, lxDst, {{Rpad / 64, yTile}, {64, yRow}}, tokOut);

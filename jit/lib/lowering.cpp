@@ -102,12 +102,7 @@ public:
     for (const Instr &in : instrs)
       lowerInstr(in);
     // Write back what the phase wrote, so machine state matches the interpreter.
-    for (int i = 1; i < isa::kNumSRegs; ++i)
-      if (sWritten_[i])
-        b_.CreateStore(readS(i), sregPtr(b_, i));
-    for (int i = 0; i < isa::kNumVRegs; ++i)
-      if (vWritten_[i])
-        b_.CreateAlignedStore(readV(i), vregPtr(b_, i), Align(64));
+    storeWrittenRegisters();
     b_.CreateRetVoid();
     IRBuilder<>(entry_).CreateBr(body);
   }
@@ -180,12 +175,7 @@ private:
       FunctionLowering(m_, k_, prog_, fn, false, noLiTables, nullptr).lower(ArrayRef<Instr>(in));
       it->second = fn;
     }
-    for (int i = 1; i < isa::kNumSRegs; ++i)
-      if (sWritten_[i])
-        b_.CreateStore(readS(i), sregPtr(b_, i));
-    for (int i = 0; i < isa::kNumVRegs; ++i)
-      if (vWritten_[i])
-        b_.CreateAlignedStore(readV(i), vregPtr(b_, i), Align(64));
+    storeWrittenRegisters();
     b_.CreateCall(it->second, {core_, ddr_, argBase_});
     for (int i = 1; i < isa::kNumSRegs; ++i) {
       Value *v = b_.CreateLoad(i64_, sregPtr(b_, i));
@@ -200,6 +190,17 @@ private:
     if (bHi_) // the nest may have written LX
       b_.CreateStore(b_.getInt64(0), bHi_);
     return true;
+  }
+
+  /// The registers this function has written, back to the core's state (the end of a phase,
+  /// or before a shared loop nest reads them from there).
+  void storeWrittenRegisters() {
+    for (int i = 1; i < isa::kNumSRegs; ++i)
+      if (sWritten_[i])
+        b_.CreateStore(readS(i), sregPtr(b_, i));
+    for (int i = 0; i < isa::kNumVRegs; ++i)
+      if (vWritten_[i])
+        b_.CreateAlignedStore(readV(i), vregPtr(b_, i), Align(64));
   }
 
   /// The decoded-B cache starts empty in every invocation of the phase function: within a
