@@ -839,9 +839,9 @@ private:
     b_.CreateCall(fn, {port, dir, p, bytes, b_.getInt32(mode)});
   }
 
-  // pt.tr: a 16-bit element copy per (r, c); D and S do not overlap (verifier ranges).
   /// pt.tr moves 16-bit words only: the reference's 64 x 64 tile transpose (isa::ptTr, SSE2
   /// unpacks) beats a per-word loop of IR, and a call per instruction costs nothing next to it.
+  /// The same call at every tier.
   void lowerPtTr(const Instr &in) {
     b_.CreateCall(helper("spyre_jit_pt_tr", {ptr_, ptr_, i64_, i64_}),
                   {lxAddr(in.lx), lxAddr(in.lx2), b_.getInt64(in.imm), b_.getInt64(in.imms[0])});
@@ -883,7 +883,8 @@ private:
   FunctionCallee helper(const char *name, std::vector<Type *> args) {
     return m_.getOrInsertFunction(name, FunctionType::get(b_.getVoidTy(), args, false));
   }
-  /// The O0 tier's one-call lowerings of ld.pad, DMA and PT (runtime_helpers.cpp).
+  /// The O0 tier's one-call lowerings of ld.pad, DMA, pt.mm and pt.out (runtime_helpers.cpp;
+  /// pt.tr is such a call at every tier, lowerPtTr).
   bool lowerCall(const Instr &in) {
     auto i64c = [&](int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); };
     switch (in.op) {
@@ -910,8 +911,7 @@ private:
                      b_.getInt32(in.imms[2] != 0 ? 1 : 0)});
       return true;
     case Opcode::PtOut:
-    case Opcode::PtTr:
-      b_.CreateCall(helper(in.op == Opcode::PtOut ? "spyre_jit_pt_out" : "spyre_jit_pt_tr", {ptr_, ptr_, i64_, i64_}),
+      b_.CreateCall(helper("spyre_jit_pt_out", {ptr_, ptr_, i64_, i64_}),
                     {lxAddr(in.lx), lxAddr(in.lx2), i64c(in.imm), i64c(in.imms[0])});
       return true;
     default: return false;
