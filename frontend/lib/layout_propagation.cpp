@@ -275,19 +275,41 @@ DimMap reducedMap(const DimMap &frame, const std::vector<bool> &red, bool keepdi
   return m;
 }
 
-/// Graph facts the search reads: host shapes and stick sizes of the original values.
+/// The matmul kernel can read y sticked on K (matmulKernel's transb): fp16/bf16 operands of
+/// rank >= 2, N a whole number of sticks, and a work division without a K split.
+bool transposedYFits(const Graph &g, const Node &n, int maxCores) {
+  const int x = n.inputs[0], y = n.inputs[1];
+  const auto &xs = g.values[x].shape, &ys = g.values[y].shape;
+  for (int v : {x, y, n.output})
+    if (g.values[v].dtype != HostType::F16 && g.values[v].dtype != HostType::BF16)
+      return false;
+  if (xs.size() < 2 || ys.size() < 2 || xs.size() > 4 || ys[ys.size() - 2] != xs.back() || ys.back() % 64 != 0)
+    return false;
+  if (ys.size() != 2 && (ys.size() != xs.size() || !std::equal(xs.begin(), xs.end() - 2, ys.begin())))
+    return false; // batch broadcasting the matmul builder rejects anyway
+  const MatmulProblem mp{std::vector<int64_t>(xs.begin(), xs.end() - 2), ys.size() != 2, xs[xs.size() - 2], ys.back(),
+                         xs.back()};
+  return matmulWorkDivision(mp, maxCores).back() == 1;
+}
+
+/// Graph facts the search reads: host shapes and stick sizes of the original values, and
+/// the matmuls (by output value) that may read y sticked on K (decided once per node: the beam
+/// asks for every state).
 struct Problem {
   const Graph &g;
-  int maxCores;
-  bool matmulTransB;
   std::vector<std::vector<int64_t>> host;
   std::vector<int64_t> eps;
+  std::set<int> transposedY;
 
-  Problem(const Graph &graph, int cores, bool transB) : g(graph), maxCores(cores), matmulTransB(transB) {
+  Problem(const Graph &graph, int maxCores, bool matmulTransB) : g(graph) {
     for (const Value &v : g.values) {
       host.push_back(v.shape);
       eps.push_back(elemsPerStickOf(v));
     }
+    if (matmulTransB)
+      for (const Node &n : g.nodes)
+        if (ruleOf(g, n) == Rule::Matmul && transposedYFits(g, n, maxCores))
+          transposedY.insert(n.output);
   }
   std::vector<int> key(int v, const DimMap &m) const { return byteKey(host[v], m, eps[v]); }
   double sticksOf(int v, const DimMap &m) const {
@@ -311,26 +333,6 @@ DimMap swappedLastTwo(size_t rank) {
   DimMap m = identityDimMap(rank);
   std::swap(m[rank - 1], m[rank - 2]);
   return m;
-}
-
-/// The matmul kernel can read y sticked on K (matmulKernel's transb): fp16/bf16 operands of
-/// rank >= 2, N a whole number of sticks, and a work division without a K split.
-bool transposedYFits(const Problem &p, const Node &n) {
-  if (!p.matmulTransB)
-    return false;
-  const Graph &g = p.g;
-  const int x = n.inputs[0], y = n.inputs[1];
-  const auto &xs = p.host[x], &ys = p.host[y];
-  for (int v : {x, y, n.output})
-    if (g.values[v].dtype != HostType::F16 && g.values[v].dtype != HostType::BF16)
-      return false;
-  if (xs.size() < 2 || ys.size() < 2 || xs.size() > 4 || ys[ys.size() - 2] != xs.back() || ys.back() % 64 != 0)
-    return false;
-  if (ys.size() != 2 && (ys.size() != xs.size() || !std::equal(xs.begin(), xs.end() - 2, ys.begin())))
-    return false; // batch broadcasting the matmul builder rejects anyway
-  const MatmulProblem mp{std::vector<int64_t>(xs.begin(), xs.end() - 2), ys.size() != 2, xs[xs.size() - 2], ys.back(),
-                         xs.back()};
-  return matmulWorkDivision(mp, p.maxCores).back() == 1;
 }
 
 /// A partial assignment: the maps of the values laid out so far (absent: identity), the
@@ -431,7 +433,7 @@ std::vector<NodeLayout> candidates(const Problem &p, const BeamState &s, const N
   }
   case Rule::Matmul: {
     c.push_back(allIdentity());
-    if (transposedYFits(p, n)) {
+    if (p.transposedY.count(n.output)) {
       NodeLayout l = allIdentity();
       const int y = n.inputs[1];
       l.cost -= p.sticksOf(y, l.inputs[1]);
