@@ -97,16 +97,18 @@ void checkSizes(const SuperDsc &s) {
 
 } // namespace
 
+bool multicastFromEnv() {
+  const char *e = std::getenv("SPYRE_MULTICAST");
+  return !(e && std::string(e) == "0");
+}
+
 Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
   checkSizes(s);
   // Only the SFP lowerings stage above lxReservedBytes_ (and read/write memOrg_ lx operands).
   if (s.lxReservedBytes > 0 && !supportsLxResidentOperands(s.opFuncName))
     throw Unsupported("lxReservedBytes_ (LX-resident tensors live across the kernel) in " + s.opFuncName +
                       " kernel " + s.name);
-  BackendOptions o = opts;
-  if (const char *mc = std::getenv("SPYRE_MULTICAST"); mc && std::string(mc) == "0")
-    o.multicast = false; // for before/after comparisons of the timing model
-  return compileOne(s, o);
+  return compileOne(s, opts);
 }
 
 } // namespace spyre::isa

@@ -6,6 +6,9 @@
 
 namespace spyre::isa {
 
+/// SPYRE_MULTICAST: "0" turns multicast DMA off (comparisons of the timing model).
+bool multicastFromEnv();
+
 struct BackendOptions {
   int64_t lxBytes = 1677721; ///< usable LX per core
   /// Double-buffered staging: split each core's sweep into at least this many blocks (where
@@ -16,7 +19,7 @@ struct BackendOptions {
   /// Loads that every core of an aligned run of 2..8 cores makes identically (a matmul's
   /// weight block under an M split) become one multicast per cohort (dma.mc). Off: each core
   /// streams its own copy (SPYRE_MULTICAST=0 turns it off for comparisons).
-  bool multicast = true;
+  bool multicast = multicastFromEnv();
 };
 
 /// Kernel argument i is the tensor whose start address lies in segment i (arguments are bound to
