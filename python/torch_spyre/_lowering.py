@@ -547,16 +547,20 @@ def _permute(env: Env, b: dict) -> Lowered:
     return _permutation(env, b["self"], list(b["dims"]), "permute")
 
 
+def _shape_and_dim(env: Env, x: Any, dim: int, what: str) -> tuple[tuple[int, ...], int]:
+    """x's shape and `dim` wrapped into it, for ops indexing one dim of a tensor of rank >= 1."""
+    t = env.tensor(x)
+    if t is None or len(t[0]) == 0:
+        raise Unsupported(f"{what} of {_describe(env, x)}")
+    return t[0], dim % len(t[0])
+
+
 @_reg(aten.slice.Tensor)
 def _slice(env: Env, b: dict) -> Lowered:
     """A materialised slice of any dim; on the stick dim at any offset. A step becomes a strided
     view of the input (on the stick dim after a transpose, in the frontend's decompositions)."""
     x = b["self"]
-    t = env.tensor(x)
-    if t is None or len(t[0]) == 0:
-        raise Unsupported(f"slice of {_describe(env, x)}")
-    shape = t[0]
-    dim = b["dim"] % len(shape)
+    shape, dim = _shape_and_dim(env, x, b["dim"], "slice")
     step = b.get("step") or 1
     if step < 1:
         raise Unsupported(f"slice with step {step}")
@@ -645,11 +649,7 @@ def _select(env: Env, b: dict) -> Lowered:
     """x[.., i, ..]: the frontend's decomposition makes it a slice and a squeeze (a zero-copy
     reshape, after a copy that moves the size-1 dim where the generic layouts need it)."""
     x = b["self"]
-    t = env.tensor(x)
-    if t is None or len(t[0]) == 0:
-        raise Unsupported(f"select of {_describe(env, x)}")
-    shape = t[0]
-    dim = b["dim"] % len(shape)
+    shape, dim = _shape_and_dim(env, x, b["dim"], "select")
     index = b["index"]
     if not -shape[dim] <= index < shape[dim]:
         raise Unsupported(f"select index {index} of dim {dim} of size {shape[dim]}")

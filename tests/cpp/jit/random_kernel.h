@@ -139,7 +139,6 @@ private:
   int cores_ = 1;
   std::vector<uint64_t> argBytes_;
   std::optional<isa::LxAddr> lastB_; ///< B of the last pt.mm (reused to hit the JIT's decoded-B cache)
-  std::vector<int> coresOfProgram_;
   int progFirst_ = 0, progLast_ = 0; ///< core range of the program being generated
 
   int pick(int n) { return static_cast<int>(g_() % static_cast<uint64_t>(n)); }
