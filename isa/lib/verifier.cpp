@@ -139,6 +139,15 @@ private:
              "ld.pad lane count must be in 0.." + std::to_string(lanes) + " for " + std::string(formatName(in.fmt)));
       break;
     }
+    case Opcode::Ldu:
+    case Opcode::Stu: {
+      int64_t lanes = in.fmt == Format::DL16 ? kLanes : kLanes / 2;
+      if (in.imm < 1 || in.imm > lanes)
+        fail(in, std::to_string(in.imm),
+             std::string(opInfo(in.op).mnemonic) + " element count must be in 1.." + std::to_string(lanes) + " for " +
+                 std::string(formatName(in.fmt)));
+      break;
+    }
     case Opcode::Bar:
       if (depth > 0)
         fail(in, "", "barrier inside a loop; bar is only allowed at the top level");
@@ -170,6 +179,19 @@ public:
       if (a % 128 != 0)
         fail(in, op, "LX address " + num(a) + " is not 128-byte aligned");
       touch(in, op, a, a + 128, in.op == Opcode::St);
+      return;
+    }
+    case Opcode::Ldu:
+    case Opcode::Stu: {
+      const int64_t esize = in.fmt == Format::DL16 ? 2 : 4, bytes = in.imm * esize;
+      __int128 a = static_cast<__int128>(reg(in, s, in.lx.base)) + in.lx.offset;
+      std::string op = lxText(in.lx);
+      if (a < 0 || a + bytes > lxBytes_)
+        fail(in, op, "LX access [" + num(a) + ", " + num(a + bytes) + ") is outside the usable LX [0, " +
+                         std::to_string(lxBytes_) + ")");
+      if (a % esize != 0)
+        fail(in, op, "LX address " + num(a) + " is not " + std::to_string(esize) + "-byte (element) aligned");
+      touch(in, op, a, a + bytes, in.op == Opcode::Stu);
       return;
     }
     case Opcode::PtTr: {

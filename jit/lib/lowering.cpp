@@ -33,6 +33,7 @@ constexpr unsigned kLanes = isa::kLanes;
 std::optional<std::pair<int64_t, int64_t>> lxWriteExtent(const Instr &in) {
   switch (in.op) {
   case Opcode::St: return std::pair<int64_t, int64_t>{0, 128};
+  case Opcode::Stu: return std::pair<int64_t, int64_t>{0, in.imm * (in.fmt == isa::Format::DL16 ? 2 : 4)};
   case Opcode::DmaIn:
   case Opcode::DmaMc: {
     int64_t lo = 0, hi = 0;
@@ -880,6 +881,39 @@ private:
     writeV(in.v[0], b_.CreateSelect(ConstantVector::get(keep), readV(in.v[0]), fill));
   }
 
+  /// ldu / stu at every tier: a masked vector load / store of the first n elements at an
+  /// element-aligned address (the masked-off lanes of a load read as 0, which decodes to +0).
+  void lowerUnaligned(const Instr &in) {
+    const bool dl16 = in.fmt == Format::DL16;
+    auto *ty = dl16 ? vi16_ : FixedVectorType::get(f32_, 32);
+    const unsigned width = dl16 ? kLanes : kLanes / 2;
+    SmallVector<Constant *, 64> lanes;
+    for (unsigned l = 0; l < width; ++l)
+      lanes.push_back(b_.getInt1(l < static_cast<uint64_t>(in.imm)));
+    Value *mask = ConstantVector::get(lanes), *p = lxAddr(in.lx);
+    const Align align(dl16 ? 2 : 4);
+    if (in.op == Opcode::Ldu) {
+      Value *x = b_.CreateMaskedLoad(ty, p, align, mask, Constant::getNullValue(ty));
+      if (dl16) {
+        writeV(in.v[0], decode(x));
+      } else {
+        SmallVector<int, 64> widen;
+        for (unsigned i = 0; i < kLanes; ++i)
+          widen.push_back(static_cast<int>(i));
+        writeV(in.v[0], b_.CreateShuffleVector(x, Constant::getNullValue(ty), widen));
+      }
+      return;
+    }
+    Value *v = readV(in.v[0]);
+    if (!dl16) {
+      SmallVector<int, 32> low;
+      for (unsigned i = 0; i < 32; ++i)
+        low.push_back(static_cast<int>(i));
+      v = b_.CreateShuffleVector(v, low);
+    }
+    b_.CreateMaskedStore(dl16 ? encode(v) : v, p, align, mask);
+  }
+
   FunctionCallee helper(const char *name, std::vector<Type *> args) {
     return m_.getOrInsertFunction(name, FunctionType::get(b_.getVoidTy(), args, false));
   }
@@ -980,6 +1014,8 @@ private:
       }
       return;
     }
+    case Opcode::Ldu:
+    case Opcode::Stu: lowerUnaligned(in); return;
     case Opcode::St: {
       Value *p = lxAddr(in.lx);
       Value *v = readV(in.v[0]);

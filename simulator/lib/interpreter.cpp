@@ -181,6 +181,37 @@ private:
       }
       return;
     }
+    case Opcode::Ldu:
+    case Opcode::Stu: {
+      const int64_t esize = in.fmt == Format::DL16 ? 2 : 4, n = in.imm;
+      const int64_t addr = reg(c, in.lx.base) + in.lx.offset;
+      if (addr % esize != 0)
+        fault(in, c, "LX address " + std::to_string(addr) + " is not element aligned");
+      uint8_t *p = lxPtr(in, c, in.lx, n * esize);
+      float *v = cs.v[in.v[0]];
+      if (in.op == Opcode::Ldu) {
+        std::memset(v, 0, kLanes * sizeof(float));
+        for (int64_t l = 0; l < n; ++l) {
+          if (in.fmt == Format::DL16) {
+            uint16_t h;
+            std::memcpy(&h, p + 2 * l, 2);
+            v[l] = dl16::toFloat(h);
+          } else {
+            std::memcpy(&v[l], p + 4 * l, 4);
+          }
+        }
+      } else {
+        for (int64_t l = 0; l < n; ++l) {
+          if (in.fmt == Format::DL16) {
+            uint16_t h = dl16::fromFloat(v[l]);
+            std::memcpy(p + 2 * l, &h, 2);
+          } else {
+            std::memcpy(p + 4 * l, &v[l], 4);
+          }
+        }
+      }
+      return;
+    }
     case Opcode::St: {
       const float *v = cs.v[in.v[0]];
       uint8_t *p = lxPtr(in, c, in.lx, 128);

@@ -93,6 +93,8 @@ TEST(PtTile, DecodedBIsInvalidatedByEveryLxWrite) {
       {"dma.in", "    dma.in    lx[0x14000], ddr[x+0x8400], shape=(1,2,2), lx.stride=(0,0x2000) -> t0\n"
                  "    wait      t0\n", true},
       {"dma.mc", "    dma.mc    lx[0x17000], ddr[x+0x8400], shape=(1,1,2), cohort=2 -> t0\n    wait      t0\n", true},
+      {"stu inside B", "    ld.dl16   v1, lx[0x60000]\n    stu.dl16  lx[0x1200a], v1, 7\n", true},
+      {"stu ending at B", "    ld.dl16   v1, lx[0x60000]\n    stu.dl16  lx[0xfff0], v1, 8\n", false},
       {"pt.out", "    pt.out    lx[0x10080], lx[0x40000], 2, 64\n", true},
       {"pt.tr", "    pt.tr     lx[0x12000], lx[0x60000], 64, 64\n", true},
       {"ring.recv", "    ring.recv lx[0x14000], 4, 0\n", true},

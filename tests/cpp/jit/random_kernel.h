@@ -548,6 +548,17 @@ private:
         in.fimm = special();
       }
       in.v[0] = vreg();
+      if (in.fmt != isa::Format::I32 && in.op != Opcode::LdPad && chance(20)) {
+        // ldu / stu: n elements at an element offset into a 256-byte window
+        in.op = in.op == Opcode::Ld ? Opcode::Ldu : Opcode::Stu;
+        const int64_t esize = in.fmt == isa::Format::DL16 ? 2 : 4, width = 128 / esize;
+        in.imm = range(1, width);
+        in.lx = lxAddr(s, 256);
+        in.lx.offset += esize * range(0, width - 1);
+        settle(body, s, in.lx, 128, in.op == Opcode::Stu);
+        body.push_back(in);
+        return;
+      }
       in.lx = lxAddr(s, 128);
       settle(body, s, in.lx, 128, in.op == Opcode::St);
       body.push_back(in);

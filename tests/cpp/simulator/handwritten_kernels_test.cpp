@@ -257,3 +257,88 @@ TEST(LdPad, VerifierRejectsLaneCountOutsideTheStick) {
     }
   }
 }
+
+// ldu / stu: element-aligned partial loads and stores, on every engine. Two DL16 sticks x[0..127]
+// are packed with stu at element offset `off` (n elements from each, the second stick's elements
+// right after the first's), then read back with ldu from element offset `back` (m elements):
+// the result's lane l is x-element (l + back - off) mapped through the packing, lanes >= m are 0,
+// and the bytes around the packed run keep the marker stick they were loaded with.
+TEST(UnalignedLoadStore, PackAndUnpackElementsOnEveryEngine) {
+  struct Case {
+    const char *fmt;
+    int off, n, back, m;
+  };
+  const Case cases[] = {{"dl16", 0, 64, 0, 64}, {"dl16", 5, 17, 3, 40}, {"dl16", 63, 1, 62, 2},
+                        {"dl16", 1, 63, 0, 64}, {"f32", 0, 32, 0, 32}, {"f32", 7, 9, 2, 20},
+                        {"f32", 31, 1, 30, 2}, {"f32", 3, 30, 1, 31}};
+  for (const Case &c : cases) {
+    const bool dl = std::string(c.fmt) == "dl16";
+    const int es = dl ? 2 : 4;
+    std::string text = std::string(".kernel unal cores=1\n.args x marks out\n.core 0\n") +
+                       "    dma.in lx[0x0], ddr[x], shape=(1,1,2) -> t0\n" +
+                       "    dma.in lx[0x100], ddr[marks], shape=(1,1,3) -> t1\n    wait t0, t1\n" +
+                       "    ld." + c.fmt + " v1, lx[0x0]\n    ld." + c.fmt + " v2, lx[0x80]\n" +
+                       "    li r1, " + std::to_string(0x100 + es * c.off) + "\n" +
+                       "    stu." + c.fmt + " lx[r1], v1, " + std::to_string(c.n) + "\n" +
+                       "    stu." + c.fmt + " lx[r1+" + std::to_string(es * c.n) + "], v2, " + std::to_string(c.n) + "\n" +
+                       "    ldu." + c.fmt + " v3, lx[" + std::to_string(0x100 + es * c.back) + "], " + std::to_string(c.m) + "\n" +
+                       "    st." + c.fmt + " lx[0x280], v3\n" +
+                       "    dma.out ddr[out], lx[0x100], shape=(1,1,4) -> t2\n    wait t2\n";
+    isa::Kernel k = isa::parseKernel(text, "unal");
+    EXPECT_EQ(isa::printKernel(isa::parseKernel(isa::printKernel(k), "again")), isa::printKernel(k));
+    std::vector<uint8_t> x = dl ? spyre::testing::randomDl16(128, 11) : std::vector<uint8_t>(256),
+                         marks(384, 0x3C), out(512, 0);
+    if (!dl)
+      for (int i = 0; i < 64; ++i) {
+        float f = 0.25f * static_cast<float>(i) - 3.0f;
+        std::memcpy(&x[4 * i], &f, 4);
+      }
+    auto ddr = runAll(k, {x, marks, out});
+    const int width = 128 / es;
+    // The packed region: element e of the 3-stick window holds x-element src(e) or the marker.
+    auto packed = [&](int e, uint8_t *bytes) {
+      int rel = e - c.off;
+      if (rel >= 0 && rel < 2 * c.n) {
+        int src = rel < c.n ? rel : width + rel - c.n;
+        std::memcpy(bytes, &x[es * src], es);
+      } else {
+        std::memset(bytes, 0x3C, es);
+      }
+    };
+    const size_t outBase = x.size() + marks.size();
+    for (int e = 0; e < 2 * width + width / 2; ++e) {
+      uint8_t want[4], got[4];
+      packed(e, want);
+      std::memcpy(got, &ddr[outBase + es * e], es);
+      ASSERT_EQ(std::memcmp(got, want, es), 0) << c.fmt << " off=" << c.off << " packed element " << e;
+    }
+    for (int l = 0; l < width; ++l) {
+      uint8_t want[4] = {0, 0, 0, 0}, got[4];
+      if (l < c.m)
+        packed(c.back + l, want);
+      std::memcpy(got, &ddr[outBase + 0x180 + es * l], es);
+      ASSERT_EQ(std::memcmp(got, want, es), 0) << c.fmt << " back=" << c.back << " m=" << c.m << " lane " << l;
+    }
+  }
+}
+
+TEST(UnalignedLoadStore, VerifierRejectsBadCountsAndMisalignedAddresses) {
+  struct Bad {
+    std::string line, message;
+  };
+  const Bad bad[] = {{"ldu.dl16 v0, lx[0x0], 65", "ldu element count must be in 1..64"},
+                     {"stu.f32 lx[0x0], v0, 33", "stu element count must be in 1..32"},
+                     {"ldu.f32 v0, lx[0x0], 0", "ldu element count must be in 1..32"},
+                     {"ldu.dl16 v0, lx[0x3], 4", "is not 2-byte (element) aligned"},
+                     {"stu.f32 lx[0x2], v0, 4", "is not 4-byte (element) aligned"},
+                     {"stu.dl16 lx[0x199996], v0, 64", "is outside the usable LX"}};
+  for (const Bad &b : bad) {
+    isa::Kernel k = isa::parseKernel(".kernel bad cores=1\n.args x\n.core 0\n    " + b.line + "\n", "bad");
+    try {
+      isa::verifyKernel(k, {128});
+      ADD_FAILURE() << "accepted " << b.line;
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find(b.message), std::string::npos) << b.line << ": " << e.what();
+    }
+  }
+}
