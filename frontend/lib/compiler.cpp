@@ -805,6 +805,7 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
   g.verify();
   snapshot("decompose");
   propagateLayouts(g, layoutBeamWidthFromEnv(), opts.maxCores, opts.matmulTransB);
+  detail::expandLaneMovingReshapes(g);
   g.verify();
   snapshot("layout-propagation");
   if (opts.padMatmulK) {

@@ -49,8 +49,15 @@ bool isPointwiseOp(const std::string &op);
 KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int maxCores);
 
 // reshape_ops.cpp: a reshape whose generic layouts put every element at the same device bytes
-// (reshapeKeepsDeviceBytes, compiler.h) is a copy of the buffer; anything else is Unsupported.
+// (reshapeKeepsDeviceBytes, compiler.h) is a copy of the buffer, one that keeps the last dim a
+// stick-reordering restickify, a 2-d one that moves lanes a SuperDSC `reshape`.
 KernelDraft reshapeKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+/// Restickify insertion for reshapes no single kernel does (lanes move and the tensors are not
+/// 2-d with one row count dividing the other, or the leading dims have no common refinement):
+/// each becomes a chain x -> [R, L] -> [R', L'] -> y of reshapes that are one kernel each. Runs
+/// after layout propagation, on device shapes (a reshape the chosen layouts make free is left
+/// alone).
+void expandLaneMovingReshapes(Graph &g);
 
 // Op builders in layernorm_ops.cpp.
 bool isLayerNormOp(const std::string &op);

@@ -7,13 +7,16 @@
 // only reorders sticks: the generic layout puts dim 0 inside the stick tiles, so
 // f16[2, 64, 256] and f16[128, 256] order their sticks differently. That is a restickify that
 // keeps the stick dim (ReStickifyOpHBM on the SFP, each tensor walked in its own layout) over
-// the common refinement of both shapes' leading dims. Reshapes that move elements between
-// lanes, or whose leading dims have no common refinement, are Unsupported (they run as views
-// outside the compiled partitions, restaged through the host).
+// the common refinement of both shapes' leading dims. A reshape that changes the row length
+// moves elements between lanes: 2-d [R, L] -> [R', L'] with one row count dividing the other
+// is one SuperDSC `reshape` (packed and unpacked with ldu/stu, backend_reshape.cpp); any other
+// reshape left after layout propagation becomes a chain of such kernels through [R, L],
+// [1, R*L] and [R', L'] (expandLaneMovingReshapes).
 #include "kernel_draft.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/isa/error.h"
 #include "spyre/frontend/work_division.h"
+#include <algorithm>
 #include <numeric>
 #include <optional>
 
@@ -171,7 +174,92 @@ std::optional<KernelDraft> stickReorderingReshape(const Value &in, const Value &
   return kd;
 }
 
+/// A reshape of 2-d [R, L] to [R', L'] (L != L', one of R, R' dividing the other) that moves
+/// elements between lanes: SuperDSC op `reshape` over the common refinement [p, k, q]
+/// (backend_reshape.cpp); each tensor's stick dims are the dims of its row.
+std::optional<KernelDraft> laneMovingReshape(const Value &in, const Value &out, int inV, int outV, size_t index,
+                                             int maxCores, DataFormat fmt) {
+  if (in.shape.size() != 2 || out.shape.size() != 2 || in.shape[1] == out.shape[1])
+    return std::nullopt;
+  const int64_t R = in.shape[0], L = in.shape[1], Ro = out.shape[0], Lo = out.shape[1];
+  if (R < 1 || Ro < 1 || (Ro % R != 0 && R % Ro != 0))
+    return std::nullopt;
+  const bool moreRows = Ro % R == 0; // [R, k*L'] -> [R*k, L']
+  const std::vector<int64_t> N = moreRows ? std::vector<int64_t>{R, Ro / R, Lo} : std::vector<int64_t>{Ro, R / Ro, L};
+  const std::vector<std::string> labels = dimLabels(3);
+  const int64_t eps = elemsPerStick(fmt);
+  auto layout = [&](size_t rowDims) {
+    isa::SdscLayout lay;
+    for (size_t d = rowDims; d-- > 0;)
+      lay.layoutDimOrder.push_back(labels[d]);
+    for (size_t d = 3; d-- > rowDims;)
+      lay.layoutDimOrder.push_back(labels[d]);
+    lay.stickDimOrder.assign(labels.begin() + static_cast<std::ptrdiff_t>(rowDims), labels.end());
+    lay.stickSize = {eps};
+    return lay;
+  };
+  // Only p is divided: every core then owns whole rows of both tensors.
+  auto splits = divideWorkWithSpan(N, {true, false, false}, {}, maxCores);
+  KernelDraft kd = newDraft(index, "reshape", "sfp", labels, N, splits, "reshape");
+  kd.s.primaryDsInfo["INPUT"] = layout(moreRows ? 1 : 2);
+  kd.s.primaryDsInfo["OUTPUT"] = layout(moreRows ? 2 : 1);
+  addCopyOperands(kd, inV, outV, fmt, "INPUT", "OUTPUT", perCoreElems(N, splits, {}, eps));
+  return kd;
+}
+
 } // namespace
+
+namespace {
+
+bool expandLaneMovingReshape(Graph &g, const Node &n, std::vector<Node> &nodes) {
+  if (n.op != "reshape" || n.inputs.size() != 1)
+    return false;
+  const Value &x = g.values.at(n.inputs[0]), &y = g.values.at(n.output);
+  if (x.dtype != y.dtype || (x.dtype != HostType::F16 && x.dtype != HostType::BF16 && x.dtype != HostType::F32))
+    return false;
+  auto numel = [](const std::vector<int64_t> &s) {
+    return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());
+  };
+  const HostType dtype = x.dtype; // x and y dangle once addValue grows g.values
+  const int64_t total = numel(x.shape), eps = dtype == HostType::F32 ? 32 : 64;
+  if (total <= 0 || total != numel(y.shape) || reshapeKeepsDeviceBytes(x.shape, y.shape, eps))
+    return false;
+  const int64_t L = x.shape.empty() ? 1 : x.shape.back(), Lo = y.shape.empty() ? 1 : y.shape.back();
+  if (L == Lo && !x.shape.empty() && !y.shape.empty() &&
+      commonRefinement({x.shape.begin(), x.shape.end() - 1}, {y.shape.begin(), y.shape.end() - 1}))
+    return false; // one stick-reordering restickify
+  if ((x.shape.size() == 2 && y.shape.size() == 2) &&
+      (y.shape[0] % x.shape[0] == 0 || x.shape[0] % y.shape[0] == 0))
+    return false; // one lane-moving kernel
+  // x -> [R, L] (whole sticks) -> [R', L'] (lanes move; through [1, R*L] when neither row
+  // count divides the other) -> y (whole sticks).
+  const int out = n.output, in = n.inputs[0];
+  std::vector<std::vector<int64_t>> chain{x.shape, {total / L, L}};
+  if (L != Lo && (total / Lo) % (total / L) != 0 && (total / L) % (total / Lo) != 0)
+    chain.push_back({1, total});
+  chain.push_back({total / Lo, Lo});
+  chain.push_back(y.shape);
+  chain.erase(std::unique(chain.begin(), chain.end()), chain.end());
+  int cur = in;
+  const std::string base = y.name;
+  for (size_t i = 1; i < chain.size(); ++i) {
+    const bool last = i + 1 == chain.size();
+    int v = last ? out : g.addValue(g.freshName(base + "_rs"), chain[i], dtype);
+    nodes.push_back({"reshape", {cur}, v, {}, {}});
+    cur = v;
+  }
+  return true;
+}
+
+} // namespace
+
+void expandLaneMovingReshapes(Graph &g) {
+  std::vector<Node> nodes;
+  for (const Node &n : g.nodes)
+    if (!expandLaneMovingReshape(g, n, nodes))
+      nodes.push_back(n);
+  g.nodes = std::move(nodes);
+}
 
 KernelDraft reshapeKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
   const Value &in = g.values.at(n.inputs.at(0)), &out = g.values[n.output];
@@ -182,6 +270,8 @@ KernelDraft reshapeKernel(const Graph &g, const Node &n, size_t index, int maxCo
   const int64_t eps = elemsPerStick(fmt);
   if (!reshapeKeepsDeviceBytes(in.shape, out.shape, eps)) {
     if (auto kd = stickReorderingReshape(in, out, n.inputs[0], n.output, index, maxCores, fmt))
+      return *kd;
+    if (auto kd = laneMovingReshape(in, out, n.inputs[0], n.output, index, maxCores, fmt))
       return *kd;
     throw Unsupported("reshape of [" + shapeText(in.shape) + "] to [" + shapeText(out.shape) +
                       "] that moves elements between sticks (" + where + ")");

@@ -16,6 +16,8 @@ bool isConvertOp(const std::string &opFunc);
 Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts);
 bool isTransposeOp(const std::string &opFunc);
 Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts);
+bool isLaneReshapeOp(const std::string &opFunc);
+Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts);
 } // namespace detail
 
 int64_t sdscTensorBytes(const SuperDsc &s, const SdscTensor &t) {
@@ -68,6 +70,8 @@ Kernel compileOne(const SuperDsc &s, const BackendOptions &opts) {
     return detail::compileConvert(s, opts);
   if (detail::isTransposeOp(s.opFuncName))
     return detail::compileTranspose(s, opts);
+  if (detail::isLaneReshapeOp(s.opFuncName))
+    return detail::compileLaneReshape(s, opts);
   throw Unsupported("SuperDSC op '" + s.opFuncName + "' in " + s.name);
 }
 

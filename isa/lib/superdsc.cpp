@@ -341,10 +341,13 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
     for (const auto &d : l.layoutDimOrder)
       if (s.dimIndex(d) < 0)
         r.fail(lp + "/layoutDimOrder_", "dimension '" + d + "' is not in N_");
-    if (l.stickDimOrder.size() != 1 || l.stickSize.size() != 1)
+    // A stick spans one dim, except in a lane-moving reshape: there a tensor's row (its
+    // stick) may be two dims of the common refinement N_ (backend_reshape.cpp).
+    if (l.stickSize.size() != 1 || l.stickDimOrder.empty() || (l.stickDimOrder.size() != 1 && op != "reshape"))
       r.fail(lp, "expected exactly one stick dimension and stick size");
-    if (s.dimIndex(l.stickDimOrder[0]) < 0)
-      r.fail(lp + "/stickDimOrder_", "dimension '" + l.stickDimOrder[0] + "' is not in N_");
+    for (const auto &d : l.stickDimOrder)
+      if (s.dimIndex(d) < 0)
+        r.fail(lp + "/stickDimOrder_", "dimension '" + d + "' is not in N_");
     s.primaryDsInfo[it.key()] = l;
   }
 

@@ -49,12 +49,27 @@ def test_linear_on_a_batch_is_one_partition():
     assert compile_stats.partitions == 1
 
 
-def test_reshape_moving_lanes_runs_as_a_view_between_partitions():
-    # [64, 100] -> [100, 64] moves elements between lanes: the view runs on the tensor between
-    # two compiled partitions (correct, restaged through the host).
-    fb = compare_with_cpu(lambda x: x.exp().view(100, 64).neg(), _x(64, 100), run_eager=False)
+@pytest.mark.parametrize("shape,to", [
+    ((64, 100), (100, 64)),        # neither row count divides the other: through [1, 6400]
+    ((64, 32), (32, 64)),          # two rows per stick -> one
+    ((32, 64), (64, 32)),
+    ((8, 7, 7), (8, 49)),          # flatten of short rows
+    ((8, 49), (8, 7, 7)),
+    ((6, 4, 64), (4, 6, 64)),      # same last dim, leading dims without a common refinement
+    ((2, 16, 96), (2, 16, 3, 32)), # heads of 32 lanes split from a 96-wide row
+    ((2, 16, 3, 32), (2, 16, 96)),
+    ((400,), (20, 20)),
+    ((67, 71), (71, 67)),
+], ids=lambda v: "x".join(map(str, v)))
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=["f16", "f32"])
+def test_reshape_moving_lanes_stays_on_the_card(shape, to, dtype):
+    # A reshape that changes the row length moves elements between lanes: ldu/stu pack and
+    # unpack them on the card (SuperDSC `reshape`), inside the one compiled partition.
+    x = _x(*shape).to(dtype)
+    fb = compare_with_cpu(lambda t: (t * 2).reshape(to).exp(), x, run_eager=False)
     assert not fb["compile"], fb
-    assert compile_stats.partitions == 2
+    assert compile_stats.partitions == 1
+    assert compile_stats.fallback_nodes == 0
 
 
 def test_attention_heads_compile_as_one_partition():

@@ -2,6 +2,7 @@
 // bytes (an alias of the input's buffer, or one copy kernel when the result is a graph output),
 // a stick-reordering restickify where leading dims merge or split under the same last dim,
 // Unsupported where elements would move between lanes.
+#include "spyre/isa/backend.h"
 #include "plan_runner.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/isa/error.h"
@@ -13,8 +14,8 @@ using frontend::reshapeKeepsDeviceBytes;
 
 namespace {
 /// The graph compiled for 32 cores and its kernels' ops, in launch order.
-std::pair<isa::JobPlan, std::vector<std::string>> compileOps(const std::string &text) {
-  isa::JobPlan p = frontend::compileGraph(frontend::parseGraph(text), {32, ""});
+std::pair<isa::JobPlan, std::vector<std::string>> compileOps(const std::string &text, int cores = 32) {
+  isa::JobPlan p = frontend::compileGraph(frontend::parseGraph(text), {cores, ""});
   std::vector<std::string> ops;
   for (const auto &l : p.launches)
     ops.push_back(l.sdsc.opFuncName);
@@ -96,19 +97,68 @@ TEST(Reshape, LeadingDimMergesAndSplitsReorderSticksOnTheCard) {
   }
 }
 
-TEST(Reshape, ElementsMovingBetweenLanesAreUnsupported) {
-  // [6, 4, 64] -> [4, 6, 64] has no common refinement of its leading dims, and [64, 100] ->
-  // [100, 64] moves elements across lanes: both stay Unsupported (restaged through the host).
-  for (const char *text : {"graph(%x: f16[6, 4, 64]) {\n  %t = reshape(%x) : f16[4, 6, 64]\n  %e = exp(%t) : f16[4, 6, 64]\n"
-                           "  return (%e)\n}\n",
-                           "graph(%x: f16[64, 100]) {\n  %t = reshape(%x) : f16[100, 64]\n  %e = exp(%t) : f16[100, 64]\n"
-                           "  return (%e)\n}\n"}) {
-    try {
-      frontend::compileGraph(frontend::parseGraph(text), {32, ""});
-      ADD_FAILURE() << "compiled " << text;
-    } catch (const Unsupported &e) {
-      EXPECT_NE(std::string(e.what()).find("that moves elements between sticks"), std::string::npos) << e.what();
+TEST(Reshape, ElementsMovingBetweenLanesRunOnTheCard) {
+  // A reshape that changes the row length moves elements between lanes: SuperDSC `reshape`
+  // kernels (ldu/stu) through [R, L] and [R', L'] (and [1, R*L] when neither row count divides
+  // the other), stick-reordering restickifies around them for other ranks. Bit-exact on both
+  // engines (row-major order is the reshape's: the output holds the input's values in order),
+  // f16 with padded sticks and f32, 32 and 7 cores.
+  struct Case {
+    std::vector<int64_t> from, to;
+    const char *dtype;
+    std::vector<std::string> ops; // between the two negs
+  };
+  const Case cases[] = {
+      {{64, 32}, {32, 64}, "f16", {"reshape"}},
+      {{32, 64}, {64, 32}, "f16", {"reshape"}},
+      {{64, 100}, {100, 64}, "f16", {"reshape"}}, // [1, 6400] -> [100, 64] keeps the bytes
+      {{6, 4, 64}, {4, 6, 64}, "f16", {"ReStickifyOpHBM", "ReStickifyOpHBM"}},
+      {{8, 7, 7}, {8, 49}, "f16", {"ReStickifyOpHBM", "reshape"}},
+      {{2, 16, 96}, {2, 16, 3, 32}, "f16", {"ReStickifyOpHBM", "reshape", "ReStickifyOpHBM"}},
+      {{3, 130}, {390}, "f16", {"reshape"}},
+      {{67, 71}, {71, 67}, "f32", {"reshape", "reshape"}},
+      {{40, 33}, {33, 40}, "f32", {"reshape", "reshape"}},
+      {{2, 16, 3, 20}, {2, 16, 60}, "f32", {"ReStickifyOpHBM", "reshape", "ReStickifyOpHBM"}},
+  };
+  auto text = [](const std::vector<int64_t> &s) {
+    std::string t;
+    for (size_t i = 0; i < s.size(); ++i)
+      t += (i ? ", " : "") + std::to_string(s[i]);
+    return t;
+  };
+  for (int cores : {32, 7})
+    for (const Case &c : cases) {
+      const std::string t = std::string(c.dtype);
+      std::string g = "graph(%x: " + t + "[" + text(c.from) + "]) {\n  %n = neg(%x) : " + t + "[" + text(c.from) +
+                      "]\n  %r = reshape(%n) : " + t + "[" + text(c.to) + "]\n  %e = neg(%r) : " + t + "[" +
+                      text(c.to) + "]\n  return (%e)\n}\n";
+      SCOPED_TRACE(g + " on " + std::to_string(cores) + " cores");
+      auto [plan, ops] = compileOps(g, cores);
+      std::vector<std::string> want{"neg"};
+      want.insert(want.end(), c.ops.begin(), c.ops.end());
+      want.push_back("neg");
+      EXPECT_EQ(ops, want);
+      std::vector<float> x(static_cast<size_t>(test::numel(c.from)));
+      for (size_t i = 0; i < x.size(); ++i)
+        x[i] = static_cast<float>(static_cast<int>(i % 509) - 254) / 8.0f; // exact in DL16 and fp32
+      const test::BothEngines r = test::runOnBothEngines(plan, {x});
+      ASSERT_EQ(r.interp, r.jit);
+      ASSERT_EQ(r.jit.at(0), x);
     }
+}
+
+TEST(Reshape, LaneMovingReshapeWhoseRowGroupExceedsLxIsUnsupported) {
+  // [2, 786464] -> [4, 393232]: one input row (1.5 MiB) with its two output rows and the packed
+  // stream needs more than a core's LX; the message names the reshape and the bytes it needs.
+  const std::string g = "graph(%x: f16[2, 786464]) {\n  %r = reshape(%x) : f16[4, 393232]\n  %e = neg(%r) : "
+                        "f16[4, 393232]\n  return (%e)\n}\n";
+  try {
+    for (const auto &l : frontend::compileGraph(frontend::parseGraph(g), {32, ""}).launches)
+      isa::compileSuperDsc(l.sdsc);
+    ADD_FAILURE() << "compiled " << g;
+  } catch (const Unsupported &e) {
+    EXPECT_NE(std::string(e.what()).find("bytes of LX"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("reshape [2, 786464] -> [4, 393232]"), std::string::npos) << e.what();
   }
 }
 
