@@ -52,8 +52,10 @@ std::optional<CoreView> viewOf(const isa::SuperDsc &s, const isa::SdscTensor &t)
 }
 
 bool producesLxReusable(const std::string &op) {
-  // torch-spyre OP_OUTPUT_GOOD_FOR_LX_REUSE (max is our amax).
-  for (const char *o : {"amax", "sum", "exp", "sub", "mul", "mean", "add", "rsqrt"})
+  // torch-spyre OP_OUTPUT_GOOD_FOR_LX_REUSE (max is our amax), plus (our extension) the kernels
+  // whose lowerings write an LX-resident output: layer norm's three, matmul, dtype ops.
+  for (const char *o : {"amax", "sum", "exp", "sub", "mul", "mean", "add", "rsqrt", "exx2", "layernormscale",
+                        "layernormnorm", "matmul", "to_dtype"})
     if (op == o)
       return true;
   return false;
@@ -70,9 +72,11 @@ LxPlanningResult planLxResidency(const Graph &g, std::vector<KernelDraft> &draft
                                  const std::vector<int> &nodeOfDraft, int64_t capacity) {
   LxPlanningResult res;
   const int n = static_cast<int>(drafts.size());
+  // LX the kernels keep for their own staging whatever the plan places (capacity <= usable).
+  const int64_t staging = kLxUsableBytes - capacity;
   std::vector<bool> capable(n);
   for (int i = 0; i < n; ++i)
-    capable[i] = isa::supportsLxResidentOperands(drafts[i].s.opFuncName);
+    capable[i] = isa::supportsLxReservation(drafts[i].s, staging);
 
   // Uses of every value: (kernel, ldsIdx) pairs, producer first.
   std::map<int, std::vector<std::pair<int, int>>> uses;
@@ -94,12 +98,15 @@ LxPlanningResult planLxResidency(const Graph &g, std::vector<KernelDraft> &draft
     const auto &u = uses[v];
     if (isBoundary(v) || !producesLxReusable(node.op) || u.size() < 2 || u.front().first != i)
       continue;
-    // Every kernel from the producer to the last reader must read/write LX operands in place
-    // and stage above lxReservedBytes_.
+    // Every kernel from the producer to the last reader must stage above lxReservedBytes_, and
+    // every kernel touching the value must read/write it in place (a matmul's y or K-split
+    // operands, a transpose, ...: isa::supportsLxResidentOperand).
     const int last = u.back().first;
     bool ok = true;
     for (int k = i; k <= last && ok; ++k)
       ok = capable[k];
+    for (auto [k, t] : u)
+      ok = ok && isa::supportsLxResidentOperand(drafts[k].s, drafts[k].s.labeledDs.at(t).ldsIdx, staging);
     // No core-division mismatch between the producer and any consumer.
     std::optional<CoreView> view;
     for (auto [k, t] : u) {

@@ -21,13 +21,16 @@ struct LxPlanningResult {
 /// LX-resident tensors live across it. drafts[i] is a kernel of g.nodes[nodeOfDraft[i]] (a
 /// cat drafts several; a zero-copy reshape none).
 ///
-/// A value is a candidate (torch-spyre's eligibility filter) when it is not a graph input or
-/// output; its producer is one of OP_OUTPUT_GOOD_FOR_LX_REUSE (amax, sum, exp, sub, mul, mean,
-/// add, rsqrt); it is read at least once; every kernel that touches it, and every kernel during
-/// its lifetime, is a pointwise or reduction kernel (the lowerings that read and write LX
-/// operands in place); and there is no core-division mismatch: producer and every consumer see
-/// the same per-core view (same cores, per-core start offsets and per-core extents). exp, sub,
-/// add and rsqrt may take over the slot of an input whose last use they are (same size).
+/// A value is a candidate (torch-spyre's eligibility filter, extended) when it is not a graph
+/// input or output; its producer is one of OP_OUTPUT_GOOD_FOR_LX_REUSE (amax, sum, exp, sub,
+/// mul, mean, add, rsqrt) or, our extension, exx2, layernormscale, layernormnorm, matmul or
+/// to_dtype; it is read at least once; every kernel during its lifetime stages above the
+/// reserved LX (isa::supportsLxReservation, given the LX the plan leaves free) and every kernel
+/// touching it reads / writes it in place (isa::supportsLxResidentOperand: not a matmul's y, a
+/// K-split matmul, a transpose, ...); and there is no core-division mismatch: producer and
+/// every consumer see the same per-core view (same cores, per-core start offsets and per-core
+/// extents). exp, sub, add and rsqrt may take over the slot of an input whose last use they
+/// are (same size).
 LxPlanningResult planLxResidency(const Graph &g, std::vector<KernelDraft> &drafts,
                                  const std::vector<int> &nodeOfDraft, int64_t capacity = kLxUsableBytes);
 

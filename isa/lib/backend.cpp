@@ -18,16 +18,75 @@ bool isTransposeOp(const std::string &opFunc);
 Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts);
 bool isLaneReshapeOp(const std::string &opFunc);
 Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts);
+int64_t laneReshapeMinStagingBytes(const SuperDsc &s);
+int64_t matmulMinStagingBytes(const SuperDsc &s);
+bool matmulLxResidentOk(const SuperDsc &s, int ldsIdx);
+int64_t convertMinStagingBytes(const SuperDsc &s, int residentIdx);
 } // namespace detail
 
 int64_t sdscTensorBytes(const SuperDsc &s, const SdscTensor &t) {
   return detail::tensorGeom(s, t, s.primaryDsInfo.at(t.dsType).stickDimOrder[0], /*allowView=*/true).bytes;
 }
 
-bool supportsLxResidentOperands(const std::string &op) {
-  if (op == "ReStickifyOpHBM" || op == "layernormscale" || op == "layernormnorm" || op == "exx2")
+namespace {
+
+/// A pointwise kernel that goes through the PE array instead of the SFP walk: a restickify that
+/// changes the stick dim (compileTranspose) or a view whose stick dim starts inside a stick
+/// (compileLaneShift). Both stage from LX 0.
+bool pointwiseLeavesSfpWalk(const SuperDsc &s) {
+  if (s.opFuncName == "ReStickifyOpHBM" && !s.inputs.empty() && s.inputs[0] >= 0 && !s.outputs.empty() &&
+      s.primaryDsInfo.at(s.tensor(s.inputs[0]).dsType).stickDimOrder !=
+          s.primaryDsInfo.at(s.tensor(s.outputs[0]).dsType).stickDimOrder)
+    return true;
+  for (const SdscTensor &t : s.labeledDs) {
+    if (!t.isView())
+      continue;
+    const SdscLayout &l = s.primaryDsInfo.at(t.dsType);
+    const int sd = s.dimIndex(l.stickDimOrder.at(0));
+    if (sd >= 0 && t.scale.at(sd) == 1 && t.offsets.at(sd) % l.stickSize.at(0) != 0)
+      return true;
+  }
+  return false;
+}
+
+/// exx2 with its stick dim split over cores (backend_layernorm.cpp, partial sums on the ring).
+bool isSplitExx2(const SuperDsc &s) {
+  if (s.opFuncName != "exx2" || s.labeledDs.empty())
     return false;
-  return detail::isPointwiseOp(op) || detail::isReductionOp(op);
+  const int sd = s.dimIndex(s.primaryDsInfo.at(s.labeledDs[0].dsType).stickDimOrder.at(0));
+  return sd >= 0 && s.numWkSlicesPerDim[sd] > 1;
+}
+
+} // namespace
+
+bool supportsLxReservation(const SuperDsc &s, int64_t stagingBytes) {
+  const std::string &op = s.opFuncName;
+  if (detail::isPointwiseOp(op))
+    return !pointwiseLeavesSfpWalk(s);
+  if (detail::isReductionOp(op))
+    return !isSplitExx2(s);
+  if (detail::isMatmulOp(op))
+    return detail::matmulMinStagingBytes(s) <= stagingBytes;
+  if (detail::isConvertOp(op))
+    return detail::convertMinStagingBytes(s, /*residentIdx=*/-1) <= stagingBytes;
+  if (detail::isLaneReshapeOp(op))
+    return detail::laneReshapeMinStagingBytes(s) <= stagingBytes;
+  return false; // transpose: pt.tr tiles padded to 64 rows, staged from LX 0
+}
+
+bool supportsLxResidentOperand(const SuperDsc &s, int ldsIdx, int64_t stagingBytes) {
+  if (!supportsLxReservation(s, stagingBytes))
+    return false;
+  const SdscTensor &t = s.tensor(ldsIdx);
+  if (t.isView())
+    return false;
+  if (detail::isMatmulOp(s.opFuncName))
+    return detail::matmulLxResidentOk(s, ldsIdx);
+  if (detail::isConvertOp(s.opFuncName))
+    return detail::convertMinStagingBytes(s, ldsIdx) <= stagingBytes;
+  if (detail::isLaneReshapeOp(s.opFuncName))
+    return false; // stages its rows through DDR boxes
+  return true;
 }
 
 namespace {
@@ -108,8 +167,8 @@ bool multicastFromEnv() {
 
 Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
   checkSizes(s);
-  // Only the SFP lowerings stage above lxReservedBytes_ (and read/write memOrg_ lx operands).
-  if (s.lxReservedBytes > 0 && !supportsLxResidentOperands(s.opFuncName))
+  // Only some lowerings stage above lxReservedBytes_ (and read/write memOrg_ lx operands).
+  if (s.lxReservedBytes > 0 && !supportsLxReservation(s, opts.lxBytes - s.lxReservedBytes))
     throw Unsupported("lxReservedBytes_ (LX-resident tensors live across the kernel) in " + s.opFuncName +
                       " kernel " + s.name);
   return compileOne(s, opts);

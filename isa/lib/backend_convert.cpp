@@ -8,7 +8,19 @@ namespace spyre::isa::detail {
 
 bool isConvertOp(const std::string &op) { return op == "dl16tofp32" || op == "fp32todl16"; }
 
-Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
+namespace {
+
+/// A dtype op's geometry: per core, the dims before the tile dim are walked one index at a
+/// time; the tile dim is whole (T16 DL16 / T32 fp32 sticks); `rows` (the dim after it) is
+/// chunked; the dims after that (`inner` sticks) are whole.
+struct ConvertShape {
+  TensorGeom in, out;
+  size_t J = 0, tileJ = 0, rowJ = 0;
+  std::vector<int64_t> len;
+  int64_t T16 = 0, T32 = 0, rows = 1, inner = 1;
+};
+
+ConvertShape convertShape(const SuperDsc &s) {
   const bool widen = s.opFuncName == "dl16tofp32";
   if (s.exUnit != "sfp")
     throw Error(where(s) + ": computeOp_ exUnit must be 'sfp' for " + s.opFuncName);
@@ -21,7 +33,9 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
     throw Error(where(s) + ": " + s.opFuncName + " converts " + std::string(dataFormatName(want)) + " to " +
                 std::string(dataFormatName(got)));
   const std::string stickDim = s.primaryDsInfo.at(outT.dsType).stickDimOrder[0];
-  TensorGeom in = tensorGeom(s, inT, stickDim), out = tensorGeom(s, outT, stickDim);
+  ConvertShape c;
+  c.in = tensorGeom(s, inT, stickDim);
+  c.out = tensorGeom(s, outT, stickDim);
   for (const SdscTensor *t : {&inT, &outT})
     for (int sc : t->scale)
       if (sc != 1)
@@ -29,56 +43,109 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
   const int sd = s.dimIndex(stickDim);
   if (s.numWkSlicesPerDim[sd] != 1)
     throw Unsupported("splitting the stick dim of a dtype op over cores in " + s.name);
-  if (in.dims.size() != out.dims.size())
+  if (c.in.dims.size() != c.out.dims.size())
     throw Error(where(s) + ": input and output layouts differ in rank");
-  const size_t J = in.dims.size();
-  size_t tileJ = J;
-  for (size_t j = 0; j < J; ++j)
-    if (in.dims[j].iterDim == sd)
-      tileJ = j;
-  if (tileJ == J || out.dims[tileJ].iterDim != sd)
+  c.J = c.in.dims.size();
+  c.tileJ = c.J;
+  for (size_t j = 0; j < c.J; ++j)
+    if (c.in.dims[j].iterDim == sd)
+      c.tileJ = j;
+  if (c.tileJ == c.J || c.out.dims[c.tileJ].iterDim != sd)
     throw Error(where(s) + ": layouts must list the stick dim at the same position");
+  c.len.resize(c.J);
+  for (size_t j = 0; j < c.J; ++j)
+    c.len[j] = j == c.tileJ ? 0 : coreSlice(s, 0, c.in.dims[j].iterDim, c.in.dims[j].extent).len;
+  c.T16 = widen ? c.in.dims[c.tileJ].extent : c.out.dims[c.tileJ].extent;
+  c.T32 = widen ? c.out.dims[c.tileJ].extent : c.in.dims[c.tileJ].extent;
+  for (size_t j = c.tileJ + 2; j < c.J; ++j)
+    c.inner *= c.len[j];
+  c.rowJ = c.tileJ + 1;
+  c.rows = c.rowJ < c.J ? c.len[c.rowJ] : 1;
+  return c;
+}
+
+} // namespace
+
+int64_t convertMinStagingBytes(const SuperDsc &s, int residentIdx) {
+  ConvertShape c;
+  try {
+    c = convertShape(s);
+  } catch (const Error &) {
+    return INT64_MAX; // compileConvert reports it
+  }
+  if (residentIdx < 0)
+    return (c.T16 + c.T32) * c.inner * kStickBytes; // one row of each, single-buffered
+  // An LX-resident operand is walked unblocked: the other one's whole rows are staged.
+  const bool residentIs16 = (residentIdx == s.inputs[0]) == (s.opFuncName == "dl16tofp32");
+  return (residentIs16 ? c.T32 : c.T16) * c.rows * c.inner * kStickBytes;
+}
+
+Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
+  const bool widen = s.opFuncName == "dl16tofp32";
+  const SdscTensor &inT = s.tensor(s.inputs.at(0)), &outT = s.tensor(s.outputs.at(0));
+  ConvertShape c = convertShape(s);
+  TensorGeom &in = c.in, &out = c.out;
+  const size_t J = c.J, tileJ = c.tileJ, rowJ = c.rowJ;
+  const std::vector<int64_t> &len = c.len;
+  const int64_t T16 = c.T16, T32 = c.T32, rows = c.rows, inner = c.inner;
   auto offsets = [&](const TensorGeom &g) {
     std::vector<int64_t> off(s.numCoresUsed, 0);
-    for (int c = 0; c < s.numCoresUsed; ++c)
+    for (int core = 0; core < s.numCoresUsed; ++core)
       for (size_t j = 0; j < J; ++j)
         if (j != tileJ)
-          off[c] += coreSlice(s, c, g.dims[j].iterDim, g.dims[j].extent).lo * g.dims[j].strideBytes;
+          off[core] += coreSlice(s, core, g.dims[j].iterDim, g.dims[j].extent).lo * g.dims[j].strideBytes;
     return off;
   };
-  checkStartAddresses(s, in, offsets(in));
-  checkStartAddresses(s, out, offsets(out));
-  std::vector<int64_t> len(J);
-  for (size_t j = 0; j < J; ++j)
-    len[j] = j == tileJ ? 0 : coreSlice(s, 0, in.dims[j].iterDim, in.dims[j].extent).len;
-  const int64_t T16 = widen ? in.dims[tileJ].extent : out.dims[tileJ].extent;
-  const int64_t T32 = widen ? out.dims[tileJ].extent : in.dims[tileJ].extent;
-  // Block: dims before the tile one index at a time; the tile dim whole; dims after it (rows)
-  // whole except the first, chunked to fit.
-  int64_t inner = 1;
-  for (size_t j = tileJ + 2; j < J; ++j)
-    inner *= len[j];
-  const size_t rowJ = tileJ + 1;
-  int64_t rows = rowJ < J ? len[rowJ] : 1;
-  auto blockBytes = [&](int64_t chunk) { return (T16 + T32) * chunk * inner * kStickBytes; };
+  if (!inT.inLx)
+    checkStartAddresses(s, in, offsets(in));
+  if (!outT.inLx)
+    checkStartAddresses(s, out, offsets(out));
+  // An LX-resident operand (memOrg_ lx) holds the core's slice densely in its own dim order:
+  // for one index of the outer dims, exactly the (tile, rows, inner) block with chunk = rows.
+  // canon[j]: its LX stride along dim j; everything else is staged above the reserved LX.
+  auto canonOf = [&](const TensorGeom &g) {
+    std::vector<int64_t> st(J, 0);
+    int64_t b = kStickBytes;
+    for (size_t j = J; j-- > 0;) {
+      const int64_t l = j == tileJ ? g.dims[j].extent : len[j];
+      st[j] = b;
+      b *= l;
+    }
+    return std::make_pair(st, b);
+  };
+  const auto [inCanon, inSlice] = canonOf(in);
+  const auto [outCanon, outSlice] = canonOf(out);
+  const int64_t inLxAddr = inT.inLx ? lxResidentAddress(s, in, inSlice) : -1;
+  const int64_t outLxAddr = outT.inLx ? lxResidentAddress(s, out, outSlice) : -1;
+  const bool resident = inT.inLx || outT.inLx;
+  const int64_t lxStage = s.lxReservedBytes, stageBytes = opts.lxBytes - lxStage;
+  // Staged bytes of a block (an LX-resident operand is not staged).
+  auto blockBytes = [&](int64_t chunk) {
+    return ((widen ? inT.inLx : outT.inLx) ? 0 : T16) * chunk * inner * kStickBytes +
+           ((widen ? outT.inLx : inT.inLx) ? 0 : T32) * chunk * inner * kStickBytes;
+  };
   // Double buffering: input and output blocks twice, block i+1 fetched and block i-1 written
-  // back while block i converts (as in backend_pointwise.cpp).
-  int64_t chunk = largestDivisorFitting(rows, [&](int64_t c) { return 2 * blockBytes(c) <= opts.lxBytes; });
+  // back while block i converts (as in backend_pointwise.cpp). With an LX-resident operand one
+  // block covers all the core's rows (the resident slice is laid out per whole row range).
+  int64_t chunk = resident ? 0 : largestDivisorFitting(rows, [&](int64_t ch) { return 2 * blockBytes(ch) <= stageBytes; });
   bool dbl = chunk > 0;
-  if (!dbl)
-    chunk = largestDivisorFitting(rows, [&](int64_t c) { return blockBytes(c) <= opts.lxBytes; });
+  if (resident)
+    chunk = blockBytes(rows) <= stageBytes ? rows : 0;
+  else if (!dbl)
+    chunk = largestDivisorFitting(rows, [&](int64_t ch) { return blockBytes(ch) <= stageBytes; });
   if (chunk == 0)
     throw Unsupported("a dtype-op block that does not fit in LX in " + s.name);
   if (dbl)
     chunk = pipelineChunk(
-        rows, chunk, std::max(1, opts.pipelineBlocks), [&](int64_t c) { return (T16 + T32) * c * inner >= 8; },
+        rows, chunk, std::max(1, opts.pipelineBlocks), [&](int64_t ch) { return (T16 + T32) * ch * inner >= 8; },
         /*divisorsOnly=*/true);
   const int64_t rowSticks = chunk * inner; // sticks per tile in a block
   Kernel k = newKernel(s, {&in, &out});
   ProgramBuilder pb;
-  emitTbl(pb, 1, offsets(in));
-  emitTbl(pb, 2, offsets(out));
-  const int64_t lxIn = 0, lxOut = (widen ? T16 : T32) * rowSticks * kStickBytes;
+  inT.inLx ? emitLi(pb, 1, inLxAddr) : emitTbl(pb, 1, offsets(in));
+  outT.inLx ? emitLi(pb, 2, outLxAddr) : emitTbl(pb, 2, offsets(out));
+  // LX: [reserved | input block | output block]; a resident operand is used where it lives.
+  const int64_t lxIn = lxStage, lxOut = lxStage + (inT.inLx ? 0 : (widen ? T16 : T32) * rowSticks * kStickBytes);
   auto box = [&](const TensorGeom &g) {
     std::vector<std::pair<int64_t, int64_t>> b;
     for (size_t j = tileJ; j < J; ++j)
@@ -89,16 +156,20 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
   const bool pipelined = dbl && numBlocks >= 2 && ProgramBuilder::singleDma(box(in)) && ProgramBuilder::singleDma(box(out));
   const int64_t half = blockBytes(chunk);
   constexpr int rCur = 22, rOther = 23, rSwap = 24;
-  const int64_t rowStrideIn = rowJ < J ? in.dims[rowJ].strideBytes : 0,
-                rowStrideOut = rowJ < J ? out.dims[rowJ].strideBytes : 0;
+  // Register steps along dim j: DDR strides, or a resident operand's LX strides.
+  auto inStep = [&](size_t j) { return inT.inLx ? inCanon[j] : in.dims[j].strideBytes; };
+  auto outStep = [&](size_t j) { return outT.inLx ? outCanon[j] : out.dims[j].strideBytes; };
+  const int64_t rowStrideIn = rowJ < J ? inStep(rowJ) : 0, rowStrideOut = rowJ < J ? outStep(rowJ) : 0;
   // The conversion of one block staged at rBase + lxIn into rBase + lxOut (rBase -1: at 0).
   std::function<void(int)> convertBlock;
   // pipe: one block of the double-buffered sweep; else the synchronous dma / convert / dma.
   auto block = [&](bool pipe, bool first, bool last) {
     if (!pipe) {
-      pb.dmaBox(true, in.segment, 1, 0, -1, lxIn, box(in), 0, 20, 21);
+      if (!inT.inLx)
+        pb.dmaBox(true, in.segment, 1, 0, -1, lxIn, box(in), 0, 20, 21);
       convertBlock(-1);
-      pb.dmaBox(false, out.segment, 2, 0, -1, lxOut, box(out), 1, 20, 21);
+      if (!outT.inLx)
+        pb.dmaBox(false, out.segment, 2, 0, -1, lxOut, box(out), 1, 20, 21);
       return;
     }
     pb.waitTokens({0});
@@ -111,7 +182,7 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
   };
   std::function<void(size_t)> outer = [&](size_t j) {
     if (j < tileJ) {
-      pb.loop(len[j], {{1, in.dims[j].strideBytes}, {2, out.dims[j].strideBytes}}, [&] { outer(j + 1); });
+      pb.loop(len[j], {{1, inStep(j)}, {2, outStep(j)}}, [&] { outer(j + 1); });
       return;
     }
     if (!pipelined) {
@@ -174,9 +245,12 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
         });
       };
       auto base = [&](int r, int64_t v) { rBase >= 0 ? pb.emit(addi(r, rBase, v)) : emitLi(pb, r, v); };
-      base(10, base16);
-      base(11, base32);
-      base(12, base32 + s32);
+      // A resident side is walked where it lives (r1 input, r2 output: its block's address).
+      const int r16 = (widen ? inT.inLx : outT.inLx) ? (widen ? 1 : 2) : -1;
+      const int r32 = (widen ? outT.inLx : inT.inLx) ? (widen ? 2 : 1) : -1;
+      r16 >= 0 ? pb.emit(addi(10, r16, 0)) : base(10, base16);
+      r32 >= 0 ? pb.emit(addi(11, r32, 0)) : base(11, base32);
+      r32 >= 0 ? pb.emit(addi(12, r32, s32)) : base(12, base32 + s32);
       int64_t full = T32 / 2; // DL16 tiles whose both fp32 halves exist
       pb.loop(full, {{10, s16}, {11, 2 * s32}, {12, 2 * s32}}, [&] { convertTile(true); });
       if (T32 % 2) {

@@ -84,8 +84,6 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   }
   if (lnScale && outT.dataFormat != DataFormat::IEEE_FP32)
     throw Error(where(s) + ": the layernormscale output must be IEEE_FP32");
-  if (outT.inLx && (lnScale || lnNorm))
-    throw Unsupported("LX-resident tensors (memOrg_ lx) in " + s.name);
 
   // Inputs: tensors (possibly broadcast) or constants.
   struct Input {
@@ -102,8 +100,6 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
       in.value = static_cast<float>(s.constants.at(s.inputConsts[i]));
     } else {
       const SdscTensor &t = s.tensor(s.inputs[i]);
-      if (t.inLx && (lnScale || lnNorm))
-        throw Unsupported("LX-resident tensors (memOrg_ lx) in " + s.name);
       in.g = tensorGeom(s, t, stickDim, /*allowView=*/true);
       // The layer-norm statistics: one fp32 stick per row (scale_ -2 on the stick dim).
       const bool stats = (lnNorm && (i == 1 || i == 2)) || lnScale;

@@ -108,8 +108,6 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
       }
     return off;
   };
-  if (exx2 && (inT.inLx || outT.inLx))
-    throw Unsupported("LX-resident tensors (memOrg_ lx) in exx2 kernel " + s.name);
   if (!inT.inLx)
     checkStartAddresses(s, in, offsets(in));
   if (!outT.inLx)

@@ -16,6 +16,7 @@
 // the output rows out. Addresses are affine in the row and tile, so loops, not unrolled code.
 #include "backend_common.h"
 #include "spyre/isa/error.h"
+#include <climits>
 #include <numeric>
 
 namespace spyre::isa::detail {
@@ -63,6 +64,23 @@ int64_t roundUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 } // namespace
 
+/// LX one block of `c` dim-0 indices needs: input sticks, the packed stream, output sticks.
+std::array<int64_t, 3> laneReshapeBlockBytes(const RowShape &in, const RowShape &out, int64_t p, int64_t es,
+                                             int64_t c) {
+  const int64_t eps = kStickBytes / es, v = in.rows / p, u = out.rows / p;
+  const int64_t T = (in.len + eps - 1) / eps, To = (out.len + eps - 1) / eps;
+  return {c * v * T * kStickBytes, roundUp(c * v * in.len * es, kStickBytes), c * u * To * kStickBytes};
+}
+
+int64_t laneReshapeMinStagingBytes(const SuperDsc &s) {
+  if (s.inputs.size() != 1 || s.outputs.size() != 1 || s.inputs[0] < 0 || s.dims.size() != 3 || s.N[0] < 1)
+    return INT64_MAX; // malformed: compileLaneReshape says why
+  const SdscTensor &xT = s.tensor(s.inputs[0]);
+  const int64_t es = xT.dataFormat == DataFormat::IEEE_FP32 ? 4 : 2;
+  auto b = laneReshapeBlockBytes(rowShape(s, xT), rowShape(s, s.tensor(s.outputs[0])), s.N[0], es, 1);
+  return b[0] + b[1] + b[2];
+}
+
 Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts) {
   if (s.inputs.size() != 1 || s.outputs.size() != 1 || s.inputs[0] < 0)
     throw Error(where(s) + ": reshape takes one input tensor and one output");
@@ -106,11 +124,8 @@ Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts) {
   checkStartAddresses(s, gy, offY);
 
   // LX: input sticks [T][c*v], the dense stream, output sticks [To][c*u] for c dim-0 indices.
-  auto layoutFor = [&](int64_t c) {
-    const int64_t inB = c * v * T * kStickBytes, denseB = roundUp(c * v * in.len * es, kStickBytes);
-    return std::array<int64_t, 3>{inB, denseB, c * u * To * kStickBytes};
-  };
-  const int64_t budget = opts.lxBytes - s.lxReservedBytes;
+  auto layoutFor = [&](int64_t c) { return laneReshapeBlockBytes(in, out, s.N[0], es, c); };
+  const int64_t base = roundUp(s.lxReservedBytes, kStickBytes), budget = opts.lxBytes - base;
   const int64_t c = largestDivisorFitting(per, [&](int64_t cand) {
     auto b = layoutFor(cand);
     return b[0] + b[1] + b[2] <= budget;
@@ -123,7 +138,6 @@ Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts) {
                       " bytes of LX, more than the " + std::to_string(budget) + " available");
   }
   const auto b = layoutFor(c);
-  const int64_t base = roundUp(s.lxReservedBytes, kStickBytes);
   const int64_t IN = base, DENSE = base + b[0], OUT = base + b[0] + b[1];
   const int64_t cv = c * v, cu = c * u;
 

@@ -5,6 +5,7 @@
 #include "plan_runner.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/isa/backend.h"
+#include "spyre/isa/dl16.h"
 #include "spyre/isa/hardware_config.h"
 #include "spyre/isa/timing.h"
 #include "spyre/jit/jit_engine.h"
@@ -16,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <random>
 #include <sstream>
+#include <tuple>
 
 using namespace spyre;
 
@@ -160,4 +162,177 @@ TEST(MemoryPlanning, IntermediatesWithDisjointLifetimesShareDdrBuffers) {
   std::vector<float> y = run(p, *interp, x);
   for (size_t i = 0; i < x.size(); ++i)
     ASSERT_EQ(y[i], std::fabs(x[i])) << i;
+}
+
+namespace {
+
+/// Values of the graph that went to LX (no DDR buffer of that name, and not a graph I/O).
+bool inDdr(const isa::JobPlan &p, const std::string &name) {
+  for (const auto &b : p.buffers)
+    for (size_t s = 0, e; s <= b.name.size(); s = e + 1) {
+      e = b.name.find('|', s);
+      if (e == std::string::npos)
+        e = b.name.size();
+      if (b.name.substr(s, e - s) == name)
+        return true;
+    }
+  return false;
+}
+
+std::vector<float> randomHalf(int64_t n, unsigned seed, float sd = 1.0f) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0, sd);
+  std::vector<float> v(n);
+  for (auto &x : v)
+    x = dl16::halfToFloat(dl16::floatToHalf(d(g)));
+  return v;
+}
+
+/// Compiles `text` with and without LX planning, checks that exactly `lx` of `candidates` lost
+/// their DDR buffers, that both plans give bit-identical outputs on the interpreter and the JIT,
+/// that DDR traffic and simulated time went down, and returns the LX plan's first output.
+std::vector<float> checkLxAgainstDdr(const std::string &what, const std::string &text, int cores,
+                                     const std::vector<std::vector<float>> &inputs, const std::vector<std::string> &lx,
+                                     const std::vector<std::string> &ddr) {
+  const char *dump = std::getenv("SPYRE_LX_TEST_DUMP"); // passes.txt etc. of the LX plan
+  isa::JobPlan on = compile(text, cores, true, dump ? std::string(dump) + "/" + what : ""),
+               off = compile(text, cores, false);
+  for (const auto &v : lx)
+    EXPECT_FALSE(inDdr(on, v)) << what << ": %" << v << " should be LX-resident";
+  for (const auto &v : ddr)
+    EXPECT_TRUE(inDdr(on, v)) << what << ": %" << v << " should keep its DDR buffer";
+  for (const auto &v : lx)
+    EXPECT_TRUE(inDdr(off, v)) << what << ": %" << v << " with LX_PLANNING=0";
+  Totals tOn = totals(on), tOff = totals(off);
+  if (lx.empty()) {
+    EXPECT_EQ(tOn.ddrBytes, tOff.ddrBytes) << what;
+  } else {
+    EXPECT_LT(tOn.ddrBytes, tOff.ddrBytes) << what;
+    EXPECT_LT(tOn.us, tOff.us) << what;
+  }
+  std::printf("[lx planning] %s, %d cores: %.2f us / %.3f MB DDR with LX planning, %.2f us / %.3f MB without\n",
+              what.c_str(), cores, tOn.us, tOn.ddrBytes / 1e6, tOff.us, tOff.ddrBytes / 1e6);
+  test::BothEngines a = test::runOnBothEngines(on, inputs), b = test::runOnBothEngines(off, inputs);
+  EXPECT_EQ(a.interp, b.interp) << what;
+  EXPECT_EQ(a.jit, b.jit) << what;
+  EXPECT_EQ(a.interp, a.jit) << what;
+  return a.interp.at(0);
+}
+
+double geluTanh(double v) { return 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); }
+
+} // namespace
+
+TEST(LxPlanning, LayerNormStatisticsAndInputStayInLx) {
+  // h = x + r feeds exx2 and layernormnorm; the exx2 statistic feeds layernormscale and
+  // layernormnorm; rstd feeds layernormnorm: all three intermediates live in LX.
+  // 61 rows (prime) on 8 cores: the add and layernormnorm split the columns over 4 cores, the
+  // statistics ops run on one core (they cannot split the row they reduce): every value is
+  // read under a different per-core view, so all three keep their DDR buffers.
+  const std::vector<std::string> all{"h", "st", "rs"}, none{};
+  for (auto [M, C, cores, lx] : {std::tuple{64, 256, 32, all}, {61, 200, 8, none}, {128, 512, 1, all}}) {
+    std::string m = std::to_string(M), c = std::to_string(C);
+    std::string text = "graph(%x: f16[" + m + ", " + c + "], %r: f16[" + m + ", " + c + "], %w: f16[" + c +
+                       "], %b: f16[" + c + "]) {\n  %h = add(%x, %r) : f16[" + m + ", " + c +
+                       "]\n  %st = exx2(%h) : f32[" + m + ", 2]\n  %rs = layernormscale(%st, eps=1e-05) : f32[" + m +
+                       ", 1]\n  %y = layernormnorm(%h, %st, %rs, %w, %b) : f16[" + m + ", " + c +
+                       "]\n  return (%y)\n}\n";
+    auto x = randomHalf(M * C, 1, 2), r = randomHalf(M * C, 2), w = randomHalf(C, 3), b = randomHalf(C, 4);
+    std::vector<float> y = checkLxAgainstDdr("layer_norm " + m + "x" + c, text, cores, {x, r, w, b}, lx,
+                                             lx.empty() ? all : none);
+    for (int64_t i = 0; i < M; i += 7) {
+      double s = 0, s2 = 0;
+      std::vector<double> h(C);
+      for (int64_t j = 0; j < C; ++j) {
+        h[j] = dl16::halfToFloat(dl16::floatToHalf(x[i * C + j] + r[i * C + j]));
+        s += h[j];
+        s2 += h[j] * h[j];
+      }
+      const double mean = s / C, rstd = 1 / std::sqrt(std::max(s2 / C - mean * mean, 0.0) + 1e-5);
+      for (int64_t j = 0; j < C; ++j) {
+        double ref = (h[j] - mean) * rstd * w[j] + b[j];
+        ASSERT_NEAR(y[i * C + j], ref, 0.02 * std::fabs(ref) + 0.02) << M << "x" << C << " " << i << "," << j;
+      }
+    }
+  }
+}
+
+TEST(LxPlanning, LinearBiasGeluKeepsTheMatmulOutputInLx) {
+  // The matmul writes its output tiles into LX with pt.out, the bias add reads them in place
+  // (and writes its sum in place), gelu reads that: two fewer DDR round trips.
+  // 256x256x512 on 32 cores: the matmul divides M by 4 and N by 8, the add M by 32, so %mm's
+  // per-core views differ and only %a stays in LX.
+  using S = std::vector<std::string>;
+  for (auto [M, K, N, cores, lx, ddr] : {std::tuple{256, 256, 512, 32, S{"a"}, S{"mm"}},
+                                         {64, 200, 128, 4, S{"mm", "a"}, S{}},
+                                         {128, 128, 192, 1, S{"mm", "a"}, S{}}}) {
+    std::string m = std::to_string(M), k = std::to_string(K), n = std::to_string(N);
+    std::string text = "graph(%x: f16[" + m + ", " + k + "], %w: f16[" + k + ", " + n + "], %b: f16[" + n +
+                       "]) {\n  %mm = matmul(%x, %w) : f16[" + m + ", " + n + "]\n  %a = add(%mm, %b) : f16[" + m +
+                       ", " + n + "]\n  %g = gelu(%a, approximate=1) : f16[" + m + ", " + n + "]\n  return (%g)\n}\n";
+    auto x = randomHalf(M * K, 5), w = randomHalf(K * N, 6, 0.1f), b = randomHalf(N, 7);
+    std::vector<float> g = checkLxAgainstDdr("linear+bias+gelu " + m + "x" + k + "x" + n, text, cores, {x, w, b}, lx,
+                                             ddr);
+    for (int64_t i = 0; i < M; i += 13)
+      for (int64_t j = 0; j < N; j += 5) {
+        double acc = 0;
+        for (int64_t q = 0; q < K; ++q)
+          acc += static_cast<double>(x[i * K + q]) * w[q * N + j];
+        double ref = geluTanh(acc + b[j]);
+        ASSERT_NEAR(g[i * N + j], ref, 0.02 * std::fabs(ref) + 0.02) << i << "," << j;
+      }
+  }
+}
+
+TEST(LxPlanning, MatmulReadsItsInputFromLx) {
+  // x*s feeds the matmul: read in place when the core's rows are one block of whole K sticks,
+  // copied block by block out of LX otherwise (K = 200: the last K stick is lane-masked).
+  for (auto [M, K, N, cores] : {std::tuple{128, 256, 128, 8}, {64, 200, 64, 2}, {512, 512, 64, 1}}) {
+    std::string m = std::to_string(M), k = std::to_string(K), n = std::to_string(N);
+    std::string text = "graph(%x: f16[" + m + ", " + k + "], %s: f16[" + m + ", " + k + "], %w: f16[" + k + ", " + n +
+                       "]) {\n  %h = mul(%x, %s) : f16[" + m + ", " + k + "]\n  %mm = matmul(%h, %w) : f16[" + m +
+                       ", " + n + "]\n  return (%mm)\n}\n";
+    auto x = randomHalf(M * K, 8), sc = randomHalf(M * K, 9), w = randomHalf(K * N, 10, 0.1f);
+    std::vector<float> o = checkLxAgainstDdr("mul->matmul " + m + "x" + k + "x" + n, text, cores, {x, sc, w}, {"h"}, {});
+    for (int64_t i = 0; i < M; i += 11)
+      for (int64_t j = 0; j < N; j += 3) {
+        double acc = 0;
+        for (int64_t q = 0; q < K; ++q)
+          acc += static_cast<double>(dl16::halfToFloat(dl16::floatToHalf(x[i * K + q] * sc[i * K + q]))) * w[q * N + j];
+        ASSERT_NEAR(o[i * N + j], acc, 0.01 * std::fabs(acc) + 0.02) << i << "," << j;
+      }
+  }
+}
+
+TEST(LxPlanning, DtypeOpsReadAndWriteLx) {
+  // f16 -> mul -> f32 -> add -> f16: the widened and the f32 sum stay in LX.
+  const int64_t M = 64, C = 192;
+  std::string text = "graph(%x: f16[64, 192], %y: f32[64, 192]) {\n  %h = mul(%x, %x) : f16[64, 192]\n"
+                     "  %w = to_dtype(%h) : f32[64, 192]\n  %s = add(%w, %y) : f32[64, 192]\n"
+                     "  %n = to_dtype(%s) : f16[64, 192]\n  %o = exp(%n) : f16[64, 192]\n  return (%o)\n}\n";
+  auto x = randomHalf(M * C, 11), y = randomHalf(M * C, 12);
+  std::vector<float> o = checkLxAgainstDdr("to_dtype chain 64x192", text, 8, {x, y}, {"h", "w", "s", "n"}, {});
+  for (int64_t i = 0; i < M * C; i += 17) {
+    double h = dl16::halfToFloat(dl16::floatToHalf(x[i] * x[i]));
+    double ref = std::exp(dl16::halfToFloat(dl16::floatToHalf(static_cast<float>(h + y[i]))));
+    ASSERT_NEAR(o[i], ref, 0.02 * std::fabs(ref) + 1e-3) << i;
+  }
+}
+
+TEST(LxPlanning, KSplitMatmulOutputStaysInDdr) {
+  // M = 1: the work division splits K over the ring; each core of a K chain holds a partial
+  // sum, so no core writes the slice a consumer core reads: the output keeps its DDR buffer.
+  std::string text = "graph(%p: f16[1, 1024], %v: f16[1024, 128], %b: f16[1, 128]) {\n"
+                     "  %o = matmul(%p, %v) : f16[1, 128]\n  %a = add(%o, %b) : f16[1, 128]\n"
+                     "  %e = exp(%a) : f16[1, 128]\n  return (%e)\n}\n";
+  isa::JobPlan p = compile(text, 32, true);
+  bool kSplit = false;
+  for (const auto &l : p.launches)
+    if (l.sdsc.opFuncName == "batchmatmul")
+      kSplit = l.sdsc.numWkSlicesPerDim[l.sdsc.dimIndex("in")] > 1;
+  ASSERT_TRUE(kSplit);
+  EXPECT_TRUE(inDdr(p, "o"));
+  auto pv = randomHalf(1024, 13), v = randomHalf(1024 * 128, 14, 0.05f), b = randomHalf(128, 15);
+  test::BothEngines r = test::runOnBothEngines(p, {pv, v, b});
+  EXPECT_EQ(r.interp, r.jit);
 }

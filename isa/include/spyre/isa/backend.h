@@ -27,9 +27,22 @@ struct BackendOptions {
 /// spyre::Error (naming the SuperDSC and field) for inconsistent descriptors.
 Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts = {});
 
-/// The op's lowering reads and writes LX-resident (memOrg_ lx) operands in place and honours
-/// lxReservedBytes_: the elementwise and reduction lowerings on the SFP.
-bool supportsLxResidentOperands(const std::string &opFuncName);
+/// The kernel can run while LX-resident tensors of the graph occupy LX [0, lxReservedBytes_)
+/// and at least `stagingBytes` of LX remain above them: its lowering stages there and reads /
+/// writes its own memOrg_ lx operands in place. True for the SFP elementwise and reduction
+/// walks (layer norm's exx2 / layernormscale / layernormnorm included), dtype ops and matmuls
+/// whose smallest blocks fit in `stagingBytes`; false for lowerings that stage from LX 0 (a
+/// transpose or stick-changing restickify through the PE array, a lane-moving slice, an exx2
+/// split over the ring).
+bool supportsLxReservation(const SuperDsc &s, int64_t stagingBytes);
+
+/// Operand `ldsIdx` of s (placed in DDR) may instead be LX-resident: the core's slice held
+/// densely in the tensor's own dim order at one LX address on every core. Besides
+/// supportsLxReservation: no view, and for a matmul only x or the output, without a K split
+/// (every core of a K chain reads a different K range of x and writes the same output tile),
+/// the output's rows contiguous; for a dtype op only when a whole per-core row range fits the
+/// staging of the other operand (the resident operand is walked without blocking).
+bool supportsLxResidentOperand(const SuperDsc &s, int ldsIdx, int64_t stagingBytes);
 
 /// Device bytes of one tensor of the SuperDSC (its full tiled extent, all cores).
 int64_t sdscTensorBytes(const SuperDsc &s, const SdscTensor &t);
