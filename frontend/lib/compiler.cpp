@@ -186,6 +186,13 @@ void placeTensor(const SuperDsc &s, SdscTensor &t, const std::vector<int64_t> &p
   }
 }
 
+/// The slices whose every consumer can read them as a view (see compileGraph): not graph
+/// outputs, along a row dim, each consumer an elementwise op whose output has the slice's
+/// shape (so the operand is not broadcast). Slice output value -> slice node.
+std::map<int, const Node *> foldableSlices(const Graph &g);
+/// Rewrites kd's operands that are foldable slices into views of the sliced tensors.
+void readSlicesAsViews(const Graph &g, const std::map<int, const Node *> &slices, KernelDraft &kd);
+
 struct PointwiseDesc {
   const char *opFunc;
   int tensorArity; ///< operands, tensors or constants
@@ -206,6 +213,60 @@ const std::map<std::string, PointwiseDesc> &pointwiseOps() {
       {"clamp", {"clip", 1, false}},      {"clone", {"identity", 1, false}},   {"expand", {"identity", 1, false}},
   };
   return ops;
+}
+
+std::map<int, const Node *> foldableSlices(const Graph &g) {
+  std::map<int, const Node *> out;
+  for (const Node &n : g.nodes) {
+    if (n.op != "slice" || n.inputs.size() != 1)
+      continue;
+    const Value &x = g.values[n.inputs[0]], &y = g.values[n.output];
+    const auto dim = static_cast<size_t>(attrOr(n, "dim", 0));
+    if (x.shape.empty() || dim + 1 >= x.shape.size() || x.dtype != y.dtype ||
+        std::find(g.outputs.begin(), g.outputs.end(), n.output) != g.outputs.end())
+      continue;
+    bool ok = true, used = false;
+    for (const Node &c : g.nodes)
+      for (int in : c.inputs)
+        if (in == n.output) {
+          used = true;
+          ok = ok && pointwiseOps().count(c.op) && g.values[c.output].shape == y.shape;
+        }
+    if (ok && used)
+      out[n.output] = &n;
+  }
+  return out;
+}
+
+void readSlicesAsViews(const Graph &g, const std::map<int, const Node *> &slices, KernelDraft &kd) {
+  SuperDsc &s = kd.s;
+  for (size_t i = 0; i < kd.tensorValues.size(); ++i) {
+    auto it = slices.find(kd.tensorValues[i]);
+    if (it == slices.end())
+      continue;
+    const Node &sl = *it->second;
+    SdscTensor &t = s.labeledDs[i];
+    const size_t r = s.dims.size(), dim = static_cast<size_t>(attrOr(sl, "dim", 0));
+    const Value &x = g.values[sl.inputs[0]];
+    if (x.shape.size() != r || t.isView())
+      throw Error("internal: slice view of %" + x.name + " read at rank " + std::to_string(r));
+    for (int sc : t.scale)
+      if (sc != 1)
+        throw Error("internal: broadcast read of the sliced view of %" + x.name);
+    t.maxDimSizes.assign(r, -1);
+    t.offsets.assign(r, 0);
+    t.maxDimSizes[dim] = x.shape[dim];
+    t.offsets[dim] = static_cast<int64_t>(attrOr(sl, "start", 0));
+    const auto step = static_cast<int64_t>(attrOr(sl, "step", 1));
+    t.steps.clear();
+    if (step != 1) {
+      t.steps.assign(r, 1);
+      t.steps[dim] = step;
+    }
+    const int64_t eps = elemsPerStick(t.dataFormat);
+    placeTensor(s, t, perCoreElems(s.N, s.numWkSlicesPerDim, {r - 1}, eps));
+    kd.tensorValues[i] = sl.inputs[0];
+  }
 }
 
 bool isPointwiseOp(const std::string &op) { return pointwiseOps().count(op) != 0; }
@@ -858,12 +919,19 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
       v = it->second;
     return v;
   };
+  // A slice along a row dim (not the stick dim) keeps every stick offset-free: when each of its
+  // consumers is an elementwise op that reads it at the op's own shape, the consumers read a
+  // view of the sliced tensor's buffer (maxDimSizes_ / offsets_ / steps_) and no slice kernel
+  // runs. Otherwise (a graph output, a broadcast read, another op) the slice is a copy.
+  const std::map<int, const Node *> viewSlices = foldableSlices(g);
   std::vector<KernelDraft> drafts;
   std::vector<int> nodeOfDraft;
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     const Node &n = g.nodes[ni];
     const Value &out = g.values[n.output];
     std::string where = "node %" + out.name + " = " + n.op;
+    if (viewSlices.count(n.output))
+      continue;
     // Values are immutable, so an internal clone (e.g. .contiguous() after a materialised
     // permute) aliases its input as well.
     if ((n.op == "reshape" || (n.op == "clone" && n.attrs.empty())) && n.inputs.size() == 1 &&
@@ -876,9 +944,10 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
       }
     }
     KernelDraft kd;
-    if (pointwiseOps().count(n.op))
+    if (pointwiseOps().count(n.op)) {
       kd = pointwiseKernel(g, n, drafts.size(), opts.maxCores);
-    else if (n.op == "sum" || n.op == "mean" || n.op == "amax" || n.op == "amin")
+      readSlicesAsViews(g, viewSlices, kd);
+    } else if (n.op == "sum" || n.op == "mean" || n.op == "amax" || n.op == "amin")
       kd = reductionKernel(g, n, drafts.size(), opts.maxCores);
     else if (n.op == "matmul")
       kd = matmulKernel(g, n, drafts.size(), opts.maxCores);
@@ -925,6 +994,8 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
       }
     if (aliasOf.count(n.output))
       n.notes["alias"] = Attr(1.0);
+    else if (viewSlices.count(n.output))
+      n.notes["view"] = Attr(1.0);
     else if (cores.size() == 1)
       n.notes["cores"] = Attr(cores[0]);
     else if (!cores.empty())

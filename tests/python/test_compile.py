@@ -347,7 +347,8 @@ def test_split_and_chunk_become_slices_on_spyre():
 
     compare_with_cpu(f, torch.randn(67, 192, dtype=torch.float16), on_spyre=True, run_eager=False)
     assert compile_stats.partitions == 1 and compile_stats.fallback_nodes == 0
-    assert sum("slice" in s for s in compile_stats.last.superdscs()) == 9
+    # 9 slices; w (rows of a, read only by w * 2) is a view the mul reads in place: 8 kernels.
+    assert sum("slice" in s for s in compile_stats.last.superdscs()) == 8
 
 
 def test_split_stays_a_view_in_eager_mode():

@@ -143,3 +143,52 @@ TEST(PadSelect, MatmulKPaddingAsAGraphRewrite) {
     }
   }
 }
+
+TEST(PadSelect, RowSlicesFeedingElementwiseOpsAreViews) {
+  // slice(x, dim=d < last, start, end, step) read by elementwise ops at the slice's shape: no
+  // slice kernel, the consumers read a view of x's buffer (note view=1). A slice that is a graph
+  // output, or whose consumer broadcasts it, stays a copy. Bit-exact on both engines, 1/7/32
+  // cores.
+  struct Case {
+    V shape;
+    int64_t dim, start, end, step;
+  };
+  for (const Case &c : {Case{{67, 129}, 0, 3, 60, 1}, Case{{3, 67, 129}, 1, 1, 66, 2}, Case{{4, 8, 64}, 0, 1, 4, 2},
+                        Case{{2, 3, 5, 71}, 2, 4, 5, 1}}) {
+    V out = c.shape;
+    out[c.dim] = (c.end - c.start + c.step - 1) / c.step;
+    Graph g;
+    int x = g.addInput("x", c.shape, HostType::F16), y = g.addInput("y", out, HostType::F16);
+    int s = g.addNode("slice", {x}, "s", out, HostType::F16,
+                      {{"dim", Attr(double(c.dim))}, {"start", Attr(double(c.start))}, {"end", Attr(double(c.end))},
+                       {"step", Attr(double(c.step))}});
+    int a = g.addNode("add", {s, y}, "a", out, HostType::F16, {});
+    g.outputs = {g.addNode("mul", {a, s}, "m", out, HostType::F16, {})};
+    std::vector<float> xv = values(numel(c.shape)), yv = values(numel(out), 0.5f);
+    for (float &v : xv) // products stay inside fp16's range (the host side is fp16)
+      v /= 16.0f;
+    for (int cores : {1, 7, 32}) {
+      isa::JobPlan plan = compileGraph(g, {cores, ""});
+      for (const auto &l : plan.launches)
+        EXPECT_NE(l.sdsc.opFuncName, "slice") << "a slice kernel ran";
+      std::vector<float> m = runBoth(g, {cores, ""}, {xv, yv});
+      for (int64_t i = 0; i < numel(out); ++i) {
+        auto k = unravel(i, out);
+        k[c.dim] = c.start + k[c.dim] * c.step;
+        const float sv = xv[ravel(k, c.shape)];
+        const float want = dl16::toFloat(dl16::fromFloat(dl16::toFloat(dl16::fromFloat(sv + yv[i])) * sv));
+        ASSERT_EQ(m[i], want) << "cores " << cores << " at " << i;
+      }
+    }
+  }
+  // A slice that is also a graph output keeps its kernel.
+  Graph g;
+  int x = g.addInput("x", {8, 64}, HostType::F16);
+  int s = g.addNode("slice", {x}, "s", {4, 64}, HostType::F16,
+                    {{"dim", Attr(0.0)}, {"start", Attr(2.0)}, {"end", Attr(6.0)}});
+  g.outputs = {s, g.addNode("neg", {s}, "n", {4, 64}, HostType::F16, {})};
+  int slices = 0;
+  for (const auto &l : compileGraph(g, {32, ""}).launches)
+    slices += l.sdsc.opFuncName == "slice";
+  EXPECT_EQ(slices, 1);
+}
