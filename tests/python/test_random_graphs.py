@@ -1,5 +1,5 @@
 """Random op chains through torch.compile against the CPU: views (transpose, permute, leading-dim
-merges, unsqueeze), pointwise ops, reductions with and without keepdim, softmax and matmuls in
+merges, unsqueeze, reshapes that move elements between lanes, row slices), pointwise ops, reductions with and without keepdim, softmax and matmuls in
 random order, f16 and f32, so the layout search (relabels, reduction layouts, restickifies)
 and the kernels it drafts meet shapes and orders no hand-written test picked. Seeded: each case
 is reproducible by its id."""
@@ -15,7 +15,7 @@ import torch
 import torch_spyre  # noqa: F401
 
 STEPS = ["t", "perm", "relu", "exp", "add_self_t", "sum", "amax", "mean", "mul", "neg", "sigmoid", "merge", "unsq",
-         "softmax", "mm", "mmt"]
+         "softmax", "mm", "mmt", "reflow", "heads", "rows"]
 SHAPES = [(64, 64), (2, 64, 64), (3, 32, 96), (67, 129), (4, 8, 64), (128, 64)]
 
 
@@ -55,6 +55,12 @@ def _chain(steps: list[str], is32: bool):
                 y = (y @ y.transpose(-1, -2)) * 0.05
             elif s == "mmt" and y.dim() == 2 and not is32:
                 y = (y.transpose(0, 1) @ y) * 0.05
+            elif s == "reflow" and y.numel() % 48 == 0:  # rows of 48: lanes move
+                y = y.reshape(-1, 48) * 1.25
+            elif s == "heads" and y.dim() >= 2 and y.shape[-1] % 2 == 0:  # split the row in two
+                y = y.reshape(*y.shape[:-1], 2, y.shape[-1] // 2) + 1
+            elif s == "rows" and y.dim() >= 2 and y.shape[0] >= 3:  # a row slice read in place
+                y = y[1:y.shape[0] - 1] * 0.75
         return y + 0  # never a bare view of the input
     return fn
 
