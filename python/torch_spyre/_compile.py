@@ -318,7 +318,89 @@ def partition_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     return fused
 
 
+def _foldable(node: torch.fx.Node, const: set) -> bool:
+    """The node's value depends on no graph input and is the same on every call."""
+    if node.op != "call_function" or not isinstance(node.meta.get("val"), torch.Tensor):
+        return False
+    target = node.target
+    if isinstance(target, torch._ops.OpOverload):
+        if torch.Tag.nondeterministic_seeded in target.tags or target.__name__.startswith("empty"):
+            return False
+    elif target is not operator.getitem:
+        return False
+    return all(a in const for a in node.all_input_nodes)
+
+
+def _on_cpu(x: Any) -> Any:
+    if isinstance(x, torch.device) or (isinstance(x, str) and x.startswith("spyre")):
+        return torch.device("cpu")
+    return x
+
+
+def fold_constants(gm: torch.fx.GraphModule) -> list:
+    """Input-independent subgraphs that contain an op spyre does not run (the causal mask
+    ``full(-inf).triu(1)`` of scaled_dot_product_attention, tables built from ``arange``) are
+    computed once, on the CPU, at compile time: each result becomes an extra graph input (a
+    placeholder after the others) whose tensor is uploaded to the card once. Subgraphs that
+    compile as they are (a ``full``) stay in the graph. Returns the tensors, in placeholder
+    order; the caller appends them to every call's inputs."""
+    const: set = set()
+    for node in gm.graph.nodes:
+        if _foldable(node, const):
+            const.add(node)
+    frontier = [n for n in gm.graph.nodes if n in const and any(u not in const for u in n.users)]
+    if not frontier:
+        return []
+    # Fold a frontier value only if its constant subgraph needs the CPU anyway.
+    needs_cpu: dict = {}
+    for node in gm.graph.nodes:
+        if node in const:
+            own = not _runs_natively(node.target) and node_support(node) != ""
+            needs_cpu[node] = own or any(needs_cpu[a] for a in node.all_input_nodes)
+    frontier = [n for n in frontier if needs_cpu[n]]
+    if not frontier:
+        return []
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    values: dict = {}
+    with unset_fake_temporarily():  # the backend compiles under aot_autograd's fake mode
+        for node in gm.graph.nodes:
+            if node in const:
+                args = torch.fx.node.map_arg(node.args, lambda a: values[a])
+                kwargs = {k: _on_cpu(v) for k, v in torch.fx.node.map_arg(node.kwargs, lambda a: values[a]).items()}
+                values[node] = node.target(*args, **kwargs)
+        uploaded = [values[n].contiguous().to("spyre") for n in frontier]
+    last = gm.graph.find_nodes(op="placeholder")[-1] if gm.graph.find_nodes(op="placeholder") else None
+    tensors = []
+    for i, node in enumerate(frontier):
+        ctx = gm.graph.inserting_after(last) if last is not None else gm.graph.inserting_before(None)
+        with ctx:
+            ph = gm.graph.placeholder(f"_spyre_const{i}")
+        ph.meta = dict(node.meta)
+        node.replace_all_uses_with(ph)
+        last = ph
+        tensors.append(uploaded[i])
+    gm.graph.eliminate_dead_code()
+    gm.graph.lint()
+    gm.recompile()
+    return tensors
+
+
 def _compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    consts = fold_constants(gm)
+    fn = _compile_aten_graph_inputs(gm)
+    if not consts:
+        return fn
+
+    def run(*args: Any) -> Any:
+        return fn(*args, *consts)
+
+    if hasattr(fn, "_spyre_compiled"):
+        run._spyre_compiled = fn._spyre_compiled  # type: ignore[attr-defined]
+    return run
+
+
+def _compile_aten_graph_inputs(gm: torch.fx.GraphModule) -> Callable:
     from . import _C
 
     _C.sencores()  # an invalid SENCORES is a setup error: raise instead of falling back

@@ -421,3 +421,45 @@ def test_constants_compile_and_dedup():
     assert dedup.count("full(value=2)") == 1, dedup
     body = dedup.splitlines()[1:]
     assert [line.split(" = ")[1].split("(")[0] for line in body[:3]] == ["full"] * 3, dedup
+
+
+def test_input_independent_subgraphs_fold_at_compile_time():
+    # Rotary tables built from arange (no input involved) are computed once on the CPU when the
+    # graph compiles and passed to the card as constants: no CPU node runs per call, and the
+    # values match the CPU.
+    from torch_spyre._compile import compile_stats
+
+    def rope(x):
+        t, d = x.shape
+        inv = 1.0 / (10000 ** (torch.arange(0, d, 2, device=x.device).float() / d))
+        fr = torch.outer(torch.arange(t, device=x.device).float(), inv)
+        cos, sin = fr.cos().half(), fr.sin().half()
+        x1, x2 = x[:, 0::2], x[:, 1::2]
+        return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+    x = torch.randn(64, 128, generator=torch.Generator().manual_seed(3)).half()
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", torch_spyre.FallbackWarning)
+        fn = torch.compile(rope, backend="spyre", dynamic=False)
+        first = fn(x.to("spyre")).cpu()
+        second = fn((x * 2).to("spyre")).cpu()
+    assert compile_stats.partitions == 1 and compile_stats.fallback_nodes == 0
+    torch.testing.assert_close(first.float(), rope(x.float()), atol=0.1, rtol=0.1)
+    torch.testing.assert_close(second.float(), rope((x * 2).float()), atol=0.1, rtol=0.1)
+
+
+def test_random_values_are_not_folded():
+    # torch.rand depends on no input but is not a constant: it must not be computed once at
+    # compile time (two calls give different noise).
+    def noisy(x):
+        return x + torch.rand(x.shape, device=x.device, dtype=x.dtype)
+
+    x = torch.zeros(64, 64, dtype=torch.float16)
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn = torch.compile(noisy, backend="spyre", dynamic=False)
+        a, b = fn(x.to("spyre")).cpu(), fn(x.to("spyre")).cpu()
+    assert not torch.equal(a, b)
+    assert float(a.min()) >= 0.0 and float(a.max()) <= 1.0

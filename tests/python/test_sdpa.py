@@ -43,9 +43,15 @@ def test_sdpa_bool_mask_matches_cpu():
 
 
 def test_sdpa_causal_matches_cpu():
+    from torch_spyre._compile import compile_stats
+
     q, k, v = _qkv(1, 2, 2, 64, 64, 64, seed=3)
-    compare_with_cpu(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v,
-                     run_eager=False)
+    fb = compare_with_cpu(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v,
+                          run_eager=False)
+    # The causal mask full(-inf).triu(1) depends on no input: computed once at compile time and
+    # uploaded, so the whole attention is one partition with no CPU node.
+    assert not fb["compile"], fb
+    assert compile_stats.partitions == 1 and compile_stats.fallback_nodes == 0
 
 
 def test_sdpa_grouped_query_heads():
