@@ -1,7 +1,9 @@
 // Decompositions (the "split to one op per kernel" half of torch-spyre's split_multi_ops that
 // the graph IR needs): select, constant_pad_nd and slices stepping along the stick dim become
 // ops that are one kernel each, or a zero-copy reshape. The rewritten node's value keeps its name; helpers get fresh names.
+#include "kernel_draft.h"
 #include "spyre/frontend/passes.h"
+#include <algorithm>
 #include "spyre/isa/error.h"
 #include <cmath>
 
@@ -170,6 +172,94 @@ void decomposePad(Graph &g, const Node &n, std::vector<Node> &out) {
   }
 }
 
+/// An elementwise op (expand, clone, add, ..) on more than 4 dims, as it comes from
+/// `x[:, :, None].expand(..)` (the `repeat_kv` of grouped-query attention) or a rank-5 clone:
+/// unit dims other than the last are dropped, then adjacent row dims merged where every
+/// operand reads both alike (both broadcast or both whole), until the op has at most 4 dims.
+/// The op runs on the reduced shapes between reshapes (free, or stick reorders). The last
+/// (stick) dim is never merged. False (nothing appended) when it cannot be reduced.
+bool reduceRank(Graph &g, const Node &n, std::vector<Node> &out) {
+  const std::vector<int64_t> os = g.values[n.output].shape;
+  const size_t r = os.size();
+  if (r <= 4 || !detail::isPointwiseOp(n.op))
+    return false;
+  for (int in : n.inputs)
+    if (g.values[in].shape.size() != r)
+      return false;
+  std::vector<std::vector<size_t>> groups;
+  for (size_t d = 0; d < r; ++d)
+    if (os[d] != 1 || d + 1 == r)
+      groups.push_back({d});
+  auto broadcast = [&](int in, size_t d) { return g.values[in].shape[d] != os[d]; };
+  while (groups.size() > 4) {
+    bool merged = false;
+    for (size_t i = 0; i + 2 < groups.size() && !merged; ++i) { // i + 1 is not the stick dim
+      bool alike = true;
+      for (int in : n.inputs)
+        alike = alike && broadcast(in, groups[i][0]) == broadcast(in, groups[i + 1][0]);
+      if (alike) {
+        groups[i].insert(groups[i].end(), groups[i + 1].begin(), groups[i + 1].end());
+        groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+        merged = true;
+      }
+    }
+    if (!merged)
+      return false;
+  }
+  auto reduced = [&](const std::vector<int64_t> &shape) {
+    std::vector<int64_t> rs;
+    for (const auto &grp : groups) {
+      int64_t p = 1;
+      for (size_t d : grp)
+        p *= shape[d];
+      rs.push_back(p);
+    }
+    return rs;
+  };
+  const std::string base = g.values[n.output].name;
+  const HostType t = g.values[n.output].dtype;
+  Node op = n;
+  for (int &in : op.inputs) {
+    const HostType it = g.values[in].dtype;
+    int v = g.addValue(g.freshName(base + "_in"), reduced(g.values[in].shape), it);
+    out.push_back({"reshape", {in}, v, {}, {}});
+    in = v;
+  }
+  op.output = g.addValue(g.freshName(base + "_r"), reduced(os), t);
+  out.push_back(op);
+  out.push_back({"reshape", {op.output}, n.output, {}, {}});
+  return true;
+}
+
+/// reshape(reshape(x)) -> reshape(x) when the inner value has no other use.
+void collapseReshapeChains(Graph &g) {
+  std::map<int, int> uses;
+  for (const Node &n : g.nodes)
+    for (int in : n.inputs)
+      ++uses[in];
+  for (int o : g.outputs)
+    ++uses[o];
+  std::map<int, size_t> reshapeOf; // value -> index of the reshape producing it
+  std::vector<Node> nodes;
+  std::vector<bool> dead;
+  for (Node n : g.nodes) {
+    if (n.op == "reshape" && n.inputs.size() == 1) {
+      auto it = reshapeOf.find(n.inputs[0]);
+      if (it != reshapeOf.end() && uses[n.inputs[0]] == 1) {
+        dead[it->second] = true;
+        n.inputs[0] = nodes[it->second].inputs[0];
+      }
+      reshapeOf[n.output] = nodes.size();
+    }
+    nodes.push_back(n);
+    dead.push_back(false);
+  }
+  g.nodes.clear();
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!dead[i])
+      g.nodes.push_back(nodes[i]);
+}
+
 } // namespace
 
 void decomposeOps(Graph &g) {
@@ -183,10 +273,11 @@ void decomposeOps(Graph &g) {
              n.attrs.count("step") && n.attrs.at("step").scalar() != 1 &&
              n.attrs.count("dim") && static_cast<size_t>(n.attrs.at("dim").scalar()) + 1 == g.values[n.inputs[0]].shape.size())
       decomposeSteppedSlice(g, n, nodes);
-    else
+    else if (!reduceRank(g, n, nodes))
       nodes.push_back(n);
   }
   g.nodes = std::move(nodes);
+  collapseReshapeChains(g);
 }
 
 } // namespace spyre::frontend

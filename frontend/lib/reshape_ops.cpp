@@ -225,9 +225,11 @@ bool expandLaneMovingReshape(Graph &g, const Node &n, std::vector<Node> &nodes) 
   if (total <= 0 || total != numel(y.shape) || reshapeKeepsDeviceBytes(x.shape, y.shape, eps))
     return false;
   const int64_t L = x.shape.empty() ? 1 : x.shape.back(), Lo = y.shape.empty() ? 1 : y.shape.back();
-  if (L == Lo && !x.shape.empty() && !y.shape.empty() &&
-      commonRefinement({x.shape.begin(), x.shape.end() - 1}, {y.shape.begin(), y.shape.end() - 1}))
-    return false; // one stick-reordering restickify
+  if (L == Lo && !x.shape.empty() && !y.shape.empty()) {
+    auto ref = commonRefinement({x.shape.begin(), x.shape.end() - 1}, {y.shape.begin(), y.shape.end() - 1});
+    if (ref && ref->dims.size() + 1 <= 4)
+      return false; // one stick-reordering restickify (at most 4 dims)
+  }
   if ((x.shape.size() == 2 && y.shape.size() == 2) &&
       (y.shape[0] % x.shape[0] == 0 || x.shape[0] % y.shape[0] == 0))
     return false; // one lane-moving kernel

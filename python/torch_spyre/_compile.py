@@ -408,12 +408,12 @@ def _compile_aten_graph_inputs(gm: torch.fx.GraphModule) -> Callable:
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     reasons = {n: node_support(n) for n in calls}
     supported = all(r == "" for r in reasons.values())
-    # A view that does not compile on its own may compile in context: the unsqueeze of a
+    # A node that does not compile on its own may compile in context: the unsqueeze of a
     # reduction without keepdim moves elements between sticks from the generic layout, but not
-    # from the reduction's own layout, which layout propagation lets it read. So graphs whose
-    # only unsupported nodes are views try the whole compile first, and partition if it fails.
-    whole = _all_tensor_outputs(gm) and not gm.graph.find_nodes(op="get_attr") and \
-        all(r == "" or _runs_natively(n.target) for n, r in reasons.items())
+    # from the reduction's own layout, which layout propagation lets it read; a rank-5 expand or
+    # clone runs at rank 4 when the reshapes around it are internal (repeat_kv). So every graph
+    # whose nodes all have a lowering tries the whole compile first, and partitions if it fails.
+    whole = _all_tensor_outputs(gm) and not gm.graph.find_nodes(op="get_attr")
     if whole:
         # Everything compiles: one graph, no Python between kernels.
         try:

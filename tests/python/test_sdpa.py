@@ -78,3 +78,21 @@ def test_dropout_keeps_torch_sdpa():
     gm = torch.fx.symbolic_trace(lambda q, k, v: F.scaled_dot_product_attention(q, k, v))
     substitute_sdpa(gm)
     assert any(n.target is sdpa_math for n in gm.graph.nodes)
+
+
+def test_repeat_kv_of_grouped_query_attention_stays_on_the_card():
+    # Hugging Face's repeat_kv: k[:, :, None].expand(b, kv, rep, s, d).reshape(b, kv * rep, s, d)
+    # goes through rank-5 expand / clone nodes, which run on the card at rank 4.
+    from torch_spyre._compile import compile_stats
+
+    def attn(q, k, v):
+        b, kv, s, d = k.shape
+        rep = q.shape[1] // kv
+        k = k[:, :, None].expand(b, kv, rep, s, d).reshape(b, kv * rep, s, d)
+        v = v[:, :, None].expand(b, kv, rep, s, d).reshape(b, kv * rep, s, d)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    q, k, v = _qkv(2, 4, 2, 64, 64, 64, seed=6)
+    fb = compare_with_cpu(attn, q, k, v, run_eager=False)
+    assert not fb["compile"], fb
+    assert compile_stats.partitions == 1 and compile_stats.fallback_nodes == 0

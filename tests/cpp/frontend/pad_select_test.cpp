@@ -192,3 +192,50 @@ TEST(PadSelect, RowSlicesFeedingElementwiseOpsAreViews) {
     slices += l.sdsc.opFuncName == "slice";
   EXPECT_EQ(slices, 1);
 }
+
+TEST(PadSelect, ElementwiseOpsOnMoreThanFourDimsRunOnReducedShapes) {
+  // expand of x[:, :, None] to rank 5 (grouped-query attention's repeat_kv) and a rank-5 add
+  // with a broadcast: unit dims dropped, row dims merged, the op runs at rank <= 4 between
+  // reshapes (collapsed with the reshape that follows). Bit-exact on both engines against the
+  // broadcast definition.
+  struct Case {
+    V x, y, out; // y empty: expand of x
+  };
+  for (const Case &c : {Case{{2, 3, 1, 5, 64}, {}, {2, 3, 4, 5, 64}}, Case{{1, 2, 1, 3, 67}, {}, {1, 2, 3, 3, 67}},
+                        Case{{2, 1, 3, 4, 70}, {2, 5, 3, 4, 70}, {2, 5, 3, 4, 70}}}) {
+    Graph g;
+    int x = g.addInput("x", c.x, HostType::F16);
+    int o;
+    if (c.y.empty()) {
+      int e = g.addNode("expand", {x}, "e", c.out, HostType::F16, {});
+      o = g.addNode("neg", {e}, "o", c.out, HostType::F16, {});
+    } else {
+      int y = g.addInput("y", c.y, HostType::F16);
+      o = g.addNode("add", {x, y}, "o", c.out, HostType::F16, {});
+    }
+    // The graph output at rank 3 (a rank-5 output has no device layout; the models' repeat_kv
+    // views back to rank 4 as well).
+    V flat{numel(c.out) / (c.out.back() * c.out[c.out.size() - 2]), c.out[c.out.size() - 2], c.out.back()};
+    g.outputs = {g.addNode("reshape", {o}, "flat", flat, HostType::F16, {})};
+    const std::vector<float> xv = values(numel(c.x)), yv = c.y.empty() ? std::vector<float>{} : values(numel(c.y), 0.5f);
+    std::vector<std::vector<float>> ins{xv};
+    if (!c.y.empty())
+      ins.push_back(yv);
+    for (int cores : {1, 32}) {
+      std::vector<float> got = runBoth(g, {cores, ""}, ins);
+      ASSERT_EQ(static_cast<int64_t>(got.size()), numel(c.out));
+      for (int64_t i = 0; i < numel(c.out); ++i) {
+        auto k = unravel(i, c.out), kx = k, ky = k;
+        for (size_t d = 0; d < k.size(); ++d) {
+          if (c.x[d] == 1)
+            kx[d] = 0;
+          if (!c.y.empty() && c.y[d] == 1)
+            ky[d] = 0;
+        }
+        const float a = xv[ravel(kx, c.x)];
+        const float want = c.y.empty() ? -a : dl16::toFloat(dl16::fromFloat(a + yv[ravel(ky, c.y)]));
+        ASSERT_EQ(got[i], want) << "cores " << cores << " at " << i;
+      }
+    }
+  }
+}
