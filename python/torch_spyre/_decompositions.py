@@ -313,6 +313,46 @@ def sdpa_math(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torc
     return torch.softmax(attn, -1) @ v
 
 
+@_register(aten._transformer_encoder_layer_fwd.default)
+def _transformer_encoder_layer_fwd(src: torch.Tensor, embed_dim: int, num_heads: int, qkv_weight: torch.Tensor,
+                                   qkv_bias: torch.Tensor, proj_weight: torch.Tensor, proj_bias: torch.Tensor,
+                                   use_gelu: bool, norm_first: bool, eps: float, norm_weight_1: torch.Tensor,
+                                   norm_bias_1: torch.Tensor, norm_weight_2: torch.Tensor, norm_bias_2: torch.Tensor,
+                                   ffn_weight_1: torch.Tensor, ffn_bias_1: torch.Tensor, ffn_weight_2: torch.Tensor,
+                                   ffn_bias_2: torch.Tensor, mask: torch.Tensor | None = None,
+                                   mask_type: int | None = None) -> Any:
+    """nn.TransformerEncoderLayer's inference fast path (a fused CPU/CUDA kernel that torch
+    picks for any PrivateUse1 device too) as the ops it fuses: self-attention through
+    ``sdpa_math``, the feed-forward block, post- or pre-norm. Masked calls keep torch's kernel."""
+    if mask is not None or src.dim() != 3:
+        return NotImplemented
+    F = torch.nn.functional
+    hd = embed_dim // num_heads
+
+    def attention(x: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+        q, k, v = F.linear(x, qkv_weight, qkv_bias).split(embed_dim, dim=-1)
+        q, k, v = (y.reshape(b, t, num_heads, hd).transpose(1, 2) for y in (q, k, v))
+        a = sdpa_math(q, k, v).transpose(1, 2).reshape(b, t, embed_dim)
+        return F.linear(a, proj_weight, proj_bias)
+
+    def feed_forward(x: torch.Tensor) -> torch.Tensor:
+        h = F.linear(x, ffn_weight_1, ffn_bias_1)
+        return F.linear(F.gelu(h) if use_gelu else F.relu(h), ffn_weight_2, ffn_bias_2)
+
+    def norm1(x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, (embed_dim,), norm_weight_1, norm_bias_1, eps)
+
+    def norm2(x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, (embed_dim,), norm_weight_2, norm_bias_2, eps)
+
+    if norm_first:
+        x = src + attention(norm1(src))
+        return x + feed_forward(norm2(x))
+    x = norm1(src + attention(src))
+    return norm2(x + feed_forward(x))
+
+
 def substitute_sdpa(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """Rewrites calls of F.scaled_dot_product_attention without dropout in a dynamo graph to
     ``sdpa_math`` (it is CompositeImplicit, so aot_autograd would otherwise take torch's fp32

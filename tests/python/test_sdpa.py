@@ -96,3 +96,22 @@ def test_repeat_kv_of_grouped_query_attention_stays_on_the_card():
     fb = compare_with_cpu(attn, q, k, v, run_eager=False)
     assert not fb["compile"], fb
     assert compile_stats.partitions == 1 and compile_stats.fallback_nodes == 0
+
+
+@pytest.mark.parametrize("norm_first,activation", [(False, "relu"), (True, "gelu")], ids=["post-relu", "pre-gelu"])
+def test_transformer_encoder_layer_fast_path_runs_on_the_card(norm_first, activation):
+    # In inference torch calls the fused aten._transformer_encoder_layer_fwd for PrivateUse1
+    # devices too; the compiled path decomposes it into attention, feed-forward and norms.
+    from torch_spyre._compile import compile_stats
+
+    torch.manual_seed(7)
+    layer = torch.nn.TransformerEncoderLayer(128, 4, 256, dropout=0.0, activation=activation, batch_first=True,
+                                             norm_first=norm_first).eval()
+    x = torch.randn(2, 64, 128)
+    with torch.no_grad():
+        want = layer(x.half().float())
+        layer = layer.half().to("spyre")
+        torch._dynamo.reset()
+        got = torch.compile(layer, backend="spyre", dynamic=False)(x.half().to("spyre")).cpu().float()
+    assert compile_stats.partitions == 1 and compile_stats.fallback_nodes == 0
+    torch.testing.assert_close(got, want, atol=0.1, rtol=0.1)
