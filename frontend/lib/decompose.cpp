@@ -172,15 +172,57 @@ void decomposePad(Graph &g, const Node &n, std::vector<Node> &out) {
   }
 }
 
+/// A permute on more than 4 dims drops its unit dims (not the input's last), the dims of the
+/// output they become; it runs at rank <= 4 between reshapes (MultiheadAttention's packed
+/// projection `unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2)`).
+bool reducePermuteRank(Graph &g, const Node &n, std::vector<Node> &out) {
+  const std::vector<int64_t> xs = g.values.at(n.inputs.at(0)).shape;
+  const size_t r = xs.size();
+  auto it = n.attrs.find("dims");
+  if (it == n.attrs.end() || it->second.values.size() != r)
+    return false;
+  std::vector<int> keep(r, -1); // input dim -> its index in the reduced input, -1 = dropped
+  std::vector<int64_t> rxs;
+  for (size_t d = 0; d < r; ++d)
+    if (xs[d] != 1 || d + 1 == r) {
+      keep[d] = static_cast<int>(rxs.size());
+      rxs.push_back(xs[d]);
+    }
+  if (rxs.size() > 4)
+    return false;
+  std::vector<double> perm;
+  std::vector<int64_t> ros;
+  for (double pd : it->second.values) {
+    const auto d = static_cast<size_t>(pd < 0 ? pd + static_cast<double>(r) : pd);
+    if (d >= r)
+      return false;
+    if (keep[d] >= 0) {
+      perm.push_back(keep[d]);
+      ros.push_back(xs[d]);
+    }
+  }
+  const std::string base = g.values[n.output].name;
+  const HostType t = g.values[n.output].dtype;
+  int in = g.addValue(g.freshName(base + "_in"), rxs, t);
+  out.push_back({"reshape", {n.inputs[0]}, in, {}, {}});
+  int p = g.addValue(g.freshName(base + "_r"), ros, t);
+  out.push_back({"permute", {in}, p, {{"dims", Attr(perm)}}, {}});
+  out.push_back({"reshape", {p}, n.output, {}, {}});
+  return true;
+}
+
 /// An elementwise op (expand, clone, add, ..) on more than 4 dims, as it comes from
 /// `x[:, :, None].expand(..)` (the `repeat_kv` of grouped-query attention) or a rank-5 clone:
 /// unit dims other than the last are dropped, then adjacent row dims merged where every
 /// operand reads both alike (both broadcast or both whole), until the op has at most 4 dims.
 /// The op runs on the reduced shapes between reshapes (free, or stick reorders). The last
-/// (stick) dim is never merged. False (nothing appended) when it cannot be reduced.
+/// (stick) dim is never merged. Permutes go to reducePermuteRank. False (nothing appended) when
+/// the op cannot be reduced.
 bool reduceRank(Graph &g, const Node &n, std::vector<Node> &out) {
   const std::vector<int64_t> os = g.values[n.output].shape;
   const size_t r = os.size();
+  if (r > 4 && n.op == "permute" && n.inputs.size() == 1)
+    return reducePermuteRank(g, n, out);
   if (r <= 4 || !detail::isPointwiseOp(n.op))
     return false;
   for (int in : n.inputs)

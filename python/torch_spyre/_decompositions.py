@@ -20,6 +20,7 @@ __all__ = ["spyre_decompositions", "DECOMPOSITIONS", "exx2", "layernormscale", "
            "substitute_sdpa"]
 
 DECOMPOSITIONS: dict[Any, Callable] = {}
+_TORCH_SDPA = torch.nn.functional.scaled_dot_product_attention
 
 
 def _register(*ops: Any) -> Callable:
@@ -353,12 +354,37 @@ def _transformer_encoder_layer_fwd(src: torch.Tensor, embed_dim: int, num_heads:
     return norm2(x + feed_forward(x))
 
 
+_TORCH_MHA_FORWARD = torch.nn.functional.multi_head_attention_forward
+
+
+def _sdpa_math_unless_dropout(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None = None,
+                              dropout_p: float = 0.0, is_causal: bool = False, **kw: Any) -> torch.Tensor:
+    if dropout_p != 0.0:
+        return _TORCH_SDPA(q, k, v, attn_mask, dropout_p, is_causal, **kw)
+    return sdpa_math(q, k, v, attn_mask, 0.0, is_causal, **kw)
+
+
+def _mha_forward_math(*args: Any, **kwargs: Any) -> Any:
+    """F.multi_head_attention_forward (what nn.MultiheadAttention calls; dynamo keeps it as one
+    call) with its scaled_dot_product_attention taken by ``sdpa_math`` while it is traced."""
+    F = torch.nn.functional
+    F.scaled_dot_product_attention = _sdpa_math_unless_dropout
+    try:
+        return _TORCH_MHA_FORWARD(*args, **kwargs)
+    finally:
+        F.scaled_dot_product_attention = _TORCH_SDPA
+
+
 def substitute_sdpa(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """Rewrites calls of F.scaled_dot_product_attention without dropout in a dynamo graph to
     ``sdpa_math`` (it is CompositeImplicit, so aot_autograd would otherwise take torch's fp32
     math path before any decomposition table is consulted)."""
     changed = False
     for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is _TORCH_MHA_FORWARD:
+            node.target = _mha_forward_math
+            changed = True
+            continue
         if node.op != "call_function" or node.target is not torch.nn.functional.scaled_dot_product_attention:
             continue
         dropout = node.kwargs.get("dropout_p", node.args[4] if len(node.args) > 4 else 0.0)

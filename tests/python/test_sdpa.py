@@ -115,3 +115,22 @@ def test_transformer_encoder_layer_fast_path_runs_on_the_card(norm_first, activa
         got = torch.compile(layer, backend="spyre", dynamic=False)(x.half().to("spyre")).cpu().float()
     assert compile_stats.partitions == 1 and compile_stats.fallback_nodes == 0
     torch.testing.assert_close(got, want, atol=0.1, rtol=0.1)
+
+
+@pytest.mark.parametrize("need_weights", [False, True], ids=["no-weights", "weights"])
+def test_multihead_attention_runs_on_the_card(need_weights):
+    # nn.MultiheadAttention calls F.multi_head_attention_forward, which dynamo keeps as one call;
+    # its scaled_dot_product_attention is the sdpa math path in fp16 (torch's upcasts to fp32).
+    from torch_spyre._compile import compile_stats
+
+    torch.manual_seed(8)
+    mha = torch.nn.MultiheadAttention(128, 4, batch_first=True).eval()
+    x = torch.randn(2, 64, 128).half()
+    with torch.no_grad():
+        want = mha(x.float(), x.float(), x.float(), need_weights=need_weights)[0]
+        mha = mha.half().to("spyre")
+        torch._dynamo.reset()
+        fn = torch.compile(lambda a: mha(a, a, a, need_weights=need_weights)[0], backend="spyre", dynamic=False)
+        got = fn(x.to("spyre")).cpu().float()
+    assert compile_stats.partitions == 1 and compile_stats.fallback_nodes == 0
+    torch.testing.assert_close(got, want, atol=0.1, rtol=0.1)

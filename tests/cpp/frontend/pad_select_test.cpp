@@ -239,3 +239,21 @@ TEST(PadSelect, ElementwiseOpsOnMoreThanFourDimsRunOnReducedShapes) {
     }
   }
 }
+
+TEST(PadSelect, PermuteOnMoreThanFourDimsDropsUnitDims) {
+  // MultiheadAttention's packed projection: [1, B, T, 3, E] transposed (0, 3) and squeezed.
+  const V xs{1, 2, 8, 3, 64}, ps{3, 2, 8, 1, 64}, out{3, 2, 8, 64};
+  Graph g;
+  int x = g.addInput("x", xs, HostType::F16);
+  int p = g.addNode("permute", {x}, "p", ps, HostType::F16, {{"dims", Attr(std::vector<double>{3, 1, 2, 0, 4})}});
+  int q = g.addNode("reshape", {p}, "q", out, HostType::F16, {});
+  g.outputs = {g.addNode("neg", {q}, "n", out, HostType::F16, {})};
+  const std::vector<float> xv = values(numel(xs));
+  for (int cores : {1, 32}) {
+    std::vector<float> got = runBoth(g, {cores, ""}, {xv});
+    for (int64_t i = 0; i < numel(out); ++i) {
+      auto k = unravel(i, out); // [j, b, t, e] = x[0, b, t, j, e]
+      ASSERT_EQ(got[i], -xv[ravel({0, k[1], k[2], k[0], k[3]}, xs)]) << "cores " << cores << " at " << i;
+    }
+  }
+}
