@@ -367,7 +367,8 @@ struct Options {
   int threads = 1, cores = 32, reps = 20, interpReps = 0;
   double interpBudgetS = 200;
   bool native = true;
-  std::string dumpDir; ///< --dump: listings, LLVM IR and objects of the JIT run
+  bool profile = false; ///< --profile: host time per kernel of the JIT runs
+  std::string dumpDir;  ///< --dump: listings, LLVM IR and objects of the JIT run
 };
 
 struct RunStats {
@@ -375,6 +376,9 @@ struct RunStats {
   std::string note;
   int reps = 0;
   double medianMs = 0, minMs = 0, maxMs = 0;
+  /// --profile: per launch of the plan, the median over the timed runs of its wall time and of
+  /// the summed time of its cores' phase code (sim::LaunchTimes).
+  std::vector<sim::LaunchTimes> perLaunch;
 };
 
 struct WorkloadResult {
@@ -439,7 +443,7 @@ void progress(const std::string &what) { std::cerr << "[bench] " << what << "\n"
 
 /// One warm-up run (the only one recorded in SPYRE_TRACE) and `reps` timed runs.
 RunStats timeRuns(const sim::Executable &exe, const isa::JobPlan &plan, int threads, int reps, bool trace,
-                  const std::string &what) {
+                  const std::string &what, bool profile = false) {
   sim::DeviceMemory mem(64ull << 30);
   sim::Runtime rt(threads, 32);
   auto addr = allocBuffers(plan, mem);
@@ -453,6 +457,7 @@ RunStats timeRuns(const sim::Executable &exe, const isa::JobPlan &plan, int thre
   double warmMs = msSince(tw);
   sim::trace::Pause pause;
   std::vector<double> ms;
+  rt.setProfiling(profile);
   auto start = Clock::now();
   for (int i = 0; i < reps; ++i) {
     auto s = Clock::now();
@@ -466,6 +471,24 @@ RunStats timeRuns(const sim::Executable &exe, const isa::JobPlan &plan, int thre
     std::cerr << "\n";
   std::sort(ms.begin(), ms.end());
   RunStats r;
+  if (profile) {
+    // launchTimes() holds reps × launches entries in run order.
+    const auto &lt = rt.launchTimes();
+    size_t n = lt.size() / static_cast<size_t>(reps);
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<double> wall, core;
+      for (size_t k = i; k < lt.size(); k += n) {
+        wall.push_back(lt[k].wallMs);
+        core.push_back(lt[k].coreMs);
+      }
+      std::sort(wall.begin(), wall.end());
+      std::sort(core.begin(), core.end());
+      sim::LaunchTimes t = lt[i];
+      t.wallMs = wall[wall.size() / 2];
+      t.coreMs = core[core.size() / 2];
+      r.perLaunch.push_back(t);
+    }
+  }
   r.ran = true;
   r.reps = reps;
   r.medianMs = ms[ms.size() / 2];
@@ -535,7 +558,7 @@ WorkloadResult runWorkload(const std::string &name, const frontend::Graph &g, co
     }
     w.cache = engine.cacheStats();
     progress(name + ": JIT runs");
-    w.jit = timeRuns(exe, plan, o.threads, o.reps, true, name + " jit");
+    w.jit = timeRuns(exe, plan, o.threads, o.reps, true, name + " jit", o.profile);
   }
   if (runInterp) {
     w.interpEstimateS = estimateInterpSeconds(w);
@@ -729,6 +752,23 @@ void printTables(const std::vector<WorkloadResult> &rs, const std::vector<Compil
       printf("%s: libtorch f32: %.3f ms (JIT/torch-f32 %.2fx)\n", w.name.c_str(), w.native.f32MedianMs,
              w.jit.medianMs / w.native.f32MedianMs);
   }
+  for (const auto &w : rs) {
+    if (w.jit.perLaunch.empty())
+      continue;
+    printf("\n%s: JIT host time per kernel (--profile; medians; idle = wall - core ms / min(threads, "
+           "cores): barriers and load imbalance)\n",
+           w.name.c_str());
+    printf("  %-28s %5s %6s %10s %10s %10s\n", "kernel", "cores", "phases", "wall ms", "core ms", "idle ms");
+    double tw = 0, tc = 0, ti = 0;
+    for (const auto &l : w.jit.perLaunch) {
+      double idle = l.wallMs - l.coreMs / std::min(o.threads, std::max(1, l.cores));
+      printf("  %-28s %5d %6d %10.3f %10.3f %10.3f\n", l.kernel.c_str(), l.cores, l.phases, l.wallMs, l.coreMs, idle);
+      tw += l.wallMs;
+      tc += l.coreMs;
+      ti += idle;
+    }
+    printf("  %-28s %5s %6s %10.3f %10.3f %10.3f\n", "total", "", "", tw, tc, ti);
+  }
   printCompiles(compiles, compileReps);
   std::string tr = sim::trace::path();
   if (!tr.empty())
@@ -870,6 +910,7 @@ int main(int argc, char **argv) {
       "JIT prepare-time section (as --compile-only) for the kernel of this ISA listing file instead of an op")(
       "micro", "stick-op microbenchmark instead: add/mul/relu/exp per stick on LX-resident data, JIT vs interpreter")(
       "dump", po::value<std::string>(), "write SuperDSC, ISA listings, LLVM IR (before/after passes) and objects here")(
+      "profile", "also print the JIT's host time per kernel (wall, summed core time, idle host threads)")(
       "json", "print JSON instead of a table");
   po::variables_map vm;
   try {
@@ -902,6 +943,7 @@ int main(int argc, char **argv) {
       throw Error("unknown --engine '" + o.engine + "' (jit, interp, both)");
     std::string nat = vm["native"].as<std::string>();
     o.native = nat == "on" ? true : nat == "off" ? false : throw Error("bad --native " + nat + " (on, off)");
+    o.profile = vm.count("profile") > 0;
     if (vm.count("dump")) {
       o.dumpDir = vm["dump"].as<std::string>();
       std::filesystem::create_directories(o.dumpDir);

@@ -1,5 +1,7 @@
 #include "spyre/sim/runtime.h"
 #include "spyre/isa/error.h"
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -106,12 +108,28 @@ void Runtime::launch(const PreparedKernel &pk, const LaunchArgs &args) {
     cores_[c].ring = &ports_[c];
   }
   int phases = k.numPhases();
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = profiling_ ? Clock::now() : Clock::time_point{};
+  std::atomic<int64_t> coreNs{0};
+  auto runCore = [&](int p, int core) {
+    if (!profiling_) {
+      pk.runPhase(p, core, cores_[core], args);
+      return;
+    }
+    auto s = Clock::now();
+    pk.runPhase(p, core, cores_[core], args);
+    coreNs += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - s).count();
+  };
   for (int p = 0; p < phases; ++p) {
     ring_.beginPhase(p);
-    pool_.parallelFor(k.numCores, [&](int core) { pk.runPhase(p, core, cores_[core], args); });
+    pool_.parallelFor(k.numCores, [&](int core) { runCore(p, core); });
     if (!ring_.error.empty())
       throw Error("kernel " + k.name + ": ring: " + ring_.error);
   }
+  if (profiling_)
+    launchTimes_.push_back({k.name, k.numCores, phases,
+                            std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
+                            static_cast<double>(coreNs.load()) / 1e6});
 }
 
 } // namespace spyre::sim

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -34,6 +35,17 @@ private:
 /// SPYRE_SIM_THREADS or the host's core count.
 int defaultSimThreads();
 
+/// Host time of one launch, recorded when profiling is on (the bench's --profile): the wall
+/// time and the sum over cores of the time spent in the engine's phase code. With T host
+/// threads, wallMs - coreMs / T is what phase barriers and load imbalance cost.
+struct LaunchTimes {
+  std::string kernel;
+  int cores = 0;
+  int phases = 0;
+  double wallMs = 0;
+  double coreMs = 0;
+};
+
 class Runtime {
 public:
   explicit Runtime(int threads = defaultSimThreads(), int cores = 32);
@@ -41,12 +53,18 @@ public:
   ThreadPool &pool() { return pool_; }
   /// Runs every phase of the kernel on all its cores.
   void launch(const PreparedKernel &k, const LaunchArgs &args);
+  /// Profiling: while on, every launch appends its LaunchTimes to launchTimes(). Off by default
+  /// (no clock reads on the launch path).
+  void setProfiling(bool on) { profiling_ = on; }
+  std::vector<LaunchTimes> &launchTimes() { return launchTimes_; }
 
 private:
   Cores cores_;
   ThreadPool pool_;
   RingState ring_;
   std::vector<RingPort> ports_;
+  bool profiling_ = false;
+  std::vector<LaunchTimes> launchTimes_;
 };
 
 } // namespace spyre::sim
