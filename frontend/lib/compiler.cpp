@@ -533,6 +533,41 @@ std::vector<bool> reducedDims(const Node &n, size_t rank, const std::string &whe
   return red;
 }
 
+int64_t stickReductionSplit(const std::vector<int64_t> &splits, const std::vector<bool> &reduced,
+                            const std::vector<int64_t> &adjusted, const SpanTensor &input, bool addsPartials,
+                            int maxCores) {
+  const size_t r = reduced.size();
+  if (!addsPartials || r == 0 || !reduced[r - 1] || std::count(reduced.begin(), reduced.end(), true) != 1)
+    return 1;
+  const int64_t used = std::accumulate(splits.begin(), splits.end(), int64_t{1}, std::multiplies<>());
+  const int64_t room = maxCores / used;
+  // By default only where a core's input span would exceed pass 1's 256 MiB: elsewhere the
+  // serial ring chain (one hop per phase) and the LX the split stages (which keeps the graph's
+  // LX-resident tensors out) cost more than the parallel sweep saves (layer norm over 1151 x
+  // 8192: 674.5 -> 1072 us simulated). SPYRE_SPLIT_REDUCTIONS=1 splits wherever cores are idle.
+  const char *env = std::getenv("SPYRE_SPLIT_REDUCTIONS");
+  const bool always = env && std::string(env) != "0";
+  if (!always && perCoreSpan(input, splits) <= kMaxSpanBytes)
+    return 1;
+  int64_t best = 1;
+  for (int64_t k = 2; k <= std::min(room, adjusted[r - 1]); ++k)
+    if (adjusted[r - 1] % k == 0)
+      best = k;
+  return best;
+}
+
+void stickFastCores(SuperDsc &s) {
+  const size_t r = s.dims.size();
+  const int64_t ks = s.numWkSlicesPerDim[r - 1];
+  std::vector<int64_t> rest = s.numWkSlicesPerDim;
+  rest[r - 1] = 1;
+  const auto outer = coreSlices(rest, s.numCoresUsed / static_cast<int>(ks));
+  for (int c = 0; c < s.numCoresUsed; ++c) {
+    s.coreIdToWkSlice[c] = outer[static_cast<size_t>(c / ks)];
+    s.coreIdToWkSlice[c][r - 1] = c % ks;
+  }
+}
+
 KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
   const Value &out = g.values[n.output];
   std::string where = "node %" + out.name + " = " + n.op;
@@ -570,9 +605,15 @@ KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int max
       {genericSpanTensor(in.name, inDims, adjusted), genericSpanTensor(out.name, outDims, outExt)}, maxCores);
   bool stickReduced = red[r - 1];
   const char *base = n.op == "sum" ? "sum" : n.op == "mean" ? "mean" : n.op == "amax" ? "max" : "min";
+  const int64_t stickSplit = stickReductionSplit(splits, red, adjusted, genericSpanTensor(in.name, inDims, adjusted),
+                                                 n.op == "sum" || n.op == "mean", maxCores);
+  if (stickSplit > 1)
+    splits[r - 1] = stickSplit;
 
   KernelDraft kd = newDraft(index, std::string(base) + (stickReduced ? "" : "nonstick"), "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
+  if (stickSplit > 1)
+    stickFastCores(s);
   SdscLayout layout = genericLayout(labels, eps);
   std::vector<int> inScale(r, 1), outScale(r, 1);
   for (size_t d = 0; d < r; ++d)

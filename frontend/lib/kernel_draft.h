@@ -3,6 +3,7 @@
 // the op builders that live outside compiler.cpp.
 #pragma once
 #include "spyre/frontend/graph.h"
+#include "spyre/frontend/work_division.h"
 #include "spyre/isa/superdsc.h"
 #include <initializer_list>
 #include <string>
@@ -43,6 +44,16 @@ void checkAttrs(const Node &n, const std::string &where, std::initializer_list<c
 /// reduction kernel writes).
 std::vector<bool> reducedDims(const Node &n, size_t rank, const std::string &where);
 std::vector<int64_t> keepdimShape(const std::vector<int64_t> &in, const std::vector<bool> &reduced);
+
+/// Pass 3's "then at most one reduction dim" for stick reductions that add partials (sum, mean,
+/// exx2; compiler.cpp): when the kept dims leave cores idle and a core would span more than
+/// 256 MiB of `input` (or always, SPYRE_SPLIT_REDUCTIONS=1), the stick dim is split too, by the
+/// largest divisor of its stick count that fits; 1 = no split.
+int64_t stickReductionSplit(const std::vector<int64_t> &splits, const std::vector<bool> &reduced,
+                            const std::vector<int64_t> &adjusted, const SpanTensor &input, bool addsPartials,
+                            int maxCores);
+/// Cores in stick-fast order (c = g * ks + j): the partners of a ring chain are neighbours.
+void stickFastCores(isa::SuperDsc &s);
 
 /// Elementwise ops (compiler.cpp): add, exp, clone, expand, where, ...
 bool isPointwiseOp(const std::string &op);

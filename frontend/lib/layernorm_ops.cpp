@@ -101,9 +101,20 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
                                     genericSpanTensor(out.name, identityDims(r), out.shape,
                                                       elemsPerStick(deviceFormat(out.dtype, where)))},
                                    maxCores);
+  // exx2 over rows that leave cores idle: its stick dim splits too (partials on the ring).
+  std::vector<bool> stickOnly(r, false);
+  stickOnly[r - 1] = true;
+  const int64_t stickSplit =
+      isExx2 ? stickReductionSplit(splits, stickOnly, adjusted, genericSpanTensor(x.name, identityDims(r), N, eps), true,
+                                   maxCores)
+             : 1;
+  if (stickSplit > 1)
+    splits[r - 1] = stickSplit;
 
   KernelDraft kd = newDraft(index, n.op, "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
+  if (stickSplit > 1)
+    stickFastCores(s);
   const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
   std::vector<int> all(r, 1), sparse(r, 1), column(r, -1);
   sparse[r - 1] = -2;

@@ -19,6 +19,9 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts);
 bool isLaneReshapeOp(const std::string &opFunc);
 Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts);
 int64_t laneReshapeMinStagingBytes(const SuperDsc &s);
+/// exx2 / sum / mean with the stick dim split over cores (partials summed on the ring).
+bool isStickSplitReduction(const SuperDsc &s);
+int64_t stickSplitStagingBytes(const SuperDsc &s);
 int64_t matmulMinStagingBytes(const SuperDsc &s);
 bool matmulLxResidentOk(const SuperDsc &s, int ldsIdx);
 int64_t convertMinStagingBytes(const SuperDsc &s, int residentIdx);
@@ -49,13 +52,6 @@ bool pointwiseLeavesSfpWalk(const SuperDsc &s) {
   return false;
 }
 
-/// exx2 with its stick dim split over cores (backend_layernorm.cpp, partial sums on the ring).
-bool isSplitExx2(const SuperDsc &s) {
-  if (s.opFuncName != "exx2" || s.labeledDs.empty())
-    return false;
-  const int sd = s.dimIndex(s.primaryDsInfo.at(s.labeledDs[0].dsType).stickDimOrder.at(0));
-  return sd >= 0 && s.numWkSlicesPerDim[sd] > 1;
-}
 
 } // namespace
 
@@ -64,7 +60,7 @@ bool supportsLxReservation(const SuperDsc &s, int64_t stagingBytes) {
   if (detail::isPointwiseOp(op))
     return !pointwiseLeavesSfpWalk(s);
   if (detail::isReductionOp(op))
-    return !isSplitExx2(s);
+    return !detail::isStickSplitReduction(s) || detail::stickSplitStagingBytes(s) <= stagingBytes;
   if (detail::isMatmulOp(op))
     return detail::matmulMinStagingBytes(s) <= stagingBytes;
   if (detail::isConvertOp(op))
@@ -84,8 +80,8 @@ bool supportsLxResidentOperand(const SuperDsc &s, int ldsIdx, int64_t stagingByt
     return detail::matmulLxResidentOk(s, ldsIdx);
   if (detail::isConvertOp(s.opFuncName))
     return detail::convertMinStagingBytes(s, ldsIdx) <= stagingBytes;
-  if (detail::isLaneReshapeOp(s.opFuncName))
-    return false; // stages its rows through DDR boxes
+  if (detail::isLaneReshapeOp(s.opFuncName) || detail::isStickSplitReduction(s))
+    return false; // they stage their operands through DDR boxes
   return true;
 }
 

@@ -1,19 +1,67 @@
-// exx2 with its reduced stick dim split over cores (numWkSlicesPerDim_ of the stick dim > 1):
-// when the rows cannot occupy the cores (a prime row count), torch-spyre's work division may
-// split one reduction dim. Cores c = g*ks + j (the stick dim fastest, like a K-split matmul)
-// compute partial EXX2 sticks of their rows over their ks-th of the stick tiles; E[x] and
-// E[x^2] are sums, so partial sticks add up lane by lane. The partials travel clockwise along
-// the chain j = 0 -> ks-1 on the reduce-sum ring (ring.psum.f32), one hop per phase, and the
-// last core of each chain writes the statistics.
+// exx2, sum and mean with their reduced stick dim split over cores (numWkSlicesPerDim_ of the
+// stick dim > 1): when the rows cannot occupy the cores (a prime row count), torch-spyre's work
+// division may split one reduction dim. Cores c = g*ks + j (the stick dim fastest, like a
+// K-split matmul) reduce their rows over their ks-th of the stick tiles into one fp32 partial
+// stick per row; exx2's E[x] / E[x^2] and a sum's lanes add up lane by lane. The partials
+// travel clockwise along the chain j = 0 -> ks-1 on the reduce-sum ring (ring.psum.f32), one
+// hop per phase, and the last core of each chain writes the results (exx2: the statistics
+// sticks as they are; sum / mean: the scaled lane total in the input's format, every lane, as
+// the unsplit reduction's rsum leaves it).
 //
 // Per core, phase 0: for each index of the outer row dims, DMA the (tiles x inner rows) block,
 // reduce each row into one fp32 stick of a dense LX statistics block (all the core's rows).
 #include "backend_common.h"
+#include <climits>
 #include <functional>
 
 namespace spyre::isa::detail {
 
-Kernel compileExx2Split(const SuperDsc &s, const BackendOptions &opts) {
+namespace {
+
+/// A split stick reduction's rows: its row dims (the input's non-stick dims, outer -> inner;
+/// the innermost one is in the DMA block), a core's share of them and of the stick tiles.
+struct SplitRows {
+  std::vector<int> rowDims, outerDims;
+  int inner = -1;
+  int64_t KTc = 0, mI = 1, rowsPerCore = 1;
+  /// LX it stages: the input block, one partial stick per row, (sum / mean) one result per row.
+  int64_t stagingBytes(bool exx2) const { return (KTc * mI + rowsPerCore * (exx2 ? 1 : 2)) * kStickBytes; }
+};
+
+SplitRows splitRows(const SuperDsc &s, const TensorGeom &in, int sd) {
+  SplitRows r;
+  const int64_t eps = elemsPerStick(in.t->dataFormat);
+  r.KTc = coreSlice(s, 0, sd, (s.N[sd] + eps - 1) / eps).len;
+  for (const auto &td : in.dims)
+    if (td.iterDim != sd)
+      r.rowDims.push_back(td.iterDim);
+  r.inner = r.rowDims.empty() ? -1 : r.rowDims.back();
+  r.outerDims.assign(r.rowDims.begin(), r.rowDims.end() - (r.rowDims.empty() ? 0 : 1));
+  r.mI = r.inner >= 0 ? coreSlice(s, 0, r.inner, s.N[r.inner]).len : 1;
+  r.rowsPerCore = r.mI;
+  for (int d : r.outerDims)
+    r.rowsPerCore *= coreSlice(s, 0, d, s.N[d]).len;
+  return r;
+}
+
+} // namespace
+
+int64_t stickSplitStagingBytes(const SuperDsc &s) {
+  for (int i : s.inputs)
+    if (i >= 0 && i != s.outputs.at(0)) {
+      const SdscTensor &t = s.tensor(i);
+      const std::string &stick = s.primaryDsInfo.at(t.dsType).stickDimOrder.at(0);
+      return splitRows(s, tensorGeom(s, t, stick), s.dimIndex(stick)).stagingBytes(s.opFuncName == "exx2");
+    }
+  return INT64_MAX;
+}
+
+Kernel compileStickSplitReduction(const SuperDsc &s, const BackendOptions &opts) {
+  const std::string &op = s.opFuncName;
+  const bool exx2 = op == "exx2", mean = op == "mean";
+  if (!exx2 && !mean && op != "sum")
+    throw Unsupported("splitting the stick dim of a " + op + " over cores (only sum, mean and exx2 add partials) in " +
+                      s.name);
   int inIdx = -1;
   for (int i : s.inputs)
     if (i >= 0 && i != s.outputs.at(0))
@@ -25,45 +73,43 @@ Kernel compileExx2Split(const SuperDsc &s, const BackendOptions &opts) {
   const std::string &stickDim = layout.stickDimOrder[0];
   const int sd = s.dimIndex(stickDim);
   TensorGeom in = tensorGeom(s, inT, stickDim), out = tensorGeom(s, outT, stickDim);
-  if (out.fmt != Format::F32)
+  if (exx2 && out.fmt != Format::F32)
     throw Error(where(s) + ": the exx2 output must be IEEE_FP32 (EXX2 arrangement: lane 0 = E[x], lane 1 = E[x^2])");
+  if (!exx2 && out.fmt != in.fmt)
+    throw Unsupported("reductions that change the data format in " + s.name);
   if (in.fmt == Format::I32)
-    throw Unsupported("int32 exx2 in " + s.name);
+    throw Unsupported("int32 " + op + " in " + s.name);
   if (inT.inLx || outT.inLx)
-    throw Unsupported("LX-resident tensors (memOrg_ lx) in a split exx2 " + s.name);
+    throw Unsupported("LX-resident tensors (memOrg_ lx) in a split " + op + " " + s.name);
   for (size_t d = 0; d < s.dims.size(); ++d) {
     if (inT.scale[d] != 1)
       throw Error(where(s) + ": the input of a reduction must have scale_ 1 on every dim");
     if ((outT.scale[d] != 1) != (static_cast<int>(d) == sd))
-      throw Error(where(s) + ": exx2 reduces exactly the stick dim " + stickDim + " (output scale_ -2 there, 1 elsewhere)");
+      throw Error(where(s) + ": a split " + op + " reduces exactly the stick dim " + stickDim +
+                  " (output scale_ -2 there, 1 elsewhere)");
   }
   const int64_t eps = elemsPerStick(inT.dataFormat), N = s.N[sd], KT = (N + eps - 1) / eps;
   const int64_t ks = s.numWkSlicesPerDim[sd];
   for (int c = 0; c < s.numCoresUsed; ++c)
     if (s.coreIdToWkSlice[c][sd] != c % ks)
-      throw Unsupported("a split exx2 whose cores are not in stick-fast order (core " + std::to_string(c) +
+      throw Unsupported("a split " + op + " whose cores are not in stick-fast order (core " + std::to_string(c) +
                         " has slice " + std::to_string(s.coreIdToWkSlice[c][sd]) + " of " + stickDim + ") in " + s.name +
                         "; ring partners must be neighbours");
-  const int64_t KTc = coreSlice(s, 0, sd, KT).len;
+  const SplitRows rows = splitRows(s, in, sd);
+  const int64_t KTc = rows.KTc, mI = rows.mI, rowsPerCore = rows.rowsPerCore;
+  const int inner = rows.inner;
+  const std::vector<int> &rowDims = rows.rowDims, &outerDims = rows.outerDims;
   auto strideOf = [](const TensorGeom &g, int d) {
     int k = g.dimOf(d);
     return k >= 0 ? g.dims[k].strideBytes : 0;
   };
-  // Row dims: the input's non-stick dims, outer -> inner; the innermost is in the DMA block.
-  std::vector<int> rowDims;
-  for (const auto &td : in.dims)
-    if (td.iterDim != sd)
-      rowDims.push_back(td.iterDim);
-  const int inner = rowDims.empty() ? -1 : rowDims.back();
-  std::vector<int> outerDims(rowDims.begin(), rowDims.end() - (rowDims.empty() ? 0 : 1));
-  const int64_t mI = inner >= 0 ? coreSlice(s, 0, inner, s.N[inner]).len : 1;
-  int64_t rowsPerCore = mI;
-  for (int d : outerDims)
-    rowsPerCore *= coreSlice(s, 0, d, s.N[d]).len;
-  const int64_t lxA = 0, lxS = KTc * mI * kStickBytes;
-  if (lxS + rowsPerCore * kStickBytes > opts.lxBytes)
-    throw Unsupported("a split exx2 block of " + std::to_string(KTc) + " sticks x " + std::to_string(mI) +
-                      " rows and " + std::to_string(rowsPerCore) + " statistics does not fit in LX in " + s.name);
+  // LX, above the graph's LX-resident tensors: the input block, the fp32 partials (one stick
+  // per row), for sum / mean the results.
+  const int64_t lxA = (s.lxReservedBytes + kStickBytes - 1) / kStickBytes * kStickBytes;
+  const int64_t lxS = lxA + KTc * mI * kStickBytes, lxR = lxS + rowsPerCore * kStickBytes;
+  if (lxA + rows.stagingBytes(exx2) > opts.lxBytes)
+    throw Unsupported("a split " + op + " block of " + std::to_string(KTc) + " sticks x " + std::to_string(mI) +
+                      " rows and " + std::to_string(rowsPerCore) + " partial sticks does not fit in LX in " + s.name);
   std::vector<int64_t> xOff(s.numCoresUsed, 0), oOff(s.numCoresUsed, 0);
   for (int c = 0; c < s.numCoresUsed; ++c) {
     xOff[c] = coreSlice(s, c, sd, KT).lo * strideOf(in, sd);
@@ -93,15 +139,18 @@ Kernel compileExx2Split(const SuperDsc &s, const BackendOptions &opts) {
       return x;
     };
     // v9: 1.0 on lane 0 only; v14 = 1/N; v12/v13: the valid-lane mask and 0 for a partial last tile.
-    f32(Opcode::Iota, 9, -1);
     Instr z = mk(Opcode::Bcast, Format::F32);
-    z.v = {10, -1, -1, -1};
-    pb.emit(z);
-    f32(Opcode::Eq, 9, 9, 10);
+    if (exx2) {
+      f32(Opcode::Iota, 9, -1);
+      z.v = {10, -1, -1, -1};
+      pb.emit(z);
+      f32(Opcode::Eq, 9, 9, 10);
+    }
     Instr sc = mk(Opcode::Bcast, Format::F32);
     sc.v = {14, -1, -1, -1};
     sc.fimm = 1.0f / static_cast<float>(N);
-    pb.emit(sc);
+    if (exx2 || mean)
+      pb.emit(sc);
     const bool mask = lastSlice && validLanes != 0;
     if (mask) {
       emitLaneMask(pb, validLanes);
@@ -116,7 +165,8 @@ Kernel compileExx2Split(const SuperDsc &s, const BackendOptions &opts) {
       if (masked)
         f32(Opcode::Sel, 0, 12, 0, 13);
       f32(Opcode::Add, 1, 1, 0);
-      f32(Opcode::Fma, 3, 0, 0, 3);
+      if (exx2)
+        f32(Opcode::Fma, 3, 0, 0, 3);
     };
     auto rowBlock = [&] {
       pb.dmaBoxStrided(true, in.segment, 1, 0, -1, lxA,
@@ -127,8 +177,10 @@ Kernel compileExx2Split(const SuperDsc &s, const BackendOptions &opts) {
         Instr zero = mk(Opcode::Bcast, Format::F32);
         zero.v = {1, -1, -1, -1};
         pb.emit(zero);
-        zero.v = {3, -1, -1, -1};
-        pb.emit(zero);
+        if (exx2) {
+          zero.v = {3, -1, -1, -1};
+          pb.emit(zero);
+        }
         pb.emit(addi(12, 10, 0));
         const int64_t plain = mask ? KTc - 1 : KTc;
         pb.loop(plain, {{12, mI * kStickBytes}}, [&] { accumulate(false); });
@@ -137,20 +189,29 @@ Kernel compileExx2Split(const SuperDsc &s, const BackendOptions &opts) {
             pb.emit(addi(12, 12, plain * mI * kStickBytes));
           accumulate(true);
         }
-        for (int acc : {1, 3}) {
-          f32(Opcode::Mul, acc, acc, 14);
+        // Fold 64 DL16 lanes into 32 fp32 lanes (an fp32 stick's width).
+        auto fold = [&](int acc) {
           if (in.fmt == Format::DL16) {
             Instr u = mk(Opcode::Unpack);
             u.v = {5, 6, acc, -1};
             pb.emit(u);
             f32(Opcode::Add, acc, 5, 6);
           }
-          f32(Opcode::Rsum, acc == 1 ? 2 : 7, acc);
-        }
-        f32(Opcode::Sel, 2, 9, 2, 7);
+        };
         Instr st = mk(Opcode::St, Format::F32);
-        st.v = {2, -1, -1, -1};
         st.lx = {3, 0};
+        if (exx2) {
+          for (int acc : {1, 3}) {
+            f32(Opcode::Mul, acc, acc, 14);
+            fold(acc);
+            f32(Opcode::Rsum, acc == 1 ? 2 : 7, acc);
+          }
+          f32(Opcode::Sel, 2, 9, 2, 7);
+          st.v = {2, -1, -1, -1};
+        } else {
+          fold(1); // the lane partials; lanes add on the ring, the last core sums them
+          st.v = {1, -1, -1, -1};
+        }
         pb.emit(st);
       });
     };
@@ -190,17 +251,36 @@ Kernel compileExx2Split(const SuperDsc &s, const BackendOptions &opts) {
       if (t < ks - 1)
         ring(Opcode::RingSend);
     }
+    if (lastSlice && !exx2) {
+      // The chain's lane partials of each row -> (mean: / N) the lane total, every lane, in
+      // the output's format, as the unsplit reduction's rsum leaves it.
+      emitLi(pb, 3, lxS);
+      emitLi(pb, 4, lxR);
+      pb.loop(rowsPerCore, {{3, kStickBytes}, {4, kStickBytes}}, [&] {
+        Instr ld = mk(Opcode::Ld, Format::F32);
+        ld.v = {1, -1, -1, -1};
+        ld.lx = {3, 0};
+        pb.emit(ld);
+        if (mean)
+          f32(Opcode::Mul, 1, 1, 14);
+        f32(Opcode::Rsum, 2, 1);
+        Instr st = mk(Opcode::St, out.fmt);
+        st.v = {2, -1, -1, -1};
+        st.lx = {4, 0};
+        pb.emit(st);
+      });
+    }
     if (lastSlice) {
       emitLi(pb, 2, oOff[c]);
       std::vector<std::array<int64_t, 3>> box;
       for (size_t i = 0; i < outerDims.size(); ++i)
         box.push_back({coreSlice(s, 0, outerDims[i], s.N[outerDims[i]]).len, strideOf(out, outerDims[i]), statStride[i]});
       box.push_back({mI, inner >= 0 ? strideOf(out, inner) : 0, kStickBytes});
-      pb.dmaBoxStrided(false, out.segment, 2, 0, -1, lxS, box, 1, 20, 21);
+      pb.dmaBoxStrided(false, out.segment, 2, 0, -1, exx2 ? lxS : lxR, box, 1, 20, 21);
     }
     pb.finishCores(k, c, c);
   }
-  k.comment = "op=exx2 stick split " + std::to_string(ks) + " over the ring, " + std::to_string(rowsPerCore) +
+  k.comment = "op=" + op + " stick split " + std::to_string(ks) + " over the ring, " + std::to_string(rowsPerCore) +
               " rows x " + std::to_string(KTc) + " sticks per core, cores=" + std::to_string(k.numCores);
   return k;
 }

@@ -19,16 +19,21 @@ bool isReductionOp(const std::string &op) {
   return op == "exx2";
 }
 
-Kernel compileExx2Split(const SuperDsc &s, const BackendOptions &opts);
+Kernel compileStickSplitReduction(const SuperDsc &s, const BackendOptions &opts);
+
+bool isStickSplitReduction(const SuperDsc &s) {
+  const std::string &op = s.opFuncName;
+  if ((op != "exx2" && op != "sum" && op != "mean" && op != "max" && op != "min") || s.primaryDsInfo.empty() ||
+      s.labeledDs.empty())
+    return false;
+  const int sd = s.dimIndex(s.primaryDsInfo.at(s.labeledDs[0].dsType).stickDimOrder.at(0));
+  return sd >= 0 && s.numWkSlicesPerDim[sd] > 1;
+}
 
 Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
-  // exx2 with its stick dim split over cores: partial statistics summed over the ring.
-  if (s.opFuncName == "exx2" && !s.primaryDsInfo.empty() && !s.labeledDs.empty()) {
-    const std::string &sdName = s.primaryDsInfo.at(s.labeledDs[0].dsType).stickDimOrder.at(0);
-    int sdi = s.dimIndex(sdName);
-    if (sdi >= 0 && s.numWkSlicesPerDim[sdi] > 1)
-      return compileExx2Split(s, opts);
-  }
+  // The stick dim split over cores: partials summed over the ring (exx2, sum, mean).
+  if (isStickSplitReduction(s))
+    return compileStickSplitReduction(s, opts);
   std::string base = s.opFuncName;
   bool nonstickName = base.size() > 8 && base.compare(base.size() - 8, 8, "nonstick") == 0;
   if (nonstickName)

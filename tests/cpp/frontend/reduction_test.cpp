@@ -355,3 +355,47 @@ TEST(Reductions, Fp32StickReductionFeedingAnOpIsUnsupported) {
     EXPECT_NE(m.find("fp16/bf16 only"), std::string::npos) << m;
   }
 }
+
+// Pass 3's "then at most one reduction dim" (SPYRE_SPLIT_REDUCTIONS=1; by default only where a
+// core would span more than 256 MiB): a sum / mean over the stick dim whose rows cannot occupy
+// the cores (1151 rows: a prime) splits the stick dim too; partial sticks meet on the ring. The split kernel runs on 32 cores, both engines agree bit for bit, and the values match
+// the double reference (fp16: the DL16 rounding of the result; f32: 1e-5 relative). amax keeps
+// its rows on one core (max partials do not add on the ring). Layer norm's exx2 is split alike.
+TEST(Reductions, StickReductionOverPrimeRowsSplitsTheStickDim) {
+  setenv("SPYRE_SPLIT_REDUCTIONS", "1", 1); // by default only past pass 1's span limit
+  struct Split {
+    const char *op;
+    V shape;
+    HostType t;
+    int cores; // expected
+  };
+  for (const Split &c : {Split{"mean", {1151, 8192}, HostType::F16, 32}, Split{"sum", {67, 1000}, HostType::F16, 16},
+                         Split{"mean", {3, 32000}, HostType::F32, 30}, Split{"amax", {67, 1000}, HostType::F16, 1}}) {
+    V outShape = c.shape;
+    outShape.back() = 1;
+    Graph g;
+    int x = g.addInput("x", c.shape, c.t);
+    g.outputs = {g.addNode(c.op, {x}, "s", outShape, c.t,
+                           {{"dims", Attr(std::vector<double>{-1})}, {"keepdim", Attr(1.0)}})};
+    SCOPED_TRACE(std::string(c.op) + " of " + std::to_string(numel(c.shape)) + " elements");
+    isa::JobPlan plan = compileGraph(g, {32, ""});
+    ASSERT_EQ(plan.launches.size(), 1u);
+    EXPECT_EQ(plan.launches[0].sdsc.numCoresUsed, c.cores);
+    const std::vector<float> xv = randomInput(c.shape, c.t, 11);
+    const test::BothEngines r = test::runOnBothEngines(plan, {xv});
+    ASSERT_EQ(r.interp, r.jit);
+    std::vector<bool> red(c.shape.size(), false);
+    red.back() = true;
+    const std::vector<double> want = reduceRef(c.op, xv, c.shape, red);
+    for (size_t i = 0; i < want.size(); ++i) {
+      const double tol = c.t == HostType::F32 ? 1e-5 * std::fabs(want[i]) + 1e-4 : 0.01 * std::fabs(want[i]) + 0.02;
+      ASSERT_NEAR(r.jit[0][i], want[i], tol) << "row " << i;
+    }
+  }
+  unsetenv("SPYRE_SPLIT_REDUCTIONS");
+  Graph g;
+  int x = g.addInput("x", {1151, 8192}, HostType::F16);
+  g.outputs = {g.addNode("mean", {x}, "s", {1151, 1}, HostType::F16,
+                         {{"dims", Attr(std::vector<double>{-1})}, {"keepdim", Attr(1.0)}})};
+  EXPECT_EQ(compileGraph(g, {32, ""}).launches.at(0).sdsc.numCoresUsed, 1) << "split without the switch";
+}

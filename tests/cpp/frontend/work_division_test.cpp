@@ -157,10 +157,17 @@ TEST(WorkDivision, Pass1SplitsReductionsOnKeptDims) {
 }
 
 TEST(WorkDivision, Pass1KeepsDimsTheKernelCannotSplit) {
-  // A row sum of [2, 128M] (512 MiB): only the reduced stick dim could bring a core's span under
-  // 256 MiB, and the reduction kernels keep it on one core. The commit is dropped (torch-spyre
-  // warns when it cannot meet the limit) and pass 3 splits the rows.
-  EXPECT_EQ(firstKernelSplits("graph(%x: f16[2, 134217728]) {\n  %s = sum(%x, dims=[1], keepdim=1) : f16[2, 1]\n"
+  // A row sum of [2, 128M] (512 MiB): only the reduced stick dim can bring a core's span under
+  // 256 MiB. Pass 1 does not commit a reduced dim; pass 3 splits the rows, then (the rows leave
+  // 30 cores idle) the reduced stick dim 16 ways, partial sums meeting on the ring.
+  const std::vector<int64_t> rowSum =
+      firstKernelSplits("graph(%x: f16[2, 134217728]) {\n  %s = sum(%x, dims=[1], keepdim=1) : f16[2, 1]\n"
+                        "  return (%s)\n}\n",
+                        32);
+  EXPECT_EQ(rowSum, (std::vector<int64_t>{2, 16}));
+  EXPECT_LE(perCoreSpan(genericSpanTensor("x", {0, 1}, {2, 134217728 / 64}), rowSum), kMaxSpanBytes);
+  // max partials do not add on the ring: an amax keeps its stick dim on one core.
+  EXPECT_EQ(firstKernelSplits("graph(%x: f16[2, 134217728]) {\n  %s = amax(%x, dims=[1], keepdim=1) : f16[2, 1]\n"
                               "  return (%s)\n}\n",
                               32),
             (std::vector<int64_t>{2, 1}));
