@@ -549,6 +549,12 @@ int64_t stickReductionSplit(const std::vector<int64_t> &splits, const std::vecto
   const bool always = env && std::string(env) != "0";
   if (!always && perCoreSpan(input, splits) <= kMaxSpanBytes)
     return 1;
+  // Even then not for a few sticks per core: the ring phases and barriers cost more than they
+  // save (a softmax over 129 columns stays unsplit).
+  const int64_t sticks = std::accumulate(adjusted.begin(), adjusted.end(), int64_t{1}, std::multiplies<>());
+  constexpr int64_t kMinSticksPerCore = 512;
+  if (sticks / used < kMinSticksPerCore)
+    return 1;
   int64_t best = 1;
   for (int64_t k = 2; k <= std::min(room, adjusted[r - 1]); ++k)
     if (adjusted[r - 1] % k == 0)
