@@ -324,7 +324,8 @@ def _foldable(node: torch.fx.Node, const: set) -> bool:
         return False
     target = node.target
     if isinstance(target, torch._ops.OpOverload):
-        if torch.Tag.nondeterministic_seeded in target.tags or target.__name__.startswith("empty"):
+        # Random values, and uninitialised memory (empty, empty_like, new_empty, empty_strided).
+        if torch.Tag.nondeterministic_seeded in target.tags or "empty" in target.__name__:
             return False
     elif target is not operator.getitem:
         return False
