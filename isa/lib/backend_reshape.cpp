@@ -75,10 +75,14 @@ std::array<int64_t, 3> laneReshapeBlockBytes(const RowShape &in, const RowShape 
 int64_t laneReshapeMinStagingBytes(const SuperDsc &s) {
   if (s.inputs.size() != 1 || s.outputs.size() != 1 || s.inputs[0] < 0 || s.dims.size() != 3 || s.N[0] < 1)
     return INT64_MAX; // malformed: compileLaneReshape says why
-  const SdscTensor &xT = s.tensor(s.inputs[0]);
-  const int64_t es = xT.dataFormat == DataFormat::IEEE_FP32 ? 4 : 2;
-  auto b = laneReshapeBlockBytes(rowShape(s, xT), rowShape(s, s.tensor(s.outputs[0])), s.N[0], es, 1);
-  return b[0] + b[1] + b[2];
+  try {
+    const SdscTensor &xT = s.tensor(s.inputs[0]);
+    const int64_t es = xT.dataFormat == DataFormat::IEEE_FP32 ? 4 : 2;
+    auto b = laneReshapeBlockBytes(rowShape(s, xT), rowShape(s, s.tensor(s.outputs[0])), s.N[0], es, 1);
+    return b[0] + b[1] + b[2];
+  } catch (const Error &) {
+    return INT64_MAX; // a capability query: compileLaneReshape reports what is wrong
+  }
 }
 
 Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts) {
