@@ -16,6 +16,7 @@
 // the output rows out. Addresses are affine in the row and tile, so loops, not unrolled code.
 #include "backend_common.h"
 #include "spyre/isa/error.h"
+#include <array>
 #include <climits>
 #include <numeric>
 
@@ -62,23 +63,51 @@ RowShape rowShape(const SuperDsc &s, const SdscTensor &t) {
 
 int64_t roundUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
-} // namespace
+/// One block of the kernel: nIn input rows of inSeg elements each, packed, unpacked into nOut
+/// output rows of outSeg elements. LX: input sticks [tiles][nIn], the dense stream, output
+/// sticks [tiles][nOut].
+struct Block {
+  int64_t nIn, inSeg, nOut, outSeg;
+  int64_t inTiles(int64_t e) const { return (inSeg + e - 1) / e; }
+  int64_t outTiles(int64_t e) const { return (outSeg + e - 1) / e; }
+  std::array<int64_t, 3> bytes(int64_t e, int64_t es) const {
+    return {inTiles(e) * nIn * kStickBytes, roundUp(nIn * inSeg * es, kStickBytes), outTiles(e) * nOut * kStickBytes};
+  }
+};
 
-/// LX one block of `c` dim-0 indices needs: input sticks, the packed stream, output sticks.
-std::array<int64_t, 3> laneReshapeBlockBytes(const RowShape &in, const RowShape &out, int64_t p, int64_t es,
-                                             int64_t c) {
-  const int64_t eps = kStickBytes / es, v = in.rows / p, u = out.rows / p;
-  const int64_t T = (in.len + eps - 1) / eps, To = (out.len + eps - 1) / eps;
-  return {c * v * T * kStickBytes, roundUp(c * v * in.len * es, kStickBytes), c * u * To * kStickBytes};
+/// When one group of rows (v input, u output per dim-0 index) does not fit, it goes in chunks of
+/// kc of its k rows on the split side; kc a multiple of chunkQuantum() so that every chunk but
+/// the last starts and ends on a stick of the other side.
+struct Chunking {
+  bool rowsSplit; ///< [R, k*L'] -> [R*k, L']: an input row splits into k output rows
+  int64_t k, m;
+  Block chunk(const RowShape &in, const RowShape &out, int64_t kc) const {
+    return rowsSplit ? Block{1, kc * out.len, kc, out.len} : Block{kc, in.len, 1, kc * in.len};
+  }
+};
+
+Chunking chunking(const RowShape &in, const RowShape &out, int64_t p, int64_t eps) {
+  const int64_t v = in.rows / p, u = out.rows / p;
+  Chunking c;
+  c.rowsSplit = v == 1;
+  c.k = c.rowsSplit ? u : v;
+  const int64_t g = c.rowsSplit ? out.len : in.len;
+  c.m = eps / std::gcd(g, eps);
+  return c;
 }
+
+
+} // namespace
 
 int64_t laneReshapeMinStagingBytes(const SuperDsc &s) {
   if (s.inputs.size() != 1 || s.outputs.size() != 1 || s.inputs[0] < 0 || s.dims.size() != 3 || s.N[0] < 1)
     return INT64_MAX; // malformed: compileLaneReshape says why
   try {
     const SdscTensor &xT = s.tensor(s.inputs[0]);
-    const int64_t es = xT.dataFormat == DataFormat::IEEE_FP32 ? 4 : 2;
-    auto b = laneReshapeBlockBytes(rowShape(s, xT), rowShape(s, s.tensor(s.outputs[0])), s.N[0], es, 1);
+    const int64_t es = xT.dataFormat == DataFormat::IEEE_FP32 ? 4 : 2, eps = kStickBytes / es;
+    const RowShape in = rowShape(s, xT), out = rowShape(s, s.tensor(s.outputs[0]));
+    const Chunking ch = chunking(in, out, s.N[0], eps);
+    auto b = ch.chunk(in, out, std::min(ch.m, ch.k)).bytes(eps, es); // the smallest block
     return b[0] + b[1] + b[2];
   } catch (const Error &) {
     return INT64_MAX; // a capability query: compileLaneReshape reports what is wrong
@@ -108,7 +137,6 @@ Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts) {
                 std::to_string(cores) + " cores");
 
   const int64_t es = fmt == Format::DL16 ? 2 : 4, eps = kStickBytes / es;
-  const int64_t T = (in.len + eps - 1) / eps, To = (out.len + eps - 1) / eps;
   const int64_t v = in.rows / s.N[0], u = out.rows / s.N[0]; // rows per dim-0 index
   const int64_t per = s.N[0] / cores;                           // dim-0 indices per core
 
@@ -127,23 +155,28 @@ Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts) {
   checkStartAddresses(s, gx, offX);
   checkStartAddresses(s, gy, offY);
 
-  // LX: input sticks [T][c*v], the dense stream, output sticks [To][c*u] for c dim-0 indices.
-  auto layoutFor = [&](int64_t c) { return laneReshapeBlockBytes(in, out, s.N[0], es, c); };
   const int64_t base = roundUp(s.lxReservedBytes, kStickBytes), budget = opts.lxBytes - base;
-  const int64_t c = largestDivisorFitting(per, [&](int64_t cand) {
-    auto b = layoutFor(cand);
+  auto fits = [&](const Block &bl) {
+    auto b = bl.bytes(eps, es);
     return b[0] + b[1] + b[2] <= budget;
-  });
-  if (c == 0) {
-    auto b = layoutFor(1);
+  };
+  // Whole groups of rows per block (c dim-0 indices: c*v input rows, c*u output rows) ...
+  const int64_t c = largestDivisorFitting(per, [&](int64_t cand) { return fits({cand * v, in.len, cand * u, out.len}); });
+  // ... or, when one group does not fit, a group in chunks (Chunking).
+  const Chunking ch = chunking(in, out, s.N[0], eps);
+  const bool rowsSplit = ch.rowsSplit;
+  const int64_t kAll = ch.k, m = ch.m;
+  auto chunk = [&](int64_t kc) { return ch.chunk(in, out, kc); };
+  int64_t kc = 0;
+  if (c == 0)
+    kc = largestFitting(kAll / m, [&](int64_t q) { return fits(chunk(q * m)); }) * m;
+  if (c == 0 && kc == 0) {
+    auto b = chunk(std::min(m, kAll)).bytes(eps, es);
     throw Unsupported("reshape [" + std::to_string(in.rows) + ", " + std::to_string(in.len) + "] -> [" +
-                      std::to_string(out.rows) + ", " + std::to_string(out.len) + "] in " + s.name + ": one group of " +
-                      std::to_string(v) + " input rows needs " + std::to_string(b[0] + b[1] + b[2]) +
+                      std::to_string(out.rows) + ", " + std::to_string(out.len) + "] in " + s.name + ": a block of " +
+                      std::to_string(std::min(m, kAll)) + " rows needs " + std::to_string(b[0] + b[1] + b[2]) +
                       " bytes of LX, more than the " + std::to_string(budget) + " available");
   }
-  const auto b = layoutFor(c);
-  const int64_t IN = base, DENSE = base + b[0], OUT = base + b[0] + b[1];
-  const int64_t cv = c * v, cu = c * u;
 
   Kernel k = newKernel(s, {&gx, &gy});
   ProgramBuilder pb;
@@ -158,32 +191,51 @@ Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts) {
       i.imm = n;
     pb.emit(i);
   };
-  pb.loop(per / c, {{rX, cv * kStickBytes}, {rY, cu * kStickBytes}}, [&] {
-    pb.dmaBox(true, gx.segment, rX, 0, -1, IN, {{T, in.rows * kStickBytes}, {cv, kStickBytes}}, 0, rS1, rS2);
-    // Pack: row r's tiles to elements r*L.. of the stream (the last tile holds L - (T-1)*eps).
+  auto block = [&](const Block &bl, int64_t inOff, int64_t outOff) {
+    const auto b = bl.bytes(eps, es);
+    const int64_t IN = base, DENSE = base + b[0], OUT = base + b[0] + b[1];
+    const int64_t Ti = bl.inTiles(eps), To = bl.outTiles(eps);
+    pb.dmaBox(true, gx.segment, rX, inOff, -1, IN, {{Ti, in.rows * kStickBytes}, {bl.nIn, kStickBytes}}, 0, rS1, rS2);
+    // Pack: row r's tiles to elements r*inSeg.. of the stream (the last tile partly filled).
     emitLi(pb, rA, IN);
     emitLi(pb, rB, DENSE);
-    pb.loop(cv, {{rA, kStickBytes}, {rB, in.len * es}}, [&] {
-      pb.loop(T - 1, {{rA, cv * kStickBytes}, {rB, eps * es}}, [&] {
+    pb.loop(bl.nIn, {{rA, kStickBytes}, {rB, bl.inSeg * es}}, [&] {
+      pb.loop(Ti - 1, {{rA, bl.nIn * kStickBytes}, {rB, eps * es}}, [&] {
         ldst(Opcode::Ld, 0, rA, 0, 0);
         ldst(Opcode::Stu, 0, rB, 0, eps);
       });
-      ldst(Opcode::Ld, 0, rA, (T - 1) * cv * kStickBytes, 0);
-      ldst(Opcode::Stu, 0, rB, (T - 1) * eps * es, in.len - (T - 1) * eps);
+      ldst(Opcode::Ld, 0, rA, (Ti - 1) * bl.nIn * kStickBytes, 0);
+      ldst(Opcode::Stu, 0, rB, (Ti - 1) * eps * es, bl.inSeg - (Ti - 1) * eps);
     });
-    // Unpack: output row r' from element r'*L'; ldu zero-fills the padding lanes of its last stick.
+    // Unpack: output row r' from element r'*outSeg; ldu zero-fills the padding lanes.
     emitLi(pb, rA, DENSE);
     emitLi(pb, rB, OUT);
-    pb.loop(cu, {{rA, out.len * es}, {rB, kStickBytes}}, [&] {
-      pb.loop(To - 1, {{rA, eps * es}, {rB, cu * kStickBytes}}, [&] {
+    pb.loop(bl.nOut, {{rA, bl.outSeg * es}, {rB, kStickBytes}}, [&] {
+      pb.loop(To - 1, {{rA, eps * es}, {rB, bl.nOut * kStickBytes}}, [&] {
         ldst(Opcode::Ldu, 0, rA, 0, eps);
         ldst(Opcode::St, 0, rB, 0, 0);
       });
-      ldst(Opcode::Ldu, 0, rA, (To - 1) * eps * es, out.len - (To - 1) * eps);
-      ldst(Opcode::St, 0, rB, (To - 1) * cu * kStickBytes, 0);
+      ldst(Opcode::Ldu, 0, rA, (To - 1) * eps * es, bl.outSeg - (To - 1) * eps);
+      ldst(Opcode::St, 0, rB, (To - 1) * bl.nOut * kStickBytes, 0);
     });
-    pb.dmaBox(false, gy.segment, rY, 0, -1, OUT, {{To, out.rows * kStickBytes}, {cu, kStickBytes}}, 1, rS1, rS2);
-  });
+    pb.dmaBox(false, gy.segment, rY, outOff, -1, OUT, {{To, out.rows * kStickBytes}, {bl.nOut, kStickBytes}}, 1, rS1,
+              rS2);
+  };
+  if (c > 0) {
+    pb.loop(per / c, {{rX, c * v * kStickBytes}, {rY, c * u * kStickBytes}},
+            [&] { block({c * v, in.len, c * u, out.len}, 0, 0); });
+  } else {
+    // A chunk advances the split side by kc rows and the other side by kc*g elements (whole
+    // sticks, their tiles R or R' rows apart).
+    const int64_t inStep = rowsSplit ? kc * out.len / eps * in.rows * kStickBytes : kc * kStickBytes;
+    const int64_t outStep = rowsSplit ? kc * kStickBytes : kc * in.len / eps * out.rows * kStickBytes;
+    const int64_t full = kAll / kc, tail = kAll - full * kc;
+    pb.loop(per, {{rX, v * kStickBytes}, {rY, u * kStickBytes}}, [&] {
+      pb.loop(full, {{rX, inStep}, {rY, outStep}}, [&] { block(chunk(kc), 0, 0); });
+      if (tail > 0)
+        block(chunk(tail), full * inStep, full * outStep);
+    });
+  }
   pb.finishSpmd(k);
   return k;
 }

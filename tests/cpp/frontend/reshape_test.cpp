@@ -119,6 +119,11 @@ TEST(Reshape, ElementsMovingBetweenLanesRunOnTheCard) {
       {{67, 71}, {71, 67}, "f32", {"reshape", "reshape"}},
       {{40, 33}, {33, 40}, "f32", {"reshape", "reshape"}},
       {{2, 16, 3, 20}, {2, 16, 60}, "f32", {"ReStickifyOpHBM", "reshape", "ReStickifyOpHBM"}},
+      // One group of rows larger than LX: 4096 input rows into one output row, 4096 output
+      // rows out of one input row; in chunks of whole sticks.
+      {{4096, 100}, {6400, 64}, "f16", {"reshape"}},
+      {{6400, 64}, {4096, 100}, "f16", {"reshape"}},
+      {{2048, 100}, {3200, 64}, "f32", {"reshape", "reshape"}},
   };
   auto text = [](const std::vector<int64_t> &s) {
     std::string t;
