@@ -198,12 +198,36 @@ std::optional<KernelDraft> laneMovingReshape(const Value &in, const Value &out, 
     lay.stickSize = {eps};
     return lay;
   };
-  // Only p is divided: every core then owns whole rows of both tensors.
+  // p is divided first (every core owns whole rows of both tensors); cores left idle take
+  // slices of k whose other side starts and ends on a stick (k / ks a multiple of
+  // eps / gcd(q, eps)), so each core moves whole sticks of the side it does not split.
   auto splits = divideWorkWithSpan(N, {true, false, false}, {}, maxCores);
+  const int64_t quantum = eps / std::gcd(N[2], eps), room = maxCores / splits[0];
+  if (room >= 2 && N[1] % quantum == 0)
+    for (int64_t ks = std::min(room, N[1] / quantum); ks >= 2; --ks)
+      if ((N[1] / quantum) % ks == 0) {
+        splits[1] = ks;
+        break;
+      }
   KernelDraft kd = newDraft(index, "reshape", "sfp", labels, N, splits, "reshape");
   kd.s.primaryDsInfo["INPUT"] = layout(moreRows ? 1 : 2);
   kd.s.primaryDsInfo["OUTPUT"] = layout(moreRows ? 2 : 1);
   addCopyOperands(kd, inV, outV, fmt, "INPUT", "OUTPUT", perCoreElems(N, splits, {}, eps));
+  if (splits[1] > 1) {
+    // placeTensor knows one stick dim per tensor; the row that spans (k, q) starts k0*q
+    // elements in, on a stick (backend_reshape.cpp derives the same offsets).
+    const int64_t pPer = N[0] / splits[0], kPer = N[1] / splits[1];
+    for (int c = 0; c < kd.s.numCoresUsed; ++c) {
+      const int64_t p0 = kd.s.coreIdToWkSlice[c][0] * pPer, k0 = kd.s.coreIdToWkSlice[c][1] * kPer;
+      const int64_t split = p0 * N[1] + k0, whole = (k0 * N[2] / eps) * (moreRows ? R : Ro) + p0;
+      for (int t = 0; t < 2; ++t) {
+        isa::SdscTensor &ts = kd.s.labeledDs[static_cast<size_t>(t)];
+        const int64_t sticks = (t == 0) == moreRows ? whole : split;
+        ts.startAddress[c] = static_cast<uint64_t>(ts.ldsIdx) * isa::kSegmentBytes +
+                             static_cast<uint64_t>(sticks) * kStickBytes;
+      }
+    }
+  }
   return kd;
 }
 

@@ -128,17 +128,25 @@ Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts) {
   if (fmt != Format::DL16 && fmt != Format::F32)
     throw Unsupported("reshape of " + std::string(dataFormatName(xT.dataFormat)) + " tensors in " + s.name);
   const RowShape in = rowShape(s, xT), out = rowShape(s, yT);
-  for (size_t d = 1; d < s.dims.size(); ++d)
-    if (s.numWkSlicesPerDim.at(d) != 1)
-      throw Unsupported("reshape split over dim " + s.dims[d] + " (only " + s.dims[0] + " is divided) in " + s.name);
+  if (s.numWkSlicesPerDim.at(2) != 1)
+    throw Unsupported("reshape split over dim " + s.dims[2] + " (only " + s.dims[0] + " and " + s.dims[1] +
+                      " are divided) in " + s.name);
   const int cores = s.numCoresUsed;
-  if (s.numWkSlicesPerDim.at(0) != cores || s.N[0] % cores != 0)
-    throw Error(where(s) + ": dim " + s.dims[0] + " = " + std::to_string(s.N[0]) + " must split evenly over the " +
-                std::to_string(cores) + " cores");
+  const int64_t s0 = s.numWkSlicesPerDim.at(0), ks = s.numWkSlicesPerDim.at(1);
+  if (s0 * ks != cores || s.N[0] % s0 != 0 || s.N[1] % ks != 0)
+    throw Error(where(s) + ": dims " + s.dims[0] + " = " + std::to_string(s.N[0]) + " and " + s.dims[1] + " = " +
+                std::to_string(s.N[1]) + " must split evenly into the " + std::to_string(cores) + " cores");
 
   const int64_t es = fmt == Format::DL16 ? 2 : 4, eps = kStickBytes / es;
   const int64_t v = in.rows / s.N[0], u = out.rows / s.N[0]; // rows per dim-0 index
-  const int64_t per = s.N[0] / cores;                           // dim-0 indices per core
+  const int64_t per = s.N[0] / s0;                              // dim-0 indices per core
+  const Chunking ch = chunking(in, out, s.N[0], eps);
+  // A core's slice of k: whole when k is not divided, else kPer rows whose other side starts
+  // and ends on a stick.
+  const int64_t kPer = s.N[1] / ks;
+  if (ks > 1 && (kPer % ch.m != 0 || ch.k != s.N[1]))
+    throw Error(where(s) + ": a slice of " + std::to_string(kPer) + " of dim " + s.dims[1] +
+                " must be a multiple of " + std::to_string(ch.m) + " rows (whole sticks on the other side)");
 
   TensorGeom gx, gy;
   gx.t = &xT;
@@ -146,11 +154,15 @@ Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts) {
   gx.fmt = gy.fmt = fmt;
   gx.segment = xT.ldsIdx;
   gy.segment = yT.ldsIdx;
+  // A core starts at dim-0 index p0 and k row k0: on the split side row p0*k + k0, on the other
+  // side row p0 from element k0*q (stick tile k0*q/eps, tiles a row count apart).
   std::vector<int64_t> offX, offY;
   for (int c = 0; c < cores; ++c) {
-    const int64_t slice = s.coreIdToWkSlice.at(c).at(0);
-    offX.push_back(slice * per * v * kStickBytes);
-    offY.push_back(slice * per * u * kStickBytes);
+    const int64_t p0 = s.coreIdToWkSlice.at(c).at(0) * per, k0 = s.coreIdToWkSlice.at(c).at(1) * kPer;
+    const int64_t split = (p0 * s.N[1] + k0) * kStickBytes;
+    auto whole = [&](int64_t rows) { return (k0 * s.N[2] / eps * rows + p0) * kStickBytes; };
+    offX.push_back(ch.rowsSplit ? whole(in.rows) : split);
+    offY.push_back(ch.rowsSplit ? split : whole(out.rows));
   }
   checkStartAddresses(s, gx, offX);
   checkStartAddresses(s, gy, offY);
@@ -161,11 +173,11 @@ Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts) {
     return b[0] + b[1] + b[2] <= budget;
   };
   // Whole groups of rows per block (c dim-0 indices: c*v input rows, c*u output rows) ...
-  const int64_t c = largestDivisorFitting(per, [&](int64_t cand) { return fits({cand * v, in.len, cand * u, out.len}); });
-  // ... or, when one group does not fit, a group in chunks (Chunking).
-  const Chunking ch = chunking(in, out, s.N[0], eps);
+  const int64_t c =
+      ks > 1 ? 0 : largestDivisorFitting(per, [&](int64_t cand) { return fits({cand * v, in.len, cand * u, out.len}); });
+  // ... or, when one group does not fit or k is divided, the core's k rows in chunks.
   const bool rowsSplit = ch.rowsSplit;
-  const int64_t kAll = ch.k, m = ch.m;
+  const int64_t kAll = kPer, m = ch.m;
   auto chunk = [&](int64_t kc) { return ch.chunk(in, out, kc); };
   int64_t kc = 0;
   if (c == 0)

@@ -215,3 +215,16 @@ TEST(Reshape, LaneMovingReshapeStagesAboveLxKeptAcrossIt) {
   }
   EXPECT_EQ(results[0], results[1]);
 }
+
+TEST(Reshape, LaneMovingReshapeOfFewRowGroupsDividesKOverCores) {
+  // [4096, 100] -> [1, 409600]: one row group; its 4096 rows go to the cores in slices of
+  // multiples of 16 (whole sticks of the output row), and the start addresses the frontend
+  // writes are the ones the backend derives (compileSuperDsc checks them).
+  auto [plan, ops] = compileOps("graph(%x: f16[4096, 100]) {\n  %r = reshape(%x) : f16[6400, 64]\n"
+                                "  %e = neg(%r) : f16[6400, 64]\n  return (%e)\n}\n");
+  ASSERT_EQ(ops, (std::vector<std::string>{"reshape", "neg"}));
+  const isa::SuperDsc &s = plan.launches[0].sdsc;
+  EXPECT_EQ(s.numCoresUsed, 32);
+  EXPECT_EQ(s.numWkSlicesPerDim[1], 32);
+  EXPECT_NO_THROW(isa::compileSuperDsc(s));
+}
