@@ -52,7 +52,6 @@ bool pointwiseLeavesSfpWalk(const SuperDsc &s) {
   return false;
 }
 
-
 } // namespace
 
 bool supportsLxReservation(const SuperDsc &s, int64_t stagingBytes) {

@@ -105,7 +105,7 @@ Kernel compileStickSplitReduction(const SuperDsc &s, const BackendOptions &opts)
   };
   // LX, above the graph's LX-resident tensors: the input block, the fp32 partials (one stick
   // per row), for sum / mean the results.
-  const int64_t lxA = (s.lxReservedBytes + kStickBytes - 1) / kStickBytes * kStickBytes;
+  const int64_t lxA = s.lxReservedBytes; // a multiple of 128
   const int64_t lxS = lxA + KTc * mI * kStickBytes, lxR = lxS + rowsPerCore * kStickBytes;
   if (lxA + rows.stagingBytes(exx2) > opts.lxBytes)
     throw Unsupported("a split " + op + " block of " + std::to_string(KTc) + " sticks x " + std::to_string(mI) +

@@ -6,14 +6,15 @@
 //
 // Descriptor: N_ is the common refinement of both shapes, three dims [p, k, q]; each tensor's
 // layout lists its row dims then its stick dims, and its stickDimOrder_ names all dims of its
-// row (one dim or two): R' = p*k, L' = q for [R, L] = [p, k*q], and the other way round. Only
-// dim 0 (p) is split over cores, so every core owns whole rows of both tensors and the same
-// flat element range of each.
+// row (one dim or two): R' = p*k, L' = q for [R, L] = [p, k*q], and the other way round. Dim 0
+// (p) is split over cores first, so a core owns whole rows of both tensors; dim 1 (k) may be
+// split too, in slices whose other side starts and ends on a stick.
 //
-// Per core and per block of rows that fits LX: DMA the input rows in (all tiles), pack them
-// into a dense element stream with stu (row r at element r*L), unpack the stream into output
-// sticks with ldu (row r' from element r'*L'; the last stick of a row zero-filled past L'), DMA
-// the output rows out. Addresses are affine in the row and tile, so loops, not unrolled code.
+// Per core and per block of rows that fits LX (whole row groups, or chunks of a group's k
+// rows): DMA the input rows in (all tiles), pack them into a dense element stream with stu (row
+// r at element r*L), unpack the stream into output sticks with ldu (row r' from element r'*L';
+// the last stick of a row zero-filled past L'), DMA the output rows out. Addresses are affine
+// in the row and tile, so loops, not unrolled code.
 #include "backend_common.h"
 #include "spyre/isa/error.h"
 #include <array>
@@ -73,11 +74,15 @@ struct Block {
   std::array<int64_t, 3> bytes(int64_t e, int64_t es) const {
     return {inTiles(e) * nIn * kStickBytes, roundUp(nIn * inSeg * es, kStickBytes), outTiles(e) * nOut * kStickBytes};
   }
+  int64_t totalBytes(int64_t e, int64_t es) const {
+    const auto b = bytes(e, es);
+    return b[0] + b[1] + b[2];
+  }
 };
 
-/// When one group of rows (v input, u output per dim-0 index) does not fit, it goes in chunks of
-/// kc of its k rows on the split side; kc a multiple of chunkQuantum() so that every chunk but
-/// the last starts and ends on a stick of the other side.
+/// When one group of rows (v input, u output per dim-0 index) does not fit, or k is divided over
+/// cores, the rows go in chunks of kc of the k rows on the split side; kc a multiple of m so that
+/// every chunk but the last starts and ends on a stick of the other side.
 struct Chunking {
   bool rowsSplit; ///< [R, k*L'] -> [R*k, L']: an input row splits into k output rows
   int64_t k, m;
@@ -96,7 +101,6 @@ Chunking chunking(const RowShape &in, const RowShape &out, int64_t p, int64_t ep
   return c;
 }
 
-
 } // namespace
 
 int64_t laneReshapeMinStagingBytes(const SuperDsc &s) {
@@ -107,8 +111,7 @@ int64_t laneReshapeMinStagingBytes(const SuperDsc &s) {
     const int64_t es = xT.dataFormat == DataFormat::IEEE_FP32 ? 4 : 2, eps = kStickBytes / es;
     const RowShape in = rowShape(s, xT), out = rowShape(s, s.tensor(s.outputs[0]));
     const Chunking ch = chunking(in, out, s.N[0], eps);
-    auto b = ch.chunk(in, out, std::min(ch.m, ch.k)).bytes(eps, es); // the smallest block
-    return b[0] + b[1] + b[2];
+    return ch.chunk(in, out, std::min(ch.m, ch.k)).totalBytes(eps, es); // the smallest block
   } catch (const Error &) {
     return INT64_MAX; // a capability query: compileLaneReshape reports what is wrong
   }
@@ -167,26 +170,22 @@ Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts) {
   checkStartAddresses(s, gx, offX);
   checkStartAddresses(s, gy, offY);
 
-  const int64_t base = roundUp(s.lxReservedBytes, kStickBytes), budget = opts.lxBytes - base;
-  auto fits = [&](const Block &bl) {
-    auto b = bl.bytes(eps, es);
-    return b[0] + b[1] + b[2] <= budget;
-  };
+  // Staging above the graph's LX-resident tensors (lxReservedBytes_ is a multiple of 128).
+  const int64_t base = s.lxReservedBytes, budget = opts.lxBytes - base;
+  auto fits = [&](const Block &bl) { return bl.totalBytes(eps, es) <= budget; };
   // Whole groups of rows per block (c dim-0 indices: c*v input rows, c*u output rows) ...
   const int64_t c =
       ks > 1 ? 0 : largestDivisorFitting(per, [&](int64_t cand) { return fits({cand * v, in.len, cand * u, out.len}); });
-  // ... or, when one group does not fit or k is divided, the core's k rows in chunks.
-  const bool rowsSplit = ch.rowsSplit;
-  const int64_t kAll = kPer, m = ch.m;
+  // ... or, when one group does not fit or k is divided, the core's kPer rows in chunks.
   auto chunk = [&](int64_t kc) { return ch.chunk(in, out, kc); };
   int64_t kc = 0;
   if (c == 0)
-    kc = largestFitting(kAll / m, [&](int64_t q) { return fits(chunk(q * m)); }) * m;
+    kc = largestFitting(kPer / ch.m, [&](int64_t q) { return fits(chunk(q * ch.m)); }) * ch.m;
   if (c == 0 && kc == 0) {
-    auto b = chunk(std::min(m, kAll)).bytes(eps, es);
+    const int64_t smallest = std::min(ch.m, kPer);
     throw Unsupported("reshape [" + std::to_string(in.rows) + ", " + std::to_string(in.len) + "] -> [" +
                       std::to_string(out.rows) + ", " + std::to_string(out.len) + "] in " + s.name + ": a block of " +
-                      std::to_string(std::min(m, kAll)) + " rows needs " + std::to_string(b[0] + b[1] + b[2]) +
+                      std::to_string(smallest) + " rows needs " + std::to_string(chunk(smallest).totalBytes(eps, es)) +
                       " bytes of LX, more than the " + std::to_string(budget) + " available");
   }
 
@@ -239,9 +238,9 @@ Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts) {
   } else {
     // A chunk advances the split side by kc rows and the other side by kc*g elements (whole
     // sticks, their tiles R or R' rows apart).
-    const int64_t inStep = rowsSplit ? kc * out.len / eps * in.rows * kStickBytes : kc * kStickBytes;
-    const int64_t outStep = rowsSplit ? kc * kStickBytes : kc * in.len / eps * out.rows * kStickBytes;
-    const int64_t full = kAll / kc, tail = kAll - full * kc;
+    const int64_t inStep = ch.rowsSplit ? kc * out.len / eps * in.rows * kStickBytes : kc * kStickBytes;
+    const int64_t outStep = ch.rowsSplit ? kc * kStickBytes : kc * in.len / eps * out.rows * kStickBytes;
+    const int64_t full = kPer / kc, tail = kPer - full * kc;
     pb.loop(per, {{rX, v * kStickBytes}, {rY, u * kStickBytes}}, [&] {
       pb.loop(full, {{rX, inStep}, {rY, outStep}}, [&] { block(chunk(kc), 0, 0); });
       if (tail > 0)
