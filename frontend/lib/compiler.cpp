@@ -32,6 +32,7 @@ bool envFlag(const char *name) {
 
 bool padMatmulKFromEnv() { return envFlag("SPYRE_PAD_MATMUL_K"); }
 bool matmulTransBFromEnv() { return envFlag("SPYRE_MATMUL_TRANSB"); }
+bool splitReductionsFromEnv() { return envFlag("SPYRE_SPLIT_REDUCTIONS"); }
 
 int senCoresFromEnv() {
   const char *e = std::getenv("SENCORES");
@@ -535,7 +536,7 @@ std::vector<bool> reducedDims(const Node &n, size_t rank, const std::string &whe
 
 int64_t stickReductionSplit(const std::vector<int64_t> &splits, const std::vector<bool> &reduced,
                             const std::vector<int64_t> &adjusted, const SpanTensor &input, bool addsPartials,
-                            int maxCores) {
+                            bool always, int maxCores) {
   const size_t r = reduced.size();
   if (!addsPartials || r == 0 || !reduced[r - 1] || std::count(reduced.begin(), reduced.end(), true) != 1)
     return 1;
@@ -544,9 +545,8 @@ int64_t stickReductionSplit(const std::vector<int64_t> &splits, const std::vecto
   // By default only where a core's input span would exceed pass 1's 256 MiB: elsewhere the
   // serial ring chain (one hop per phase) and the LX the split stages (which keeps the graph's
   // LX-resident tensors out) cost more than the parallel sweep saves (layer norm over 1151 x
-  // 8192: 674.5 -> 1072 us simulated). SPYRE_SPLIT_REDUCTIONS=1 splits wherever cores are idle.
-  const char *env = std::getenv("SPYRE_SPLIT_REDUCTIONS");
-  const bool always = env && std::string(env) != "0";
+  // 8192: 674.5 -> 1072 us simulated). `always` (CompileOptions::splitReductions) splits
+  // wherever cores are idle.
   if (!always && perCoreSpan(input, splits) <= kMaxSpanBytes)
     return 1;
   // Even then not for a few sticks per core: the ring phases and barriers cost more than they
@@ -555,11 +555,7 @@ int64_t stickReductionSplit(const std::vector<int64_t> &splits, const std::vecto
   constexpr int64_t kMinSticksPerCore = 512;
   if (sticks / used < kMinSticksPerCore)
     return 1;
-  int64_t best = 1;
-  for (int64_t k = 2; k <= std::min(room, adjusted[r - 1]); ++k)
-    if (adjusted[r - 1] % k == 0)
-      best = k;
-  return best;
+  return largestDivisor(adjusted[r - 1], room);
 }
 
 void stickFastCores(SuperDsc &s) {
@@ -574,7 +570,7 @@ void stickFastCores(SuperDsc &s) {
   }
 }
 
-KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
+KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int maxCores, bool splitReductions) {
   const Value &out = g.values[n.output];
   std::string where = "node %" + out.name + " = " + n.op;
   checkAttrs(n, where, {"dims", "keepdim"});
@@ -612,7 +608,7 @@ KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int max
   bool stickReduced = red[r - 1];
   const char *base = n.op == "sum" ? "sum" : n.op == "mean" ? "mean" : n.op == "amax" ? "max" : "min";
   const int64_t stickSplit = stickReductionSplit(splits, red, adjusted, genericSpanTensor(in.name, inDims, adjusted),
-                                                 n.op == "sum" || n.op == "mean", maxCores);
+                                                 n.op == "sum" || n.op == "mean", splitReductions, maxCores);
   if (stickSplit > 1)
     splits[r - 1] = stickSplit;
 
@@ -995,7 +991,7 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
       kd = pointwiseKernel(g, n, drafts.size(), opts.maxCores);
       readSlicesAsViews(g, viewSlices, kd);
     } else if (n.op == "sum" || n.op == "mean" || n.op == "amax" || n.op == "amin")
-      kd = reductionKernel(g, n, drafts.size(), opts.maxCores);
+      kd = reductionKernel(g, n, drafts.size(), opts.maxCores, opts.splitReductions);
     else if (n.op == "matmul")
       kd = matmulKernel(g, n, drafts.size(), opts.maxCores);
     else if (n.op == "to_dtype")
@@ -1003,7 +999,7 @@ JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
     else if (n.op == "transpose")
       kd = transposeKernel(g, n, drafts.size(), opts.maxCores);
     else if (isLayerNormOp(n.op))
-      kd = layerNormKernel(g, n, drafts.size(), opts.maxCores);
+      kd = layerNormKernel(g, n, drafts.size(), opts.maxCores, opts.splitReductions);
     else if (n.op == "slice")
       kd = sliceKernel(g, n, drafts.size(), opts.maxCores);
     else if (n.op == "reshape")

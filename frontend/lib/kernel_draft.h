@@ -47,11 +47,11 @@ std::vector<int64_t> keepdimShape(const std::vector<int64_t> &in, const std::vec
 
 /// Pass 3's "then at most one reduction dim" for stick reductions that add partials (sum, mean,
 /// exx2; compiler.cpp): when the kept dims leave cores idle and a core would span more than
-/// 256 MiB of `input` (or always, SPYRE_SPLIT_REDUCTIONS=1), the stick dim is split too, by the
-/// largest divisor of its stick count that fits; 1 = no split.
+/// 256 MiB of `input` (or `always`: CompileOptions::splitReductions), the stick dim is split
+/// too, by the largest divisor of its stick count that fits; 1 = no split.
 int64_t stickReductionSplit(const std::vector<int64_t> &splits, const std::vector<bool> &reduced,
                             const std::vector<int64_t> &adjusted, const SpanTensor &input, bool addsPartials,
-                            int maxCores);
+                            bool always, int maxCores);
 /// Cores in stick-fast order (c = g * ks + j): the partners of a ring chain are neighbours.
 void stickFastCores(isa::SuperDsc &s);
 
@@ -72,7 +72,7 @@ void expandLaneMovingReshapes(Graph &g);
 
 // Op builders in layernorm_ops.cpp.
 bool isLayerNormOp(const std::string &op);
-KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int maxCores, bool splitReductions);
 
 // Op builders in data_ops.cpp.
 KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCores);

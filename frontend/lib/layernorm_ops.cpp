@@ -44,7 +44,7 @@ bool isStatOf(const Value &st, const Value &x, int64_t last) {
 
 } // namespace
 
-KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
+KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int maxCores, bool splitReductions) {
   const Value &out = g.values[n.output];
   const std::string where = "node %" + out.name + " = " + n.op;
   const bool isExx2 = n.op == "exx2", isScale = n.op == "layernormscale";
@@ -106,7 +106,7 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
   stickOnly[r - 1] = true;
   const int64_t stickSplit =
       isExx2 ? stickReductionSplit(splits, stickOnly, adjusted, genericSpanTensor(x.name, identityDims(r), N, eps), true,
-                                   maxCores)
+                                   splitReductions, maxCores)
              : 1;
   if (stickSplit > 1)
     splits[r - 1] = stickSplit;

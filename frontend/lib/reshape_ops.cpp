@@ -202,13 +202,9 @@ std::optional<KernelDraft> laneMovingReshape(const Value &in, const Value &out, 
   // slices of k whose other side starts and ends on a stick (k / ks a multiple of
   // eps / gcd(q, eps)), so each core moves whole sticks of the side it does not split.
   auto splits = divideWorkWithSpan(N, {true, false, false}, {}, maxCores);
-  const int64_t quantum = eps / std::gcd(N[2], eps), room = maxCores / splits[0];
-  if (room >= 2 && N[1] % quantum == 0)
-    for (int64_t ks = std::min(room, N[1] / quantum); ks >= 2; --ks)
-      if ((N[1] / quantum) % ks == 0) {
-        splits[1] = ks;
-        break;
-      }
+  const int64_t quantum = eps / std::gcd(N[2], eps);
+  if (N[1] % quantum == 0)
+    splits[1] = largestDivisor(N[1] / quantum, maxCores / splits[0]);
   KernelDraft kd = newDraft(index, "reshape", "sfp", labels, N, splits, "reshape");
   kd.s.primaryDsInfo["INPUT"] = layout(moreRows ? 1 : 2);
   kd.s.primaryDsInfo["OUTPUT"] = layout(moreRows ? 2 : 1);

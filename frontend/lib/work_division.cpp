@@ -24,15 +24,14 @@ int64_t product(const std::vector<int64_t> &v) {
   return p;
 }
 
-/// Largest divisor of n that is <= limit.
+} // namespace
+
 int64_t largestDivisor(int64_t n, int64_t limit) {
   for (int64_t s = std::min(n, limit); s >= 1; --s)
     if (n % s == 0)
       return s;
   return 1;
 }
-
-} // namespace
 
 int64_t perCoreSpan(const SpanTensor &t, const std::vector<int64_t> &splits) {
   // From the first byte a core touches to its last: the outermost dim where the core's slice

@@ -14,6 +14,7 @@ namespace spyre::frontend {
 /// `SPYRE_PAD_MATMUL_K` ("1", "true", "on" enable it; default off).
 bool padMatmulKFromEnv();
 bool matmulTransBFromEnv();
+bool splitReductionsFromEnv();
 
 struct CompileOptions {
   int maxCores = 32;       ///< SENCORES
@@ -30,6 +31,11 @@ struct CompileOptions {
   /// torch-spyre restickifies, and every core of an M split then transposes the whole weight,
   /// which costs the host simulation more than the kernel it saves; docs/performance.md).
   bool matmulTransB = matmulTransBFromEnv();
+  /// A sum, mean or exx2 over the stick dim whose kept dims leave cores idle also splits the
+  /// stick dim over them, wherever it has 512 sticks per core (SPYRE_SPLIT_REDUCTIONS=1;
+  /// default off: only past work-division pass 1's 256 MiB span, since the serial ring chain
+  /// and the split's staging measured slower; docs/architecture.md §7).
+  bool splitReductions = splitReductionsFromEnv();
   /// If set: receives the graph text after each pass (also passes.txt in dumpDir).
   std::vector<PassSnapshot> *passLog = nullptr;
 };

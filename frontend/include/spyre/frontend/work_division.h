@@ -44,6 +44,9 @@ std::vector<int64_t> spanReduction(const std::vector<int64_t> &sizes, const std:
 std::vector<int64_t> distributeWork(const std::vector<int64_t> &sizes, const std::vector<bool> &isReduction,
                                     const std::vector<int64_t> &commits, int maxCores, bool splitReduction = true);
 
+/// Largest divisor of n that is <= limit (1 if none is larger).
+int64_t largestDivisor(int64_t n, int64_t limit);
+
 /// A tensor in the generic stick layout whose dim j is indexed by iteration dim iterDims[j]
 /// (-1: broadcast) over extents[j] device units (sticks for the last dim, rows otherwise).
 SpanTensor genericSpanTensor(std::string name, const std::vector<int> &iterDims, const std::vector<int64_t> &extents);
