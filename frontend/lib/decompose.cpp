@@ -273,7 +273,8 @@ bool reduceRank(Graph &g, const Node &n, std::vector<Node> &out) {
   return true;
 }
 
-/// reshape(reshape(x)) -> reshape(x) when the inner value has no other use.
+/// reshape(reshape(x)) -> reshape(x) when the inner value has no other use (the inner reshape
+/// is then dead code).
 void collapseReshapeChains(Graph &g) {
   std::map<int, int> uses;
   for (const Node &n : g.nodes)
@@ -281,25 +282,15 @@ void collapseReshapeChains(Graph &g) {
       ++uses[in];
   for (int o : g.outputs)
     ++uses[o];
-  std::map<int, size_t> reshapeOf; // value -> index of the reshape producing it
-  std::vector<Node> nodes;
-  std::vector<bool> dead;
-  for (Node n : g.nodes) {
+  std::map<int, int> sourceOf; // reshape output -> reshape input
+  for (Node &n : g.nodes)
     if (n.op == "reshape" && n.inputs.size() == 1) {
-      auto it = reshapeOf.find(n.inputs[0]);
-      if (it != reshapeOf.end() && uses[n.inputs[0]] == 1) {
-        dead[it->second] = true;
-        n.inputs[0] = nodes[it->second].inputs[0];
-      }
-      reshapeOf[n.output] = nodes.size();
+      auto it = sourceOf.find(n.inputs[0]);
+      if (it != sourceOf.end() && uses[n.inputs[0]] == 1)
+        n.inputs[0] = it->second;
+      sourceOf[n.output] = n.inputs[0];
     }
-    nodes.push_back(n);
-    dead.push_back(false);
-  }
-  g.nodes.clear();
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (!dead[i])
-      g.nodes.push_back(nodes[i]);
+  eliminateDeadCode(g);
 }
 
 } // namespace

@@ -209,27 +209,22 @@ std::optional<KernelDraft> laneMovingReshape(const Value &in, const Value &out, 
   kd.s.primaryDsInfo["INPUT"] = layout(moreRows ? 1 : 2);
   kd.s.primaryDsInfo["OUTPUT"] = layout(moreRows ? 2 : 1);
   addCopyOperands(kd, inV, outV, fmt, "INPUT", "OUTPUT", perCoreElems(N, splits, {}, eps));
-  if (splits[1] > 1) {
-    // placeTensor knows one stick dim per tensor; the row that spans (k, q) starts k0*q
-    // elements in, on a stick (backend_reshape.cpp derives the same offsets).
-    const int64_t pPer = N[0] / splits[0], kPer = N[1] / splits[1];
-    for (int c = 0; c < kd.s.numCoresUsed; ++c) {
-      const int64_t p0 = kd.s.coreIdToWkSlice[c][0] * pPer, k0 = kd.s.coreIdToWkSlice[c][1] * kPer;
-      const int64_t split = p0 * N[1] + k0, whole = (k0 * N[2] / eps) * (moreRows ? R : Ro) + p0;
-      for (int t = 0; t < 2; ++t) {
-        isa::SdscTensor &ts = kd.s.labeledDs[static_cast<size_t>(t)];
-        const int64_t sticks = (t == 0) == moreRows ? whole : split;
-        ts.startAddress[c] = static_cast<uint64_t>(ts.ldsIdx) * isa::kSegmentBytes +
-                             static_cast<uint64_t>(sticks) * kStickBytes;
-      }
+  // Start addresses: placeTensor knows one stick dim per tensor, and the row that spans (k, q)
+  // starts k0*q elements in, on a stick. A core at (p0, k0) starts at row p0*k + k0 on the
+  // split side and at row p0, stick tile k0*q/eps on the other (backend_reshape.cpp checks).
+  const int64_t pPer = N[0] / splits[0], kPer = N[1] / splits[1];
+  for (int c = 0; c < kd.s.numCoresUsed; ++c) {
+    const int64_t p0 = kd.s.coreIdToWkSlice[c][0] * pPer, k0 = kd.s.coreIdToWkSlice[c][1] * kPer;
+    const int64_t split = p0 * N[1] + k0, whole = (k0 * N[2] / eps) * (moreRows ? R : Ro) + p0;
+    for (int t = 0; t < 2; ++t) {
+      isa::SdscTensor &ts = kd.s.labeledDs[static_cast<size_t>(t)];
+      const int64_t sticks = (t == 0) == moreRows ? whole : split;
+      ts.startAddress[c] =
+          static_cast<uint64_t>(ts.ldsIdx) * isa::kSegmentBytes + static_cast<uint64_t>(sticks) * kStickBytes;
     }
   }
   return kd;
 }
-
-} // namespace
-
-namespace {
 
 bool expandLaneMovingReshape(Graph &g, const Node &n, std::vector<Node> &nodes) {
   if (n.op != "reshape" || n.inputs.size() != 1)
@@ -241,7 +236,7 @@ bool expandLaneMovingReshape(Graph &g, const Node &n, std::vector<Node> &nodes) 
     return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());
   };
   const HostType dtype = x.dtype; // x and y dangle once addValue grows g.values
-  const int64_t total = numel(x.shape), eps = dtype == HostType::F32 ? 32 : 64;
+  const int64_t total = numel(x.shape), eps = elemsPerStick(deviceFormat(dtype, "node %" + y.name + " = reshape"));
   if (total <= 0 || total != numel(y.shape) || reshapeKeepsDeviceBytes(x.shape, y.shape, eps))
     return false;
   const int64_t L = x.shape.empty() ? 1 : x.shape.back(), Lo = y.shape.empty() ? 1 : y.shape.back();
