@@ -132,19 +132,15 @@ private:
       if (in.imm < 0 || in.imm >= kLanes)
         fail(in, std::to_string(in.imm), "splat lane must be in 0..63");
       break;
-    case Opcode::LdPad: {
-      int64_t lanes = in.fmt == Format::DL16 ? kLanes : kLanes / 2;
-      if (in.imm < 0 || in.imm > lanes)
-        fail(in, std::to_string(in.imm),
-             "ld.pad lane count must be in 0.." + std::to_string(lanes) + " for " + std::string(formatName(in.fmt)));
-      break;
-    }
+    case Opcode::LdPad:
     case Opcode::Ldu:
     case Opcode::Stu: {
-      int64_t lanes = in.fmt == Format::DL16 ? kLanes : kLanes / 2;
-      if (in.imm < 1 || in.imm > lanes)
+      // ld.pad keeps n lanes (0 = all padding); ldu / stu move n >= 1 elements.
+      const int64_t lanes = in.fmt == Format::DL16 ? kLanes : kLanes / 2, least = in.op == Opcode::LdPad ? 0 : 1;
+      if (in.imm < least || in.imm > lanes)
         fail(in, std::to_string(in.imm),
-             std::string(opInfo(in.op).mnemonic) + " element count must be in 1.." + std::to_string(lanes) + " for " +
+             std::string(opInfo(in.op).mnemonic) + (in.op == Opcode::LdPad ? " lane" : " element") +
+                 " count must be in " + std::to_string(least) + ".." + std::to_string(lanes) + " for " +
                  std::string(formatName(in.fmt)));
       break;
     }

@@ -894,24 +894,25 @@ private:
     const Align align(dl16 ? 2 : 4);
     if (in.op == Opcode::Ldu) {
       Value *x = b_.CreateMaskedLoad(ty, p, align, mask, Constant::getNullValue(ty));
-      if (dl16) {
-        writeV(in.v[0], decode(x));
-      } else {
-        SmallVector<int, 64> widen;
-        for (unsigned i = 0; i < kLanes; ++i)
-          widen.push_back(static_cast<int>(i));
-        writeV(in.v[0], b_.CreateShuffleVector(x, Constant::getNullValue(ty), widen));
-      }
+      writeV(in.v[0], dl16 ? decode(x) : widenF32(x));
       return;
     }
     Value *v = readV(in.v[0]);
-    if (!dl16) {
-      SmallVector<int, 32> low;
-      for (unsigned i = 0; i < 32; ++i)
-        low.push_back(static_cast<int>(i));
-      v = b_.CreateShuffleVector(v, low);
-    }
-    b_.CreateMaskedStore(dl16 ? encode(v) : v, p, align, mask);
+    b_.CreateMaskedStore(dl16 ? encode(v) : lowF32(v), p, align, mask);
+  }
+
+  /// An fp32 stick (<32 x float>) in a register's lanes 0..31, lanes 32..63 zero; and back.
+  Value *widenF32(Value *stick) {
+    SmallVector<int, 64> lanes;
+    for (unsigned i = 0; i < kLanes; ++i)
+      lanes.push_back(static_cast<int>(i));
+    return b_.CreateShuffleVector(stick, Constant::getNullValue(stick->getType()), lanes);
+  }
+  Value *lowF32(Value *reg) {
+    SmallVector<int, 32> lanes;
+    for (unsigned i = 0; i < kLanes / 2; ++i)
+      lanes.push_back(static_cast<int>(i));
+    return b_.CreateShuffleVector(reg, lanes);
   }
 
   FunctionCallee helper(const char *name, std::vector<Type *> args) {
@@ -1005,12 +1006,7 @@ private:
       if (in.fmt == Format::DL16) {
         writeV(in.v[0], decode(b_.CreateAlignedLoad(vi16_, p, Align(2))));
       } else {
-        auto *v32 = FixedVectorType::get(f32_, 32);
-        Value *lo = b_.CreateAlignedLoad(v32, p, Align(4));
-        SmallVector<int, 64> mask;
-        for (unsigned i = 0; i < kLanes; ++i)
-          mask.push_back(i);
-        writeV(in.v[0], b_.CreateShuffleVector(lo, Constant::getNullValue(v32), mask));
+        writeV(in.v[0], widenF32(b_.CreateAlignedLoad(FixedVectorType::get(f32_, 32), p, Align(4))));
       }
       return;
     }
@@ -1022,10 +1018,7 @@ private:
       if (in.fmt == Format::DL16) {
         b_.CreateAlignedStore(encode(v), p, Align(2));
       } else {
-        SmallVector<int, 32> mask;
-        for (unsigned i = 0; i < 32; ++i)
-          mask.push_back(i);
-        b_.CreateAlignedStore(b_.CreateShuffleVector(v, mask), p, Align(4));
+        b_.CreateAlignedStore(lowF32(v), p, Align(4));
       }
       return;
     }

@@ -11,6 +11,33 @@ namespace {
 
 using namespace isa;
 
+/// Lanes 0..n-1 of v = the n elements at p (dl16: 2-byte codes decoded; f32/i32: 4-byte words),
+/// the other lanes 0: ld (n = the stick's width, aligned) and ldu.
+void loadLanes(Format f, float *v, const uint8_t *p, int64_t n) {
+  std::memset(v, 0, kLanes * sizeof(float));
+  if (f != Format::DL16) {
+    std::memcpy(v, p, static_cast<size_t>(n) * 4);
+    return;
+  }
+  for (int64_t l = 0; l < n; ++l) {
+    uint16_t h;
+    std::memcpy(&h, p + 2 * l, 2);
+    v[l] = dl16::toFloat(h);
+  }
+}
+
+/// The n elements at p = lanes 0..n-1 of v (dl16: encoded): st and stu.
+void storeLanes(Format f, const float *v, uint8_t *p, int64_t n) {
+  if (f != Format::DL16) {
+    std::memcpy(p, v, static_cast<size_t>(n) * 4);
+    return;
+  }
+  for (int64_t l = 0; l < n; ++l) {
+    uint16_t h = dl16::fromFloat(v[l]);
+    std::memcpy(p + 2 * l, &h, 2);
+  }
+}
+
 class Interp final : public PreparedKernel {
 public:
   Interp(Kernel k, WorkCounters *counters) : k_(std::move(k)), counters_(counters) {
@@ -163,24 +190,18 @@ private:
     case Opcode::Ld:
     case Opcode::LdPad: {
       float *v = cs.v[in.v[0]];
-      const uint8_t *p = lxPtr(in, c, in.lx, 128);
-      if (in.fmt == Format::DL16) {
-        for (int l = 0; l < kLanes; ++l) {
-          uint16_t h;
-          std::memcpy(&h, p + 2 * l, 2);
-          v[l] = dl16::toFloat(h);
-        }
-      } else {
-        std::memcpy(v, p, 128);
-        std::memset(v + 32, 0, 128);
-      }
+      const int64_t width = in.fmt == Format::DL16 ? kLanes : kLanes / 2;
+      loadLanes(in.fmt, v, lxPtr(in, c, in.lx, 128), width);
       if (in.op == Opcode::LdPad) {
         float fill = roundTo(in.fmt, in.fimm);
-        for (int64_t l = in.imm; l < (in.fmt == Format::DL16 ? kLanes : kLanes / 2); ++l)
+        for (int64_t l = in.imm; l < width; ++l)
           v[l] = fill;
       }
       return;
     }
+    case Opcode::St:
+      storeLanes(in.fmt, cs.v[in.v[0]], lxPtr(in, c, in.lx, 128), in.fmt == Format::DL16 ? kLanes : kLanes / 2);
+      return;
     case Opcode::Ldu:
     case Opcode::Stu: {
       const int64_t esize = in.fmt == Format::DL16 ? 2 : 4, n = in.imm;
@@ -188,41 +209,10 @@ private:
       if (addr % esize != 0)
         fault(in, c, "LX address " + std::to_string(addr) + " is not element aligned");
       uint8_t *p = lxPtr(in, c, in.lx, n * esize);
-      float *v = cs.v[in.v[0]];
-      if (in.op == Opcode::Ldu) {
-        std::memset(v, 0, kLanes * sizeof(float));
-        for (int64_t l = 0; l < n; ++l) {
-          if (in.fmt == Format::DL16) {
-            uint16_t h;
-            std::memcpy(&h, p + 2 * l, 2);
-            v[l] = dl16::toFloat(h);
-          } else {
-            std::memcpy(&v[l], p + 4 * l, 4);
-          }
-        }
-      } else {
-        for (int64_t l = 0; l < n; ++l) {
-          if (in.fmt == Format::DL16) {
-            uint16_t h = dl16::fromFloat(v[l]);
-            std::memcpy(p + 2 * l, &h, 2);
-          } else {
-            std::memcpy(p + 4 * l, &v[l], 4);
-          }
-        }
-      }
-      return;
-    }
-    case Opcode::St: {
-      const float *v = cs.v[in.v[0]];
-      uint8_t *p = lxPtr(in, c, in.lx, 128);
-      if (in.fmt == Format::DL16) {
-        for (int l = 0; l < kLanes; ++l) {
-          uint16_t h = dl16::fromFloat(v[l]);
-          std::memcpy(p + 2 * l, &h, 2);
-        }
-      } else {
-        std::memcpy(p, v, 128);
-      }
+      if (in.op == Opcode::Ldu)
+        loadLanes(in.fmt, cs.v[in.v[0]], p, n);
+      else
+        storeLanes(in.fmt, cs.v[in.v[0]], p, n);
       return;
     }
     default:
