@@ -371,7 +371,8 @@ def fold_constants(gm: torch.fx.GraphModule) -> list:
                 kwargs = {k: _on_cpu(v) for k, v in torch.fx.node.map_arg(node.kwargs, lambda a: values[a]).items()}
                 values[node] = node.target(*args, **kwargs)
         uploaded = [values[n].contiguous().to("spyre") for n in frontier]
-    last = gm.graph.find_nodes(op="placeholder")[-1] if gm.graph.find_nodes(op="placeholder") else None
+    placeholders = gm.graph.find_nodes(op="placeholder")
+    last = placeholders[-1] if placeholders else None
     tensors = []
     for i, node in enumerate(frontier):
         ctx = gm.graph.inserting_after(last) if last is not None else gm.graph.inserting_before(None)
@@ -406,9 +407,6 @@ def _compile_aten_graph_inputs(gm: torch.fx.GraphModule) -> Callable:
 
     _C.sencores()  # an invalid SENCORES is a setup error: raise instead of falling back
     _check_static(gm)
-    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
-    reasons = {n: node_support(n) for n in calls}
-    supported = all(r == "" for r in reasons.values())
     # A node that does not compile on its own may compile in context: the unsqueeze of a
     # reduction without keepdim moves elements between sticks from the generic layout, but not
     # from the reduction's own layout, which layout propagation lets it read; a rank-5 expand or
@@ -420,7 +418,8 @@ def _compile_aten_graph_inputs(gm: torch.fx.GraphModule) -> Callable:
         try:
             compiled = compile_text(graph_to_text(gm), _dump_dir(), str(gm.graph))
         except (NotImplementedError, RuntimeError):
-            if _fallback.strict() and supported:
+            # Strict mode: a graph whose every node compiles on its own must compile whole.
+            if _fallback.strict() and all(node_support(n) == "" for n in gm.graph.nodes if n.op == "call_function"):
                 raise
         else:
             with _lock:

@@ -166,7 +166,8 @@ TEST(MemoryPlanning, IntermediatesWithDisjointLifetimesShareDdrBuffers) {
 
 namespace {
 
-/// Values of the graph that went to LX (no DDR buffer of that name, and not a graph I/O).
+/// Whether value `name` has a DDR buffer (alone, or sharing a pooled one "a|b"); false: it went to
+/// LX (or is not in the plan).
 bool inDdr(const isa::JobPlan &p, const std::string &name) {
   for (const auto &b : p.buffers)
     for (size_t s = 0, e; s <= b.name.size(); s = e + 1) {
