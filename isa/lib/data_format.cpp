@@ -2,38 +2,32 @@
 
 namespace spyre {
 
-int64_t elemsPerStick(DataFormat f) {
-  switch (f) {
-#define X(name, eps, bytes)                                                                   \
-  case DataFormat::name:                                                                      \
-    return eps;
+namespace {
+/// One row per format, in enum order (SPYRE_DATA_FORMATS), so a lookup is an index.
+struct FormatRow {
+  DataFormat format;
+  int64_t eps, bytes;
+  std::string_view name;
+};
+constexpr FormatRow kFormats[] = {
+#define X(n, eps, bytes) {DataFormat::n, eps, bytes, #n},
     SPYRE_DATA_FORMATS(X)
 #undef X
-  }
-  return 0;
-}
+};
 
-int64_t bytesPerElem(DataFormat f) {
-  switch (f) {
-#define X(name, eps, bytes)                                                                   \
-  case DataFormat::name:                                                                      \
-    return bytes;
-    SPYRE_DATA_FORMATS(X)
-#undef X
-  }
-  return 0;
+const FormatRow *row(DataFormat f) {
+  for (const FormatRow &r : kFormats)
+    if (r.format == f)
+      return &r;
+  return nullptr;
 }
+} // namespace
 
-std::string_view dataFormatName(DataFormat f) {
-  switch (f) {
-#define X(name, eps, bytes)                                                                   \
-  case DataFormat::name:                                                                      \
-    return #name;
-    SPYRE_DATA_FORMATS(X)
-#undef X
-  }
-  return "INVALID";
-}
+int64_t elemsPerStick(DataFormat f) { return row(f) ? row(f)->eps : 0; }
+
+int64_t bytesPerElem(DataFormat f) { return row(f) ? row(f)->bytes : 0; }
+
+std::string_view dataFormatName(DataFormat f) { return row(f) ? row(f)->name : "INVALID"; }
 
 std::optional<DataFormat> parseDataFormat(std::string_view name) {
 #define X(n, eps, bytes)                                                                      \

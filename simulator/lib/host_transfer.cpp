@@ -120,6 +120,19 @@ template <typename T> T loadAs(const void *p) {
 
 } // namespace
 
+namespace {
+/// The host types a device format converts to and from.
+bool convertible(DataFormat f, HostType t) {
+  switch (f) {
+  case DataFormat::SEN169_FP16: return t == HostType::F16 || t == HostType::BF16 || t == HostType::Bool;
+  case DataFormat::IEEE_FP32: return t == HostType::F32;
+  case DataFormat::IEEE_INT32: return t == HostType::I32 || t == HostType::I64;
+  case DataFormat::SENINT8: return t == HostType::I8;
+  default: return false;
+  }
+}
+} // namespace
+
 void copyHostToDevice(const HostTensor &src, const SpyreTensorLayout &layout,
                       const LayoutMapping &map, uint8_t *dev) {
   const int64_t hb = hostTypeBytes(src.type);
@@ -152,12 +165,7 @@ void copyHostToDevice(const HostTensor &src, const SpyreTensorLayout &layout,
       std::memcpy(out, in, db);
     }
   };
-  bool ok = (f == DataFormat::SEN169_FP16 &&
-             (src.type == HostType::F16 || src.type == HostType::BF16 || src.type == HostType::Bool)) ||
-            (f == DataFormat::IEEE_FP32 && src.type == HostType::F32) ||
-            (f == DataFormat::IEEE_INT32 && (src.type == HostType::I32 || src.type == HostType::I64)) ||
-            (f == DataFormat::SENINT8 && src.type == HostType::I8);
-  if (!ok)
+  if (!convertible(f, src.type))
     throw Unsupported("host-to-device copy of " + std::string(hostTypeName(src.type)) + " into " +
                       std::string(dataFormatName(f)));
   forEachStick(layout, map, src.strides, [&](int64_t s, int64_t base, int64_t count, int64_t step) {
@@ -198,12 +206,7 @@ void copyDeviceToHost(const uint8_t *dev, const SpyreTensorLayout &layout,
       std::memcpy(out, in, db);
     }
   };
-  bool ok = (f == DataFormat::SEN169_FP16 &&
-             (dst.type == HostType::F16 || dst.type == HostType::BF16 || dst.type == HostType::Bool)) ||
-            (f == DataFormat::IEEE_FP32 && dst.type == HostType::F32) ||
-            (f == DataFormat::IEEE_INT32 && (dst.type == HostType::I32 || dst.type == HostType::I64)) ||
-            (f == DataFormat::SENINT8 && dst.type == HostType::I8);
-  if (!ok)
+  if (!convertible(f, dst.type))
     throw Unsupported("device-to-host copy of " + std::string(dataFormatName(f)) + " into " +
                       std::string(hostTypeName(dst.type)));
   forEachStick(layout, map, dst.strides, [&](int64_t s, int64_t base, int64_t count, int64_t step) {
