@@ -18,10 +18,9 @@ from typing import Any, Callable, Sequence
 import torch
 
 from . import _fallback
+from ._errors import FallbackWarning, Unsupported, strict_unsupported
 from ._lowering import (
     Env,
-    FallbackWarning,
-    Unsupported,
     check_text,
     is_lowerable,
     lower,
@@ -283,8 +282,7 @@ def partition_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     if unsupported and _fallback.strict():
         n = unsupported[0]
         more = f" (and {len(unsupported) - 1} more nodes)" if len(unsupported) > 1 else ""
-        raise Unsupported(f"{n.target} ({n.name}) cannot run on spyre: {support.reasons[n]}{more}; "
-                          "SPYRE_STRICT=1 disables the CPU fallback")
+        raise strict_unsupported(f"{n.target} ({n.name}) cannot run on spyre: {support.reasons[n]}{more}")
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     fused = partitioner.partition_and_fuse("spyre_partition_")
     partitions = 0

@@ -23,7 +23,8 @@ from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from . import _fallback
 from ._decompositions import DECOMPOSITIONS
-from ._lowering import Env, Unsupported, check_text, is_lowerable, lower, lowerable_ops, single_node_text, type_text
+from ._errors import Unsupported
+from ._lowering import Env, check_text, is_lowerable, lower, lowerable_ops, single_node_text, type_text
 
 aten = torch.ops.aten
 

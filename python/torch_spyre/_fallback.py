@@ -18,7 +18,7 @@ from typing import Any, Iterator
 import torch
 from torch.utils._pytree import tree_map
 
-from ._lowering import FallbackWarning, Unsupported
+from ._errors import FallbackWarning, strict_unsupported
 
 __all__ = ["FallbackWarning", "fallback_counts", "count_fallbacks", "strict", "run_on_cpu", "cpu_fallback_fn"]
 
@@ -34,7 +34,7 @@ def strict() -> bool:
 def note_fallback(op_name: str, reason: str) -> None:
     """Records (and warns about, once per op) a CPU fallback; raises under SPYRE_STRICT=1."""
     if strict():
-        raise Unsupported(f"{op_name} cannot run on spyre ({reason}); SPYRE_STRICT=1 disables the CPU fallback")
+        raise strict_unsupported(f"{op_name} cannot run on spyre ({reason})")
     with _lock:
         fallback_counts[op_name] += 1
         first = op_name not in _warned
