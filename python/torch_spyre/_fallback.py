@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import os
 import threading
 import warnings
 from typing import Any, Iterator
@@ -18,6 +17,7 @@ from typing import Any, Iterator
 import torch
 from torch.utils._pytree import tree_map
 
+from . import _config
 from ._errors import FallbackWarning, strict_unsupported
 
 __all__ = ["FallbackWarning", "fallback_counts", "count_fallbacks", "strict", "run_on_cpu", "cpu_fallback_fn"]
@@ -28,7 +28,8 @@ _lock = threading.Lock()
 
 
 def strict() -> bool:
-    return os.environ.get("SPYRE_STRICT", "0").strip().lower() not in ("", "0", "false", "off", "no")
+    """SPYRE_STRICT (read now; an invalid value raises ConfigError)."""
+    return _config.strict()
 
 
 def note_fallback(op_name: str, reason: str) -> None:

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import torch
 
+from . import _config
 from . import _decompositions  # noqa: F401  (defines the torch.ops.spyre custom ops lowered here)
 from ._errors import Unsupported
 
@@ -223,6 +224,7 @@ def check_text(text: str) -> str:
     from . import _C
 
     key = f"{_C.sencores()}\n{text}"  # raises for an invalid SENCORES: a setup error, not a fallback
+    _config.check_compile()  # likewise an invalid knob of the C++ compile path (not a reason)
     with _check_lock:
         hit = _check_cache.get(key)
     if hit is not None:
