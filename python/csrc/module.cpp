@@ -1,4 +1,4 @@
-// torch_spyre._C: Python bindings for the spyre device (device.cpp), SpyreTensorLayout and the
+// torch_spyre._C: Python bindings for the spyre device (device_*.cpp), SpyreTensorLayout and the
 // DataFormats enum, named as torch-spyre's _C names them; plus the compile path's bindings.
 #include "compile_bindings.h"
 #include "spyre_device.h"

@@ -2,9 +2,9 @@
 // spyre tensor, and allocation with an explicit layout. The compile/run path uses this header to
 // find its kernel arguments in DDR and to allocate outputs in the layout the compiler chose.
 //
-// Memory model (device.cpp): every spyre storage is one DeviceMemory block; its DataPtr is the
-// host pointer base()+address (unique, so torch's aliasing checks work), and the block carries
-// the host geometry (sizes, strides, dtype) that its bytes are tiled for plus the
+// Memory model (device_allocator.cpp): every spyre storage is one DeviceMemory block; its
+// DataPtr is the host pointer base()+address (unique, so torch's aliasing checks work), and the
+// block carries the host geometry (sizes, strides, dtype) that its bytes are tiled for plus the
 // SpyreTensorLayout of that tiling. Views share the block and keep the storage's layout.
 //
 // Errors: these functions throw spyre::Error / spyre::Unsupported for bad input (allocation

@@ -93,7 +93,7 @@ except ImportError as _e:
 
 
 if _IMPORT_ERROR is None:
-    from ._lowering import FallbackWarning, Unsupported  # noqa: E402,F401 - torch-spyre's names
+    from ._errors import ConfigError, FallbackWarning, Unsupported  # noqa: E402,F401 - torch-spyre's names
 
 _ready = True
 _autoload()

@@ -17,11 +17,10 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from . import _fallback
+from . import _config, _fallback
+from ._errors import FallbackWarning, Unsupported, strict_unsupported
 from ._lowering import (
     Env,
-    FallbackWarning,
-    Unsupported,
     check_text,
     is_lowerable,
     lower,
@@ -179,7 +178,7 @@ def _runs_natively(target: Any) -> bool:
 
 
 def _dump_dir() -> str:
-    root = os.environ.get("SPYRE_DUMP_DIR", "")
+    root = _config.dump_root()
     if not root:
         return ""
     d = os.path.join(root, f"graph_{next(_graph_ids)}")
@@ -194,7 +193,10 @@ def compile_text(text: str, dump: str = "", fx_graph: str = "") -> Any:
     if dump and fx_graph:
         with open(os.path.join(dump, "fx_graph.txt"), "w") as f:
             f.write(fx_graph)
-    engine = os.environ.get("SPYRE_ENGINE", "jit")
+    engine = _config.engine()
+    _config.check_compile()
+    level = _config.debug_level()
+    torch_debug = _config.torch_debug()
     compiled = _C.CompiledGraph(text, engine=engine, dump_dir=dump)
     with _lock:
         compile_stats.graphs += 1
@@ -204,8 +206,7 @@ def compile_text(text: str, dump: str = "", fx_graph: str = "") -> Any:
         compile_stats.simulated_us = compiled.simulated_us
         compile_stats.last = compiled
         compile_stats.history.append(compiled)
-    if os.environ.get("SPYRE_DEBUG", "0") not in ("", "0"):
-        level = int(os.environ["SPYRE_DEBUG"])
+    if level:
         print(f"[spyre] compiled graph: {len(compiled.listings())} kernels, frontend "
               f"{compiled.frontend_ms:.2f} ms, backend {compiled.backend_ms:.2f} ms, "
               f"JIT {compiled.jit_ms:.2f} ms")
@@ -214,7 +215,7 @@ def compile_text(text: str, dump: str = "", fx_graph: str = "") -> Any:
             print("\n".join(compiled.superdscs()))
         if level >= 3:
             print("\n".join(compiled.listings()))
-    if os.environ.get("TORCH_SPYRE_DEBUG", "0") not in ("", "0"):
+    if torch_debug:
         print(passes_text(compiled), file=sys.stderr)
     return compiled
 
@@ -283,8 +284,7 @@ def partition_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     if unsupported and _fallback.strict():
         n = unsupported[0]
         more = f" (and {len(unsupported) - 1} more nodes)" if len(unsupported) > 1 else ""
-        raise Unsupported(f"{n.target} ({n.name}) cannot run on spyre: {support.reasons[n]}{more}; "
-                          "SPYRE_STRICT=1 disables the CPU fallback")
+        raise strict_unsupported(f"{n.target} ({n.name}) cannot run on spyre: {support.reasons[n]}{more}")
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     fused = partitioner.partition_and_fuse("spyre_partition_")
     partitions = 0

@@ -21,9 +21,10 @@ from typing import Any, Callable
 import torch
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
-from . import _fallback
+from . import _config, _fallback
 from ._decompositions import DECOMPOSITIONS
-from ._lowering import Env, Unsupported, check_text, is_lowerable, lower, lowerable_ops, single_node_text, type_text
+from ._errors import Unsupported
+from ._lowering import Env, check_text, is_lowerable, lower, lowerable_ops, single_node_text, type_text
 
 aten = torch.ops.aten
 
@@ -85,9 +86,7 @@ def _compiled_for(text: str) -> Any:
     if reason:
         result: Any = reason
     else:
-        import os
-
-        result = _C.CompiledGraph(text, engine=os.environ.get("SPYRE_ENGINE", "jit"))
+        result = _C.CompiledGraph(text, engine=_config.engine())
         with _lock:
             eager_stats.compiled += 1
     with _lock:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import os
 import threading
 import warnings
 from typing import Any, Iterator
@@ -18,7 +17,8 @@ from typing import Any, Iterator
 import torch
 from torch.utils._pytree import tree_map
 
-from ._lowering import FallbackWarning, Unsupported
+from . import _config
+from ._errors import FallbackWarning, strict_unsupported
 
 __all__ = ["FallbackWarning", "fallback_counts", "count_fallbacks", "strict", "run_on_cpu", "cpu_fallback_fn"]
 
@@ -28,13 +28,14 @@ _lock = threading.Lock()
 
 
 def strict() -> bool:
-    return os.environ.get("SPYRE_STRICT", "0").strip().lower() not in ("", "0", "false", "off", "no")
+    """SPYRE_STRICT (read now; an invalid value raises ConfigError)."""
+    return _config.strict()
 
 
 def note_fallback(op_name: str, reason: str) -> None:
     """Records (and warns about, once per op) a CPU fallback; raises under SPYRE_STRICT=1."""
     if strict():
-        raise Unsupported(f"{op_name} cannot run on spyre ({reason}); SPYRE_STRICT=1 disables the CPU fallback")
+        raise strict_unsupported(f"{op_name} cannot run on spyre ({reason})")
     with _lock:
         fallback_counts[op_name] += 1
         first = op_name not in _warned

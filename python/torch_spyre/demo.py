@@ -7,12 +7,12 @@ simulated device time from the timing model.
 
 from __future__ import annotations
 
-import os
 import time
 
 import torch
 
 import torch_spyre  # noqa: F401  (also autoloaded by `import torch`)
+from torch_spyre import _config
 from torch_spyre._compile import compile_stats
 
 
@@ -29,7 +29,7 @@ def main() -> None:
 
     print("spyre-jit demo: relu(a + b) * b, a, b: float16[67, 256]")
     print(f"  device: {torch._C._get_privateuse1_backend_name()}, SENCORES={torch_spyre._C.sencores()}, "
-          f"engine={os.environ.get('SPYRE_ENGINE', 'jit')}")
+          f"engine={_config.engine()}")
     for label, compiled in (("backend='spyre'", torch.compile(_fn, backend="spyre")),
                             ("default backend", torch.compile(_fn))):
         t0 = time.perf_counter()
@@ -57,8 +57,8 @@ def main() -> None:
         print("  " + t.replace("\n", "\n  ").rstrip())
     print("\nISA listing of the first kernel:")
     print(compile_stats.last.listings()[0])
-    if os.environ.get("SPYRE_DUMP_DIR"):
-        print(f"every stage was written under {os.environ['SPYRE_DUMP_DIR']}")
+    if _config.dump_root():
+        print(f"every stage was written under {_config.dump_root()}")
     else:
         print("set SPYRE_DUMP_DIR=dir to write graph text, SuperDSC, listings and LLVM IR of each graph")
 

@@ -1,0 +1,149 @@
+// The "spyre" device, part 4: device selection (one simulated card), the default generator,
+// the PrivateUse1 hooks and the device guard, registered when _C is loaded.
+#include "device_internal.h"
+
+#include "spyre/isa/error.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+namespace spyre::py {
+
+using namespace detail;
+
+namespace {
+
+/// torch-spyre's SpyreGeneratorImpl: an mt19937 generator like the CPU one, tagged with the
+/// spyre device so torch.Generator("spyre") and torch.spyre.manual_seed_all work.
+class SpyreGeneratorImpl final : public at::CPUGeneratorImpl {
+public:
+  explicit SpyreGeneratorImpl(uint64_t seed = c10::default_rng_seed_val)
+      : CPUGeneratorImpl(seed) {
+    device_ = c10::Device(kSpyre, 0);
+    key_set_ = c10::DispatchKeySet(c10::DispatchKey::PrivateUse1);
+  }
+
+private:
+  SpyreGeneratorImpl *clone_impl() const override {
+    auto *g = new SpyreGeneratorImpl();
+    auto *self = const_cast<SpyreGeneratorImpl *>(this);
+    g->set_engine(self->engine());
+    g->set_next_float_normal_sample(self->next_float_normal_sample());
+    g->set_next_double_normal_sample(self->next_double_normal_sample());
+    return g;
+  }
+};
+
+const at::Generator &defaultGenerator() {
+  static at::Generator gen = at::make_generator<SpyreGeneratorImpl>(c10::default_rng_seed_val);
+  return gen;
+}
+
+void checkIndex(c10::DeviceIndex index) {
+  TORCH_CHECK(index == -1 || (index >= 0 && index < kDeviceCount), "Invalid spyre device index ",
+              int(index), ": the simulator has ", kDeviceCount, " device (valid index: 0)");
+}
+
+struct SpyreHooks final : public at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return true; }
+  bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
+  void init() const override {}
+  c10::DeviceIndex deviceCount() const override { return kDeviceCount; }
+  void setCurrentDevice(c10::DeviceIndex d) const override { checkIndex(d); }
+  c10::DeviceIndex getCurrentDevice() const override { return 0; }
+  c10::DeviceIndex exchangeDevice(c10::DeviceIndex d) const override {
+    checkIndex(d);
+    return 0;
+  }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex d) const override {
+    return exchangeDevice(d);
+  }
+  const at::Generator &getDefaultGenerator(c10::DeviceIndex d) const override {
+    checkIndex(d);
+    return defaultGenerator();
+  }
+  at::Generator getNewGenerator(c10::DeviceIndex d) const override {
+    checkIndex(d);
+    return at::make_generator<SpyreGeneratorImpl>();
+  }
+  at::Device getDeviceFromPtr(void *data) const override {
+    TORCH_CHECK(deviceMemory().contains(data), "pointer is not in the simulated spyre DDR");
+    return c10::Device(kSpyre, 0);
+  }
+  void resizePrivateUse1Bytes(const c10::Storage &storage, size_t newsize) const override {
+    // UntypedStorage.resize_(): raw bytes, so the grown storage loses any tensor layout.
+    c10::StorageImpl *st = storage.unsafeGetStorageImpl();
+    TORCH_CHECK(st->resizable(), "Trying to resize storage that is not resizable");
+    c10::DataPtr fresh = spyreAllocator().allocate(newsize);
+    std::memcpy(fresh.get(), st->data(), std::min(newsize, st->nbytes()));
+    st->set_data_ptr_noswap(std::move(fresh));
+    st->set_nbytes(newsize);
+  }
+};
+
+SpyreHooks gHooks;
+
+struct SpyreGuardImpl final : public c10::impl::DeviceGuardImplInterface {
+  c10::DeviceType type() const override { return kSpyre; }
+  c10::Device exchangeDevice(c10::Device d) const override {
+    checkIndex(d.index());
+    return c10::Device(kSpyre, 0);
+  }
+  c10::Device getDevice() const override { return c10::Device(kSpyre, 0); }
+  void setDevice(c10::Device d) const override { checkIndex(d.index()); }
+  void uncheckedSetDevice(c10::Device) const noexcept override {}
+  c10::Stream getStream(c10::Device d) const override {
+    return c10::Stream(c10::Stream::DEFAULT, c10::Device(kSpyre, 0));
+  }
+  c10::Stream exchangeStream(c10::Stream s) const override {
+    return c10::Stream(c10::Stream::DEFAULT, c10::Device(kSpyre, 0));
+  }
+  c10::DeviceIndex deviceCount() const noexcept override { return kDeviceCount; }
+  // Everything the simulator does is synchronous: streams and events are always complete.
+  bool queryStream(const c10::Stream &) const override { return true; }
+  void synchronizeStream(const c10::Stream &) const override {}
+  void synchronizeDevice(const c10::DeviceIndex) const override {}
+  void record(void **, const c10::Stream &, const c10::DeviceIndex,
+              const c10::EventFlag) const override {}
+  void block(void *, const c10::Stream &) const override {}
+  bool queryEvent(void *) const override { return true; }
+  void destroyEvent(void *, const c10::DeviceIndex) const noexcept override {}
+};
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, SpyreGuardImpl);
+
+// Hooks are registered when _C is loaded (like torch-spyre's module init); loading does not
+// touch the DDR reservation, which is created on first allocation.
+const bool gHooksRegistered = [] {
+  at::RegisterPrivateUse1HooksInterface(&gHooks);
+  return true;
+}();
+
+} // namespace
+
+int currentDevice() { return 0; }
+
+void setDevice(int index) {
+  if (index != 0)
+    throw Error("Invalid spyre device index " + std::to_string(index) +
+                ": the simulator has 1 device (valid index: 0)");
+}
+
+void manualSeed(uint64_t seed) {
+  at::Generator gen = defaultGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_current_seed(seed);
+}
+
+uint64_t initialSeed() {
+  at::Generator gen = defaultGenerator();
+  return gen.current_seed();
+}
+
+} // namespace spyre::py

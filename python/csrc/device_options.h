@@ -1,0 +1,21 @@
+// The spyre device's knobs. Read through spyre::Env in one place (device_options.cpp is the
+// device code's only reader of the process environment), at each use: tests and users change
+// them while the process runs. The accepted values are those of torch_spyre/_config.py.
+#pragma once
+
+#include "spyre/isa/env.h"
+
+namespace spyre::py {
+
+struct DeviceOptions {
+  bool debug = false;       ///< TORCH_SPYRE_DEBUG (a level, 0..3) non-zero: log every transfer to stderr
+  bool downcastWarn = true; ///< TORCH_SPYRE_DOWNCAST_WARN (a flag): warn when int64 is stored as int32
+
+  /// Throws spyre::Error naming the variable, the value and the accepted values.
+  static DeviceOptions fromEnv(const spyre::Env &env);
+};
+
+/// DeviceOptions::fromEnv over the process environment, as it is now.
+DeviceOptions currentDeviceOptions();
+
+} // namespace spyre::py

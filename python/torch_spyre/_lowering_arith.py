@@ -1,0 +1,232 @@
+"""Lowerings of the arithmetic ATen ops: binary and unary pointwise ops, clamps, pow,
+reductions and matmul (registered into ``_lowering_core``'s table on import)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from ._errors import Unsupported
+from ._lowering_core import Env, Lowered, _alpha, _describe, _is_operand, _reg, _scalar_value, _unary
+
+aten = torch.ops.aten
+
+
+_SWAP = {"add": "add", "mul": "mul", "maximum": "maximum", "minimum": "minimum", "eq": "eq", "ne": "ne",
+         "lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}
+
+
+def _binary(env: Env, op: str, a: Any, b: Any) -> Lowered:
+    L = Lowered()
+    if _is_operand(env, a) and _is_operand(env, b):
+        L.add(op, [a, b])
+    elif _is_operand(env, a):
+        L.add(op, [a], scalar=_scalar_value(env, b, f"the second operand of {op}"))
+    elif _is_operand(env, b) and op in _SWAP:
+        L.add(_SWAP[op], [b], scalar=_scalar_value(env, a, f"the first operand of {op}"))
+    else:
+        raise Unsupported(f"{op} of {_describe(env, a)} and {_describe(env, b)}")
+    return L
+
+
+def _add_sub(env: Env, op: str, a: Any, other: Any, alpha: float) -> Lowered:
+    if _is_operand(env, other):
+        if alpha == 1:
+            return _binary(env, op, a, other)
+        L = Lowered()
+        t = L.add("mul", [other], scalar=alpha)
+        L.add(op, [a, t])
+        return L
+    return _binary(env, op, a, _scalar_value(env, other, f"the second operand of {op}") * alpha)
+
+
+@_reg(aten.add.Tensor, aten.add.Scalar)
+def _add(env: Env, b: dict) -> Lowered:
+    return _add_sub(env, "add", b["self"], b["other"], _alpha(env, b))
+
+
+@_reg(aten.sub.Tensor, aten.sub.Scalar)
+def _sub(env: Env, b: dict) -> Lowered:
+    return _add_sub(env, "sub", b["self"], b["other"], _alpha(env, b))
+
+
+@_reg(aten.rsub.Tensor, aten.rsub.Scalar)
+def _rsub(env: Env, b: dict) -> Lowered:
+    # other - alpha * self
+    x, other, alpha = b["self"], b["other"], _alpha(env, b)
+    if _is_operand(env, other):
+        return _add_sub(env, "sub", other, x, alpha)
+    s = _scalar_value(env, other, "the first operand of rsub")
+    L = Lowered()
+    t = L.add("neg", [x]) if alpha == 1 else L.add("mul", [x], scalar=-alpha)
+    L.add("add", [t], scalar=s)
+    return L
+
+
+def _simple_binary(op: str) -> Callable[[Env, dict], Lowered]:
+    return lambda env, b: _binary(env, op, b["self"], b["other"])
+
+
+for _name in ("mul", "div", "eq", "ne", "lt", "le", "gt", "ge"):
+    for _ov in ("Tensor", "Scalar"):
+        _reg(getattr(getattr(aten, _name), _ov))(_simple_binary(_name))
+for _name in ("maximum", "minimum"):
+    _reg(getattr(aten, _name).default)(_simple_binary(_name))
+
+
+@_reg(aten.div.Tensor_mode, aten.div.Scalar_mode)
+def _div_mode(env: Env, b: dict) -> Lowered:
+    if b.get("rounding_mode") is not None:
+        raise Unsupported(f"div with rounding_mode={b['rounding_mode']!r}")
+    return _binary(env, "div", b["self"], b["other"])
+
+
+@_reg(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
+def _where(env: Env, b: dict) -> Lowered:
+    cond, a, o = b["condition"], b["self"], b["other"]
+    if not _is_operand(env, cond):
+        raise Unsupported(f"where with a constant condition {_describe(env, cond)}")
+    L = Lowered()
+    operands = [cond]
+    attrs = {}
+    for key, x in (("a", a), ("b", o)):
+        if _is_operand(env, x):
+            operands.append(x)
+        else:
+            attrs[key] = _scalar_value(env, x, f"where's {key} operand")
+    L.add("where", operands, **attrs)
+    return L
+
+
+_UNARY = ["neg", "abs", "relu", "floor", "sqrt", "rsqrt", "reciprocal", "exp", "log", "tanh", "sigmoid",
+          "silu"]
+for _name in _UNARY:
+    _reg(getattr(aten, _name).default)(lambda env, b, _n=_name: _unary(env, _n, b["self"]))
+
+
+
+@_reg(aten.clone.default)
+def _clone(env: Env, b: dict) -> Lowered:
+    mf = b.get("memory_format")
+    if mf not in (None, torch.preserve_format, torch.contiguous_format):
+        raise Unsupported(f"clone with memory_format={mf}")
+    return _unary(env, "clone", b["self"])
+
+
+@_reg(aten.gelu.default)
+def _gelu(env: Env, b: dict) -> Lowered:
+    approx = {"none": 0, "tanh": 1}.get(b.get("approximate") or "none")
+    if approx is None:
+        raise Unsupported(f"gelu approximate={b['approximate']!r}")
+    return _unary(env, "gelu", b["self"], approximate=approx)
+
+
+@_reg(aten.softplus.default)
+def _softplus(env: Env, b: dict) -> Lowered:
+    return _unary(env, "softplus", b["self"], beta=_scalar_value(env, b["beta"], "softplus beta"),
+                  threshold=_scalar_value(env, b["threshold"], "softplus threshold"))
+
+
+def _opt_const(env: Env, x: Any, what: str) -> float | None:
+    return None if x is None else _scalar_value(env, x, what)
+
+
+@_reg(aten.clamp.default, aten.clamp.Tensor)
+def _clamp(env: Env, b: dict) -> Lowered:
+    lo, hi = _opt_const(env, b["min"], "clamp min"), _opt_const(env, b["max"], "clamp max")
+    if lo is None and hi is None:
+        raise Unsupported("clamp without min and max")
+    return _unary(env, "clamp", b["self"], min=lo, max=hi)
+
+
+@_reg(aten.clamp_min.default, aten.clamp_min.Tensor)
+def _clamp_min(env: Env, b: dict) -> Lowered:
+    return _unary(env, "clamp", b["self"], min=_scalar_value(env, b["min"], "clamp_min min"))
+
+
+@_reg(aten.clamp_max.default, aten.clamp_max.Tensor)
+def _clamp_max(env: Env, b: dict) -> Lowered:
+    return _unary(env, "clamp", b["self"], max=_scalar_value(env, b["max"], "clamp_max max"))
+
+
+@_reg(aten.hardtanh.default)
+def _hardtanh(env: Env, b: dict) -> Lowered:
+    return _unary(env, "clamp", b["self"], min=_scalar_value(env, b["min_val"], "hardtanh min_val"),
+                  max=_scalar_value(env, b["max_val"], "hardtanh max_val"))
+
+
+@_reg(aten.pow.Tensor_Scalar)
+def _pow(env: Env, b: dict) -> Lowered:
+    x, e = b["self"], _scalar_value(env, b["exponent"], "pow exponent")
+    if not _is_operand(env, x):
+        raise Unsupported(f"pow of {_describe(env, x)}")
+    L = Lowered()
+    if e == 1:
+        L.add("clone", [x])
+    elif e == 2:
+        L.add("mul", [x, x])
+    elif e == 3:
+        L.add("mul", [L.add("mul", [x, x]), x])
+    elif e == 0.5:
+        L.add("sqrt", [x])
+    elif e == -0.5:
+        L.add("rsqrt", [x])
+    elif e == -1:
+        L.add("reciprocal", [x])
+    else:
+        raise Unsupported(f"pow with exponent {e} (spyre has 1, 2, 3, 0.5, -0.5, -1)")
+    return L
+
+
+@_reg(aten.square.default)
+def _square(env: Env, b: dict) -> Lowered:
+    return _pow(env, {"self": b["self"], "exponent": 2})
+
+
+def _dims(env: Env, x: Any, dim: Any) -> list[int]:
+    t = env.tensor(x)
+    if t is None:
+        raise Unsupported(f"reduction of {_describe(env, x)}")
+    rank = len(t[0])
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return list(range(rank))
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    norm = []
+    for d in dims:
+        r = max(rank, 1)
+        if not -r <= d < r:
+            raise Unsupported(f"reduction dim {d} of a rank-{rank} tensor")
+        norm.append(d % r if rank else 0)
+    if len(set(norm)) != len(norm):
+        raise Unsupported(f"repeated reduction dims {dims}")
+    return sorted(norm) if rank else []
+
+
+def _reduction(env: Env, op: str, b: dict, dim_key: str | None) -> Lowered:
+    x = b["self"]
+    t = env.tensor(x)
+    dtype = b.get("dtype")
+    if dtype is not None and t is not None and dtype != t[1]:
+        raise Unsupported(f"{op} with dtype={dtype} of a {t[1]} tensor")
+    dims = _dims(env, x, b.get(dim_key) if dim_key else None)
+    keepdim = bool(b.get("keepdim", False)) if dim_key else False
+    return _unary(env, op, x, dims=dims, keepdim=int(keepdim))
+
+
+_reg(aten.sum.dim_IntList)(lambda env, b: _reduction(env, "sum", b, "dim"))
+_reg(aten.sum.default)(lambda env, b: _reduction(env, "sum", b, None))
+_reg(aten.mean.dim)(lambda env, b: _reduction(env, "mean", b, "dim"))
+_reg(aten.mean.default)(lambda env, b: _reduction(env, "mean", b, None))
+_reg(aten.amax.default)(lambda env, b: _reduction(env, "amax", b, "dim"))
+_reg(aten.amin.default)(lambda env, b: _reduction(env, "amin", b, "dim"))
+
+
+@_reg(aten.mm.default, aten.bmm.default, aten.matmul.default)
+def _matmul(env: Env, b: dict) -> Lowered:
+    x, y = b["self"], b.get("mat2", b.get("other"))
+    if not (_is_operand(env, x) and _is_operand(env, y)):
+        raise Unsupported(f"matmul of {_describe(env, x)} and {_describe(env, y)}")
+    L = Lowered()
+    L.add("matmul", [x, y])
+    return L

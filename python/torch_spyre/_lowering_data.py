@@ -1,0 +1,240 @@
+"""Lowerings of the data-movement ATen ops: casts, transposes and permutations, slices,
+cat, views and expand, select, constant padding, constant tensors, and the spyre:: layer-norm
+pieces (registered into ``_lowering_core``'s table on import)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ._errors import Unsupported
+from ._lowering_core import Env, Lowered, _describe, _is_operand, _reg, _scalar_value, _unary
+
+aten = torch.ops.aten
+
+
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32)
+
+
+@_reg(aten._to_copy.default)
+def _to_copy(env: Env, b: dict) -> Lowered:
+    """A dtype cast between fp16/bf16 and fp32 on the device (dl16tofp32 / fp32todl16)."""
+    src = env.tensor(b["self"])
+    if src is None:
+        raise Unsupported(f"_to_copy of {_describe(env, b['self'])}")
+    dev = b.get("device")
+    if dev is not None and torch.device(dev).type != "spyre":
+        raise Unsupported(f"_to_copy to device {dev}")
+    if b.get("layout") not in (None, torch.strided) or b.get("pin_memory"):
+        raise Unsupported("_to_copy with a layout or pinned memory")
+    if b.get("memory_format") not in (None, torch.preserve_format, torch.contiguous_format):
+        raise Unsupported(f"_to_copy with memory_format={b.get('memory_format')}")
+    dtype = b.get("dtype") or src[1]
+    if src[1] not in _FLOATS or dtype not in _FLOATS:
+        raise Unsupported(f"_to_copy from {src[1]} to {dtype}")
+    return _unary(env, "to_dtype", b["self"])
+
+
+def _transpose_last_two(env: Env, x: Any, what: str) -> Lowered:
+    t = env.tensor(x)
+    if t is None or len(t[0]) < 2:
+        raise Unsupported(f"{what} of {_describe(env, x)}")
+    return _unary(env, "transpose", x)
+
+
+@_reg(aten.t.default)
+def _t(env: Env, b: dict) -> Lowered:
+    return _transpose_last_two(env, b["self"], "t")
+
+
+def _permutation(env: Env, x: Any, perm: list[int], what: str) -> Lowered:
+    """The identity is a copy, a swap of the last two dims the device transpose, anything else
+    the general restickify (IR permute -> ReStickifyOpHBM)."""
+    t = env.tensor(x)
+    if t is None:
+        raise Unsupported(f"{what} of {_describe(env, x)}")
+    r = len(t[0])
+    if r == 0:
+        return _unary(env, "clone", x)
+    perm = [p % r for p in perm]
+    if sorted(perm) != list(range(r)):
+        raise Unsupported(f"{what} with dims {perm}")
+    if perm == list(range(r)):
+        return _unary(env, "clone", x)
+    if perm == list(range(r - 2)) + [r - 1, r - 2]:
+        return _unary(env, "transpose", x)
+    return _unary(env, "permute", x, dims=perm)
+
+
+@_reg(aten.transpose.int)
+def _transpose(env: Env, b: dict) -> Lowered:
+    t = env.tensor(b["self"])
+    if t is None:
+        raise Unsupported(f"transpose of {_describe(env, b['self'])}")
+    r = len(t[0])
+    perm = list(range(r))
+    if r:
+        d0, d1 = b["dim0"] % r, b["dim1"] % r
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+    return _permutation(env, b["self"], perm, "transpose")
+
+
+@_reg(aten.permute.default)
+def _permute(env: Env, b: dict) -> Lowered:
+    return _permutation(env, b["self"], list(b["dims"]), "permute")
+
+
+def _shape_and_dim(env: Env, x: Any, dim: int, what: str) -> tuple[tuple[int, ...], int]:
+    """x's shape and `dim` wrapped into it, for ops indexing one dim of a tensor of rank >= 1."""
+    t = env.tensor(x)
+    if t is None or len(t[0]) == 0:
+        raise Unsupported(f"{what} of {_describe(env, x)}")
+    return t[0], dim % len(t[0])
+
+
+@_reg(aten.slice.Tensor)
+def _slice(env: Env, b: dict) -> Lowered:
+    """A materialised slice of any dim; on the stick dim at any offset. A step becomes a strided
+    view of the input (on the stick dim after a transpose, in the frontend's decompositions)."""
+    x = b["self"]
+    shape, dim = _shape_and_dim(env, x, b["dim"], "slice")
+    step = b.get("step") or 1
+    if step < 1:
+        raise Unsupported(f"slice with step {step}")
+    size = shape[dim]
+    start, end = b.get("start"), b.get("end")
+    start = 0 if start is None else (start + size if start < 0 else start)
+    end = size if end is None else (end + size if end < 0 else end)
+    start, end = max(0, min(start, size)), max(0, min(end, size))
+    if end <= start:
+        raise Unsupported(f"an empty slice [{start}, {end}) of dim {dim}")
+    if (start, end, step) == (0, size, 1):
+        return _unary(env, "clone", x)
+    return _unary(env, "slice", x, dim=dim, start=start, end=end, step=step if step != 1 else None)
+
+
+@_reg(aten.cat.default)
+def _cat(env: Env, b: dict) -> Lowered:
+    """One copy per operand into its part of the output (empty operands are dropped)."""
+    xs = list(b["tensors"])
+    shapes = [env.tensor(x) for x in xs]
+    if not xs or any(t is None for t in shapes) or not all(_is_operand(env, x) for x in xs):
+        raise Unsupported("cat of non-tensor operands")
+    rank = max(len(t[0]) for t in shapes)
+    if rank == 0:
+        raise Unsupported("cat of 0-d tensors")
+    dim = b.get("dim", 0) % rank
+    keep = [x for x, t in zip(xs, shapes) if not (len(t[0]) == 1 and t[0][0] == 0)]
+    if not keep:
+        raise Unsupported("cat of empty tensors")
+    L = Lowered()
+    if len(keep) == 1:
+        L.add("clone", keep)
+    else:
+        L.add("cat", keep, dim=dim)
+    return L
+
+
+@_reg(aten.view.default)
+@_reg(aten._unsafe_view.default)
+@_reg(aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims)
+@_reg(aten.unsqueeze.default)
+def _view(env: Env, b: dict) -> Lowered:
+    """A reshape in a compiled graph: a buffer copy where both generic layouts put every element
+    at the same device bytes (the frontend checks), which keeps the graph in one partition."""
+    t = env.tensor(b["self"])
+    if t is None:
+        raise Unsupported(f"view of {_describe(env, b['self'])}")
+    return _unary(env, "reshape", b["self"])
+
+
+@_reg(aten.expand.default)
+def _expand(env: Env, b: dict) -> Lowered:
+    """Materialised broadcast (the identity SuperDSC with scale -1 input dims)."""
+    return _unary(env, "expand", b["self"])
+
+
+@_reg(torch.ops.spyre.exx2.default)
+def _exx2(env: Env, b: dict) -> Lowered:
+    return _unary(env, "exx2", b["x"])
+
+
+@_reg(torch.ops.spyre.layernormscale.default)
+def _layernormscale(env: Env, b: dict) -> Lowered:
+    return _unary(env, "layernormscale", b["stat"], eps=_scalar_value(env, b["eps"], "layernormscale eps"))
+
+
+@_reg(torch.ops.spyre.layernormnorm.default)
+def _layernormnorm(env: Env, b: dict) -> Lowered:
+    operands = [b["x"], b["stat"], b["rstd"]]
+    attrs: dict[str, Any] = {}
+    for key in ("weight", "bias"):
+        if b[key] is None:
+            attrs[key] = 0
+        else:
+            operands.append(b[key])
+    for o in operands:
+        if not _is_operand(env, o):
+            raise Unsupported(f"layernormnorm of {_describe(env, o)}")
+    L = Lowered()
+    L.add("layernormnorm", operands, **attrs)
+    return L
+
+
+@_reg(aten.select.int)
+def _select(env: Env, b: dict) -> Lowered:
+    """x[.., i, ..]: the frontend's decomposition makes it a slice and a squeeze (a zero-copy
+    reshape, after a copy that moves the size-1 dim where the generic layouts need it)."""
+    x = b["self"]
+    shape, dim = _shape_and_dim(env, x, b["dim"], "select")
+    index = b["index"]
+    if not -shape[dim] <= index < shape[dim]:
+        raise Unsupported(f"select index {index} of dim {dim} of size {shape[dim]}")
+    return _unary(env, "select", x, dim=dim, index=index % shape[dim])
+
+
+@_reg(aten.constant_pad_nd.default)
+def _constant_pad_nd(env: Env, b: dict) -> Lowered:
+    """Padding with a constant: the frontend's decomposition fills the output and copies x into
+    a view of it (a cat with filled blocks along the last dim)."""
+    x = b["self"]
+    t = env.tensor(x)
+    if t is None:
+        raise Unsupported(f"constant_pad_nd of {_describe(env, x)}")
+    pad = [int(p) for p in b["pad"]]
+    if len(pad) % 2 or len(pad) // 2 > len(t[0]):
+        raise Unsupported(f"constant_pad_nd with pad {pad} of a rank-{len(t[0])} tensor")
+    if any(p < 0 for p in pad):
+        raise Unsupported(f"constant_pad_nd with a negative pad {pad} (cropping)")
+    value = b.get("value")
+    return _unary(env, "constant_pad_nd", x, pad=pad,
+                  value=0.0 if value is None else _scalar_value(env, value, "constant_pad_nd value"))
+
+
+def _fill(env: Env, b: dict, value: Any) -> Lowered:
+    """A constant tensor (the frontend's `full`: one fill kernel; constant dedup merges equal
+    ones). Only in compiled graphs: eager factories keep their native empty + fill."""
+    dev = b.get("device")
+    if dev is not None and torch.device(dev).type != "spyre":
+        raise Unsupported(f"a constant tensor on device {dev}")
+    if b.get("layout") not in (None, torch.strided) or b.get("pin_memory"):
+        raise Unsupported("a constant tensor with a layout or pinned memory")
+    L = Lowered()
+    L.add("full", [], value=_scalar_value(env, value, "a fill value"))
+    return L
+
+
+@_reg(aten.full.default, aten.full_like.default)
+def _full(env: Env, b: dict) -> Lowered:
+    return _fill(env, b, b["fill_value"])
+
+
+@_reg(aten.zeros.default, aten.zeros_like.default)
+def _zeros(env: Env, b: dict) -> Lowered:
+    return _fill(env, b, 0.0)
+
+
+@_reg(aten.ones.default, aten.ones_like.default)
+def _ones(env: Env, b: dict) -> Lowered:
+    return _fill(env, b, 1.0)
