@@ -1,0 +1,90 @@
+// spyre-jit-bench's command line: the options it takes and the Options of a run they give.
+#include "options.h"
+#include "spyre/frontend/compiler.h"
+#include "spyre/isa/error.h"
+#include "spyre/sim/runtime.h"
+#include <filesystem>
+#include <sstream>
+
+namespace spyre::bench {
+
+std::vector<int64_t> parseShape(const std::string &s) {
+  std::vector<int64_t> out;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, 'x')) {
+    try {
+      out.push_back(std::stoll(part));
+    } catch (...) {
+      throw Error("bad --shape '" + s + "' (expected e.g. 4096x1024)");
+    }
+    if (out.back() <= 0)
+      throw Error("bad --shape '" + s + "': dimensions must be positive");
+  }
+  if (out.empty())
+    throw Error("empty --shape");
+  return out;
+}
+
+po::options_description commandLine() {
+  po::options_description opts(
+      "spyre-jit-bench [options]\n\n"
+      "Runs simulated Spyre workloads (graph -> frontend -> SuperDSC -> backend -> engine) repeatedly\n"
+      "and reports host wall time (median/min/max), throughput (sticks/s; GFLOP/s for matmuls), JIT\n"
+      "compile time cold and on a code-cache hit, the simulated device time with its per-unit\n"
+      "breakdown, the reference interpreter's time and the same op on libtorch CPU in this process.\n"
+      "--workload NAME|all runs named workloads (--list); otherwise one op (--op/--shape/--dtype).\n"
+      "SPYRE_TRACE=file.json writes a Chrome/Perfetto trace of simulated time (one run per workload).\n"
+      "Options");
+  opts.add_options()("help,h", "show this help")("list", "list the workloads")(
+      "workload", po::value<std::string>(), "workload name(s), comma separated, a name prefix, or all")(
+      "op", po::value<std::string>()->default_value("add"),
+      "single-op mode: add sub mul div maximum minimum relu neg abs clone exp ...")(
+      "shape", po::value<std::string>()->default_value("4096x1024"), "shape, e.g. 4096x1024 (matmul: MxKxN)")(
+      "dtype", po::value<std::string>()->default_value("f16"), "f16 or f32")(
+      "engine", po::value<std::string>()->default_value("both"), "jit, interp or both")(
+      "tier", po::value<std::string>()->default_value("O2"),
+      "JIT tier O0 or O2 (the compile section times both unless this is given)")(
+      "threads", po::value<int>()->default_value(sim::defaultSimThreads()), "host threads (SPYRE_SIM_THREADS)")(
+      "cores", po::value<int>(), "simulated cores (default SENCORES or 32)")(
+      "reps", po::value<int>()->default_value(20), "timed repetitions (JIT and libtorch)")(
+      "interp-reps", po::value<int>()->default_value(0), "interpreter repetitions (default reps/4, at least 1)")(
+      "interp-budget", po::value<double>()->default_value(200),
+      "skip the interpreter when its estimated time exceeds this many seconds")(
+      "native", po::value<std::string>()->default_value("on"), "libtorch CPU baseline: on or off")(
+      "compile-reps", po::value<int>()->default_value(5),
+      "single-op mode: JIT prepare-time repetitions per kernel and tier (O0, O2): cold (no cache), memory-cache hit "
+      "and disk-cache hit (private temporary directory); 0 skips")(
+      "compile-only", "single-op mode: only the JIT prepare-time section (--compile-reps), no runs")(
+      "listing", po::value<std::string>(),
+      "JIT prepare-time section (as --compile-only) for the kernel of this ISA listing file instead of an op")(
+      "micro", "stick-op microbenchmark instead: add/mul/relu/exp per stick on LX-resident data, JIT vs interpreter")(
+      "dump", po::value<std::string>(), "write SuperDSC, ISA listings, LLVM IR (before/after passes) and objects here")(
+      "profile", "also print the JIT's host time per kernel (wall, summed core time, idle host threads)")(
+      "json", "print JSON instead of a table");
+  return opts;
+}
+
+Options optionsFrom(const po::variables_map &vm) {
+  Options o;
+  std::string tierS = vm["tier"].as<std::string>();
+  o.tier = tierS == "O0" ? jit::OptTier::O0 : tierS == "O2" ? jit::OptTier::O2 : throw Error("bad --tier " + tierS);
+  o.cores = vm.count("cores") ? vm["cores"].as<int>() : frontend::senCoresFromEnv();
+  o.reps = std::max(1, vm["reps"].as<int>());
+  o.interpReps = vm["interp-reps"].as<int>();
+  o.interpBudgetS = vm["interp-budget"].as<double>();
+  o.threads = std::max(1, vm["threads"].as<int>());
+  o.engine = vm["engine"].as<std::string>();
+  if (o.engine != "jit" && o.engine != "interp" && o.engine != "both")
+    throw Error("unknown --engine '" + o.engine + "' (jit, interp, both)");
+  std::string nat = vm["native"].as<std::string>();
+  o.native = nat == "on" ? true : nat == "off" ? false : throw Error("bad --native " + nat + " (on, off)");
+  o.profile = vm.count("profile") > 0;
+  if (vm.count("dump")) {
+    o.dumpDir = vm["dump"].as<std::string>();
+    std::filesystem::create_directories(o.dumpDir);
+  }
+  return o;
+}
+
+} // namespace spyre::bench
