@@ -33,12 +33,33 @@ static void dumpKernel(const isa::Kernel &k, const isa::HardwareConfig &hw, bool
     std::cout << "\n" << isa::timeKernel(k, hw).summary() << "\n";
 }
 
-/// A listing names no argument sizes, so its DDR accesses are checked against 1 TiB buffers;
-/// every other rule (LX bounds, tokens, barriers, ring pairing...) is checked exactly.
-static isa::Kernel readListing(const fs::path &p) {
+/// A listing names no argument sizes, so its DDR accesses are checked against `argBytes` (one
+/// size per .args name; empty: 1 TiB buffers); every other rule (LX bounds, tokens, barriers,
+/// ring pairing...) is checked exactly.
+static isa::Kernel readListing(const fs::path &p, const std::vector<uint64_t> &argBytes = {}) {
   isa::Kernel k = isa::parseKernel(readFile(p), p.string());
-  isa::verifyKernel(k, std::vector<uint64_t>(k.args.size(), uint64_t{1} << 40));
+  if (!argBytes.empty() && argBytes.size() != k.args.size())
+    throw Error(p.string() + ": --arg-bytes gives " + std::to_string(argBytes.size()) + " sizes for " +
+                std::to_string(k.args.size()) + " arguments");
+  isa::verifyKernel(k, argBytes.empty() ? std::vector<uint64_t>(k.args.size(), uint64_t{1} << 40) : argBytes);
   return k;
+}
+
+/// --arg-bytes 4096,4096
+static std::vector<uint64_t> parseArgBytes(const std::string &s) {
+  std::vector<uint64_t> out;
+  std::stringstream ss(s);
+  for (std::string part; std::getline(ss, part, ',');) {
+    size_t used = 0;
+    try {
+      out.push_back(std::stoull(part, &used, 0));
+    } catch (...) {
+      used = 0;
+    }
+    if (used == 0 || used != part.size())
+      throw Error("bad --arg-bytes '" + s + "' (expected sizes in bytes, e.g. 4096,4096)");
+  }
+  return out;
 }
 
 /// The listings named by `inputs` (files, or directories whose *.lst files are taken in name
@@ -82,6 +103,8 @@ int main(int argc, char **argv) {
   opts.add_options()("help,h", "show this help")("no-timing", "print listings only")(
       "doc", "print docs/isa.md (generated from the instruction table) and exit; listing inputs (or\n"
                   "directories of *.lst) become its section on hand-written kernels and their timing")(
+      "arg-bytes", po::value<std::string>(),
+      "listing inputs: the byte size of each .args argument, comma separated (default 1 TiB each)")(
       "input", po::value<std::vector<std::string>>(), "inputs");
   po::positional_options_description pos;
   pos.add("input", -1);
@@ -109,6 +132,8 @@ int main(int argc, char **argv) {
       return 2;
     }
     bool timing = !vm.count("no-timing");
+    std::vector<uint64_t> argBytes = vm.count("arg-bytes") ? parseArgBytes(vm["arg-bytes"].as<std::string>())
+                                                           : std::vector<uint64_t>{};
     for (const auto &in : vm["input"].as<std::vector<std::string>>()) {
       fs::path p(in);
       if (fs::is_directory(p)) {
@@ -138,7 +163,7 @@ int main(int argc, char **argv) {
         for (const auto &f : isa::parseBundleMlir(readFile(p), p.string()))
           dumpSdsc(p.parent_path() / f, hw, timing);
       } else if (p.extension() == ".lst") {
-        dumpKernel(readListing(p), hw, timing);
+        dumpKernel(readListing(p, argBytes), hw, timing);
       } else {
         dumpSdsc(p, hw, timing);
       }

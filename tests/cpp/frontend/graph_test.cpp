@@ -22,20 +22,5 @@ TEST(GraphText, RoundTrips) {
   EXPECT_TRUE(s.nodes.empty());
 }
 
-TEST(GraphText, ErrorsNamePosition) {
-  struct Case { const char *text, *msg; } cases[] = {
-      {"graph(%a: f16[4]) {\n  %b = relu(%c) : f16[4]\n  return (%b)\n}\n", "<graph>:2:15: expected a defined value, got '%c'"},
-      {"graph(%a: f99[4]) {\n", "<graph>:1:14: expected a dtype"},
-      {"graph(%a: f16[4]) {\n  %a = relu(%a) : f16[4]\n", "expected a new value name, got '%a'"},
-      {"graph(%a: f16[4]) {\n  return (%a)\n", "expected '}', got end of input"},
-      {"graph(%a: f16[-4]) {\n", "expected a non-negative integer dimension"},
-  };
-  for (auto &c : cases) {
-    try {
-      parseGraph(c.text);
-      ADD_FAILURE() << c.text;
-    } catch (const Error &e) {
-      EXPECT_NE(std::string(e.what()).find(c.msg), std::string::npos) << e.what();
-    }
-  }
-}
+// Graph text that does not parse (file, line, column and expectation of each message) is a text
+// test: tests/lit/graph/parse-errors.test.

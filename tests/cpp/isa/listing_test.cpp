@@ -31,57 +31,8 @@ TEST(Listing, DmaStridesRoundTrip) {
   EXPECT_EQ(printKernel(parseKernel(text)), text);
 }
 
-struct BadCase {
-  const char *text;
-  const char *message;
-};
-
-TEST(Listing, ParseErrorsNameLineColumnAndExpectation) {
-  const std::string hdr = ".kernel k cores=2\n.args a b\n.core 0..1\n";
-  const BadCase cases[] = {
-      {"    frob v0, v1\n", "<listing>:4:5: expected an instruction mnemonic, got 'frob'"},
-      {"    add.f16 v0, v1, v2\n", "<listing>:4:5: expected a format suffix, one of add.dl16 add.f32 add.i32, got 'add.f16'"},
-      {"    add.dl16 v0, v1\n", "<listing>:4:20: expected ',', got end of line"},
-      {"    add.dl16 v0, v1, v16\n", "<listing>:4:22: expected a vector register v0..v15, got 'v16'"},
-      {"    ld.dl16 v0, lx[r40]\n", "<listing>:4:20: expected a scalar register r0..r31"},
-      {"    dma.in lx[0], ddr[c], shape=(1,1,1) -> t0\n", "<listing>:4:23: expected a kernel argument name declared by .args, got 'c]'"},
-      {"    loop 3 {\n    li r1, 1\n", "expected '}' before end of input"},
-      {"    }\n", "<listing>:4:6: expected an instruction ('}' without an open loop)"},
-      {"    li r1, x\n", "<listing>:4:12: expected an integer, got 'x'"},
-      {"    bcast.dl16 v0, one\n", "<listing>:4:20: expected a float immediate, got 'one'"},
-      {"    bar extra\n", "<listing>:4:9: expected end of line, got 'extra'"},
-      {"    wait\n", "<listing>:4:9: expected a token t0..t15"},
-      {"    li.dl16 r1, 0\n", "expected 'li' without a format suffix, got 'li.dl16'"},
-  };
-  for (const auto &c : cases) {
-    try {
-      parseKernel(hdr + c.text);
-      ADD_FAILURE() << "no error for: " << c.text;
-    } catch (const Error &e) {
-      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos)
-          << "input: " << c.text << "\nmessage: " << e.what();
-    }
-  }
-  EXPECT_THROW(parseKernel("    li r1, 0\n"), Error);                       // no .kernel
-  EXPECT_THROW(parseKernel(".kernel k cores=40\n"), Error);                 // too many cores
-  EXPECT_THROW(parseKernel(".kernel k cores=2\n.core 0..2\n"), Error);      // core range
-  // Found by fuzzing: a non-name in .args looped forever (and ran out of memory); a core count
-  // above 2^32 wrapped to a valid int.
-  auto message = [](const std::string &text) {
-    try {
-      parseKernel(text);
-    } catch (const Error &e) {
-      return std::string(e.what());
-    }
-    return std::string("<no error>");
-  };
-  EXPECT_NE(message(".kernel k cores=1\n.args a, b\n").find("expected an argument name"), std::string::npos);
-  EXPECT_NE(message(".kernel k cores=4294967297\n").find("expected cores between 1 and 32, got '4294967297'"),
-            std::string::npos)
-      << message(".kernel k cores=4294967297\n");
-  EXPECT_NE(message(".kernel k cores=2\n.core 4294967296..4294967297\n").find("core range inside 0..1"),
-            std::string::npos);
-}
+// Listings that do not parse (file, line, column and expectation of each message) are text
+// tests: tests/lit/listing/parse-errors.test.
 
 TEST(Listing, EveryInstructionPrintsAndParses) {
   // One instruction of every table row, in every allowed format.
