@@ -5,7 +5,7 @@
 // Spyre kernel examples) and the single-op mode (--op/--shape/--dtype). See docs/performance.md.
 #include "native_baseline.h"
 #include "spyre/frontend/compiler.h"
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/hardware_config.h"
 #include "spyre/isa/listing.h"
@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -369,6 +370,7 @@ struct Options {
   bool native = true;
   bool profile = false; ///< --profile: host time per kernel of the JIT runs
   std::string dumpDir;  ///< --dump: listings, LLVM IR and objects of the JIT run
+  backend::BackendOptions backendOpts; ///< SPYRE_MULTICAST
 };
 
 struct RunStats {
@@ -518,8 +520,9 @@ WorkloadResult runWorkload(const std::string &name, const frontend::Graph &g, co
     w.sticks += b.layout.deviceBytes() / 128;
 
   const isa::HardwareConfig hw;
-  for (const auto &l : plan.launches) {
-    isa::TimingReport rep = isa::timeKernel(isa::compileSuperDsc(l.sdsc), hw);
+  const backend::CompiledJob job = backend::compileJobPlan(plan, o.backendOpts, hw);
+  for (const auto &ck : job.kernels) {
+    isa::TimingReport rep = isa::timeKernel(ck.kernel, hw);
     w.simUs += rep.scheduledUs;
     w.simOverlappedUs += rep.overlappedUs;
     w.simSerialUs += rep.serialUs;
@@ -549,11 +552,11 @@ WorkloadResult runWorkload(const std::string &name, const frontend::Graph &g, co
     progress(name + ": JIT compile (" + std::to_string(w.kernels) + " kernel(s))");
     jit::clearMemoryCache();
     jit::JitEngine engine({o.tier, o.dumpDir, "off", true});
-    sim::Executable exe(plan, engine, o.dumpDir);
-    w.backendMs = exe.compileMs();
+    sim::Executable exe(plan, job.kernels, engine, o.dumpDir);
+    w.backendMs = job.compileMs;
     w.coldPrepareMs = exe.prepareMs();
     {
-      sim::Executable again(plan, engine); // same kernels: in-memory code cache hits
+      sim::Executable again(plan, job.kernels, engine); // same kernels: in-memory code cache hits
       w.hitPrepareMs = again.prepareMs();
     }
     w.cache = engine.cacheStats();
@@ -574,7 +577,7 @@ WorkloadResult runWorkload(const std::string &name, const frontend::Graph &g, co
         reps = 1;
       progress(name + ": interpreter runs (" + std::to_string(reps) + ")");
       auto engine = sim::makeInterpreter();
-      sim::Executable exe(plan, *engine);
+      sim::Executable exe(plan, job.kernels, *engine);
       w.interp = timeRuns(exe, plan, o.threads, reps, !runJit, name + " interp");
     }
   }
@@ -931,6 +934,7 @@ int main(int argc, char **argv) {
   }
   try {
     Options o;
+    o.backendOpts = backend::BackendOptions::fromEnv(Env(&std::getenv));
     std::string tierS = vm["tier"].as<std::string>();
     o.tier = tierS == "O0" ? jit::OptTier::O0 : tierS == "O2" ? jit::OptTier::O2 : throw Error("bad --tier " + tierS);
     o.cores = vm.count("cores") ? vm["cores"].as<int>() : frontend::senCoresFromEnv();
@@ -996,7 +1000,7 @@ int main(int argc, char **argv) {
         isa::JobPlan plan = frontend::compileGraph(g, {o.cores, ""});
         std::vector<isa::Kernel> kernels;
         for (const auto &l : plan.launches)
-          kernels.push_back(isa::compileSuperDsc(l.sdsc));
+          kernels.push_back(backend::compileSuperDsc(l.sdsc, o.backendOpts));
         for (jit::OptTier t : compileTiers)
           compiles.push_back(compileBench(kernels, t, compileReps));
         jit::clearMemoryCache(); // the timed run below compiles as a fresh process would
