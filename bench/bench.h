@@ -4,6 +4,7 @@
 // micro.cpp: the host's own peaks and the stick-op microbenchmark; report.cpp: tables and JSON).
 #pragma once
 #include "native_baseline.h"
+#include "spyre/backend/backend.h"
 #include "spyre/frontend/graph.h"
 #include "spyre/isa/program.h"
 #include "spyre/jit/jit_engine.h"
@@ -47,6 +48,7 @@ struct Options {
   bool native = true;
   bool profile = false; ///< --profile: host time per kernel of the JIT runs
   std::string dumpDir;  ///< --dump: listings, LLVM IR and objects of the JIT run
+  backend::BackendOptions backendOpts; ///< SPYRE_MULTICAST
 };
 
 struct RunStats {

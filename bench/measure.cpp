@@ -2,7 +2,7 @@
 // timing model, run it on the JIT and the interpreter (and libtorch), and time JIT prepares.
 #include "bench.h"
 #include "spyre/frontend/compiler.h"
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/hardware_config.h"
 #include "spyre/isa/timing.h"
@@ -201,8 +201,9 @@ WorkloadResult runWorkload(const std::string &name, const frontend::Graph &g, co
     w.sticks += b.layout.deviceBytes() / 128;
 
   const isa::HardwareConfig hw;
-  for (const auto &l : plan.launches) {
-    isa::TimingReport rep = isa::timeKernel(isa::compileSuperDsc(l.sdsc), hw);
+  const backend::CompiledJob job = backend::compileJobPlan(plan, o.backendOpts, hw);
+  for (const auto &ck : job.kernels) {
+    isa::TimingReport rep = isa::timeKernel(ck.kernel, hw);
     w.simUs += rep.scheduledUs;
     w.simOverlappedUs += rep.overlappedUs;
     w.simSerialUs += rep.serialUs;
@@ -232,11 +233,11 @@ WorkloadResult runWorkload(const std::string &name, const frontend::Graph &g, co
     progress(name + ": JIT compile (" + std::to_string(w.kernels) + " kernel(s))");
     jit::clearMemoryCache();
     jit::JitEngine engine({o.tier, o.dumpDir, "off", true});
-    sim::Executable exe(plan, engine, o.dumpDir);
-    w.backendMs = exe.compileMs();
+    sim::Executable exe(plan, job.kernels, engine, o.dumpDir);
+    w.backendMs = job.compileMs;
     w.coldPrepareMs = exe.prepareMs();
     {
-      sim::Executable again(plan, engine); // same kernels: in-memory code cache hits
+      sim::Executable again(plan, job.kernels, engine); // same kernels: in-memory code cache hits
       w.hitPrepareMs = again.prepareMs();
     }
     w.cache = engine.cacheStats();
@@ -257,7 +258,7 @@ WorkloadResult runWorkload(const std::string &name, const frontend::Graph &g, co
         reps = 1;
       progress(name + ": interpreter runs (" + std::to_string(reps) + ")");
       auto engine = sim::makeInterpreter();
-      sim::Executable exe(plan, *engine);
+      sim::Executable exe(plan, job.kernels, *engine);
       w.interp = timeRuns(exe, plan, o.threads, reps, !runJit, name + " interp");
     }
   }

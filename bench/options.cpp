@@ -1,8 +1,10 @@
 // spyre-jit-bench's command line: the options it takes and the Options of a run they give.
 #include "options.h"
 #include "spyre/frontend/compiler.h"
+#include "spyre/isa/env.h"
 #include "spyre/isa/error.h"
 #include "spyre/sim/runtime.h"
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -67,6 +69,7 @@ po::options_description commandLine() {
 
 Options optionsFrom(const po::variables_map &vm) {
   Options o;
+  o.backendOpts = backend::BackendOptions::fromEnv(Env(&std::getenv));
   std::string tierS = vm["tier"].as<std::string>();
   o.tier = tierS == "O0" ? jit::OptTier::O0 : tierS == "O2" ? jit::OptTier::O2 : throw Error("bad --tier " + tierS);
   o.cores = vm.count("cores") ? vm["cores"].as<int>() : frontend::senCoresFromEnv();

@@ -6,7 +6,7 @@
 #include "bench.h"
 #include "options.h"
 #include "spyre/frontend/compiler.h"
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include "spyre/isa/listing.h"
 #include "spyre/sim/runtime.h"
 #include <cstdio>
@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
         isa::JobPlan plan = frontend::compileGraph(g, {o.cores, ""});
         std::vector<isa::Kernel> kernels;
         for (const auto &l : plan.launches)
-          kernels.push_back(isa::compileSuperDsc(l.sdsc));
+          kernels.push_back(backend::compileSuperDsc(l.sdsc, o.backendOpts));
         for (jit::OptTier t : compileTiers)
           compiles.push_back(compileBench(kernels, t, compileReps));
         jit::clearMemoryCache(); // the timed run below compiles as a fresh process would

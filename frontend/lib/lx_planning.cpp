@@ -1,7 +1,7 @@
 // The LX planning pass: candidates and lifetimes from the drafted kernels, torch-spyre's greedy
 // solver (lx_planner.cpp), then the rewrite of the drafts (memOrg_ lx, lxReservedBytes_).
 #include "lx_planning.h"
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -76,7 +76,7 @@ LxPlanningResult planLxResidency(const Graph &g, std::vector<KernelDraft> &draft
   const int64_t staging = kLxUsableBytes - capacity;
   std::vector<bool> capable(n);
   for (int i = 0; i < n; ++i)
-    capable[i] = isa::supportsLxReservation(drafts[i].s, staging);
+    capable[i] = backend::supportsLxReservation(drafts[i].s, staging);
 
   // Uses of every value: (kernel, ldsIdx) pairs, producer first.
   std::map<int, std::vector<std::pair<int, int>>> uses;
@@ -100,13 +100,13 @@ LxPlanningResult planLxResidency(const Graph &g, std::vector<KernelDraft> &draft
       continue;
     // Every kernel from the producer to the last reader must stage above lxReservedBytes_, and
     // every kernel touching the value must read/write it in place (a matmul's y or K-split
-    // operands, a transpose, ...: isa::supportsLxResidentOperand).
+    // operands, a transpose, ...: backend::supportsLxResidentOperand).
     const int last = u.back().first;
     bool ok = true;
     for (int k = i; k <= last && ok; ++k)
       ok = capable[k];
     for (auto [k, t] : u)
-      ok = ok && isa::supportsLxResidentOperand(drafts[k].s, drafts[k].s.labeledDs.at(t).ldsIdx, staging);
+      ok = ok && backend::supportsLxResidentOperand(drafts[k].s, drafts[k].s.labeledDs.at(t).ldsIdx, staging);
     // No core-division mismatch between the producer and any consumer.
     std::optional<CoreView> view;
     for (auto [k, t] : u) {

@@ -25,8 +25,8 @@ struct LxPlanningResult {
 /// input or output; its producer is one of OP_OUTPUT_GOOD_FOR_LX_REUSE (amax, sum, exp, sub,
 /// mul, mean, add, rsqrt) or, our extension, exx2, layernormscale, layernormnorm, matmul or
 /// to_dtype; it is read at least once; every kernel during its lifetime stages above the
-/// reserved LX (isa::supportsLxReservation, given the LX the plan leaves free) and every kernel
-/// touching it reads / writes it in place (isa::supportsLxResidentOperand: not a matmul's y, a
+/// reserved LX (backend::supportsLxReservation, given the LX the plan leaves free) and every kernel
+/// touching it reads / writes it in place (backend::supportsLxResidentOperand: not a matmul's y, a
 /// K-split matmul, a transpose, ...); and there is no core-division mismatch: producer and
 /// every consumer see the same per-core view (same cores, per-core start offsets and per-core
 /// extents). exp, sub, add and rsqrt may take over the slot of an input whose last use they

@@ -1,8 +1,6 @@
 #include "spyre/isa/hardware_config.h"
 #include "spyre/isa/error.h"
 #include <algorithm>
-#include <charconv>
-#include <cstdlib>
 #include <string>
 
 namespace spyre::isa {
@@ -11,18 +9,14 @@ double HardwareConfig::ddrBytesPerCyclePerCore(int activeCores) const {
   return ddrBytesPerSecond / (clockGHz * 1e9) / std::max(1, activeCores);
 }
 
-HardwareConfig HardwareConfig::fromEnv() {
+HardwareConfig HardwareConfig::fromEnv(const spyre::Env &env) {
   HardwareConfig hw;
-  const char *env = std::getenv("SENCORES");
-  if (!env)
-    return hw;
-  std::string_view s(env);
-  int v = 0;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  // torch-spyre's work_division._validate_max_cores wording, so users see the same error.
-  if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size() || v < 1 || v > 32)
-    throw Unsupported("invalid SENCORES value " + std::string(s));
-  hw.numCores = v;
+  try {
+    hw.numCores = static_cast<int>(env.integer("SENCORES", hw.numCores, 1, 32));
+  } catch (const Error &) {
+    // torch-spyre's work_division._validate_max_cores wording, so users see the same error.
+    throw Unsupported("invalid SENCORES value " + env.raw("SENCORES").value_or(""));
+  }
   return hw;
 }
 

@@ -1,6 +1,6 @@
 // spyre-isa-dump: print the per-core ISA listings and static timing of SuperDSC files, bundle
 // directories or listings; or generate docs/isa.md from the instruction table.
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include "spyre/isa/hardware_config.h"
 #include "spyre/isa/isa_doc.h"
 #include "spyre/isa/listing.h"
@@ -9,6 +9,7 @@
 #include "spyre/isa/verifier.h"
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -88,10 +89,11 @@ static std::vector<isa::DocKernel> docKernels(const std::vector<std::string> &in
   return out;
 }
 
-static void dumpSdsc(const fs::path &p, const isa::HardwareConfig &hw, bool timing) {
+static void dumpSdsc(const fs::path &p, const backend::BackendOptions &opts, const isa::HardwareConfig &hw,
+                     bool timing) {
   isa::SuperDsc s = isa::parseSuperDscText(readFile(p), p.filename().string());
   std::cout << "; ---- " << p.string() << "\n";
-  dumpKernel(isa::compileSuperDsc(s), hw, timing);
+  dumpKernel(backend::compileSuperDsc(s, opts), hw, timing);
 }
 
 int main(int argc, char **argv) {
@@ -121,7 +123,9 @@ int main(int argc, char **argv) {
     return 0;
   }
   try {
-    isa::HardwareConfig hw = isa::HardwareConfig::fromEnv();
+    const Env env(&std::getenv);
+    const isa::HardwareConfig hw = isa::HardwareConfig::fromEnv(env);
+    const backend::BackendOptions backendOpts = backend::BackendOptions::fromEnv(env);
     if (vm.count("doc")) {
       std::cout << isa::generateIsaDoc(
           hw, docKernels(vm.count("input") ? vm["input"].as<std::vector<std::string>>() : std::vector<std::string>{}));
@@ -157,15 +161,15 @@ int main(int argc, char **argv) {
             throw Error(p.string() + ": no bundle.mlir and no sdsc_*.json files");
         }
         for (const auto &f : files)
-          dumpSdsc(p / f, hw, timing);
+          dumpSdsc(p / f, backendOpts, hw, timing);
       } else if (p.extension() == ".mlir") {
         // One bundle's sequencing file: its SuperDSC files sit next to it.
         for (const auto &f : isa::parseBundleMlir(readFile(p), p.string()))
-          dumpSdsc(p.parent_path() / f, hw, timing);
+          dumpSdsc(p.parent_path() / f, backendOpts, hw, timing);
       } else if (p.extension() == ".lst") {
         dumpKernel(readListing(p, argBytes), hw, timing);
       } else {
-        dumpSdsc(p, hw, timing);
+        dumpSdsc(p, backendOpts, hw, timing);
       }
     }
   } catch (const std::exception &e) {

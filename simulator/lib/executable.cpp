@@ -1,9 +1,6 @@
 #include "spyre/sim/executable.h"
-#include "spyre/isa/backend.h"
-#include "spyre/isa/hardware_config.h"
+#include "spyre/isa/error.h"
 #include "spyre/isa/listing.h"
-#include "spyre/isa/timing.h"
-#include "spyre/isa/verifier.h"
 #include "spyre/sim/trace.h"
 #include <chrono>
 #include <fstream>
@@ -16,22 +13,18 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 }
 } // namespace
 
-Executable::Executable(isa::JobPlan plan, Engine &engine, const std::string &dumpDir) : plan_(std::move(plan)) {
-  const isa::HardwareConfig hw;
-  for (const auto &l : plan_.launches) {
-    auto t0 = std::chrono::steady_clock::now();
+Executable::Executable(isa::JobPlan plan, std::vector<isa::CompiledKernel> kernels, Engine &engine,
+                       const std::string &dumpDir)
+    : plan_(std::move(plan)) {
+  if (kernels.size() != plan_.launches.size())
+    throw Error("executable needs " + std::to_string(plan_.launches.size()) + " compiled kernels, got " +
+                std::to_string(kernels.size()));
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const auto &l = plan_.launches[i];
     CompiledLaunch cl;
-    cl.kernel = isa::compileSuperDsc(l.sdsc);
-    // Every generated kernel must pass the verifier before an engine sees it: the JIT trusts
-    // its addresses.
-    std::vector<uint64_t> argBytes;
-    for (int b : l.argBuffers) // -1: an LX-resident operand, no DDR behind its segment
-      argBytes.push_back(b < 0 ? 0 : static_cast<uint64_t>(plan_.buffers[b].layout.deviceBytes()));
-    isa::verifyKernel(cl.kernel, argBytes);
-    isa::TimingReport rep = isa::timeKernel(cl.kernel, hw);
-    cl.simulatedUs = rep.scheduledUs;
-    cl.timing = rep.summary();
-    compileMs_ += msSince(t0);
+    cl.kernel = std::move(kernels[i].kernel);
+    cl.simulatedUs = kernels[i].simulatedUs;
+    cl.timing = std::move(kernels[i].timing);
     if (!dumpDir.empty()) {
       std::string base = l.sdscFile.substr(0, l.sdscFile.rfind('.'));
       std::ofstream(dumpDir + "/" + base + ".lst") << isa::printKernel(cl.kernel);

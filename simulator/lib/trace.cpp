@@ -135,7 +135,7 @@ void recordLaunch(const isa::Kernel &kernel, const std::shared_ptr<const Prepare
     return;
   State &s = state();
   std::lock_guard<std::mutex> lk(s.mu);
-  const isa::HardwareConfig hw; // the config Executable times kernels with
+  const isa::HardwareConfig hw; // the config the boundaries time kernels with (backend::compileJobPlan)
   // The timing report, cached per prepared kernel (the weak_ptr detects a reused address).
   auto &cached = s.reports[prepared.get()];
   if (!cached.report || cached.prepared.lock() != prepared) {

@@ -2,7 +2,7 @@
 // input elements they copy, bit for bit.
 #include "plan_runner.h"
 #include "spyre/frontend/compiler.h"
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/jit/jit_engine.h"
 #include <gtest/gtest.h>
@@ -113,7 +113,7 @@ TEST(DataOps, MalformedSliceSuperDsc) {
       if (node["nodeType_"] == "allocate" && node["ldsIdx_"] == 0)
         node[field] = value;
     try {
-      isa::compileSuperDsc(isa::parseSuperDsc(j, "sdsc_0.json"));
+      backend::compileSuperDsc(isa::parseSuperDsc(j, "sdsc_0.json"));
       FAIL() << "expected: " << msg;
     } catch (const std::exception &e) {
       EXPECT_NE(std::string(e.what()).find(msg), std::string::npos) << e.what();
@@ -135,7 +135,7 @@ TEST(DataOps, LaneShiftIntoAnOpIsUnsupported) {
   isa::SuperDsc s = plan.launches[0].sdsc;
   s.opFuncName = "neg";
   try {
-    isa::compileSuperDsc(s);
+    backend::compileSuperDsc(s);
     FAIL();
   } catch (const Unsupported &e) {
     EXPECT_NE(std::string(e.what()).find("a view whose stick dim starts inside a stick as an operand of neg"),
@@ -192,7 +192,7 @@ TEST(DataOps, MalformedRestickify) {
   isa::SuperDsc s = plan.launches[0].sdsc;
   s.labeledDs[1].scale = {1, -1};
   try {
-    isa::compileSuperDsc(s);
+    backend::compileSuperDsc(s);
     FAIL();
   } catch (const Error &e) {
     EXPECT_NE(std::string(e.what()).find("every tensor of a restickify must have scale_ 1 on every dim"),
@@ -321,7 +321,7 @@ TEST(DataOps, SwapIsTheTwoDimTranspose) {
   isa::SuperDsc s = plan.launches[0].sdsc;
   std::swap(s.labeledDs[0].dsType, s.labeledDs[1].dsType);
   try {
-    isa::compileSuperDsc(s);
+    backend::compileSuperDsc(s);
     FAIL();
   } catch (const Error &e) {
     EXPECT_NE(std::string(e.what()).find("swap input must be sticked on out and the output on mb"), std::string::npos)
@@ -344,7 +344,7 @@ TEST(DataOps, TransposeOfMoreRowsThanFitInLxGoesInRowChunks) {
     g.outputs = {g.addNode("permute", {x}, "y", outShape, HostType::F16, {{"dims", Attr(c.perm)}})};
     std::vector<float> xv = iotaValues(numel(c.shape), HostType::F16);
     for (int cores : {1, 32}) {
-      EXPECT_NE(isa::compileSuperDsc(compileGraph(g, {cores, ""}).launches[0].sdsc).comment.find("rows in chunks"),
+      EXPECT_NE(backend::compileSuperDsc(compileGraph(g, {cores, ""}).launches[0].sdsc).comment.find("rows in chunks"),
                 std::string::npos);
       auto y = runBoth(g, cores, xv);
       for (int64_t i = 0; i < numel(outShape); ++i) {

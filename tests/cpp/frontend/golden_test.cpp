@@ -3,7 +3,7 @@
 // regenerate with SPYRE_UPDATE_GOLDEN=1 build/bin/spyre_frontend_tests --gtest_filter='Golden*'
 // and review the diff.
 #include "spyre/frontend/compiler.h"
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include "spyre/isa/listing.h"
 #include <cstdlib>
 #include <fstream>
@@ -72,7 +72,7 @@ TEST(Golden, ListingsOfRepresentativeKernels) {
     isa::JobPlan plan = frontend::compileGraph(g, {c.cores, ""});
     std::string text;
     for (const auto &l : plan.launches)
-      text += isa::printKernel(isa::compileSuperDsc(l.sdsc)) + "\n";
+      text += isa::printKernel(backend::compileSuperDsc(l.sdsc)) + "\n";
     std::string path = std::string(SPYRE_TEST_DATA_DIR) + "/golden/" + c.name + ".lst";
     if (update) {
       std::ofstream(path) << text;

@@ -3,7 +3,7 @@
 #include "plan_runner.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/isa/dl16.h"
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include "spyre/isa/superdsc.h"
 #include "spyre/jit/jit_engine.h"
 #include <cmath>
@@ -132,7 +132,7 @@ TEST(LayerNorm, MalformedSuperDscMessages) {
   isa::JobPlan plan = compileGraph(g, {2, ""});
   auto expectError = [](isa::SuperDsc s, const std::string &msg) {
     try {
-      isa::compileSuperDsc(s);
+      backend::compileSuperDsc(s);
       FAIL() << "expected an error containing: " << msg;
     } catch (const std::exception &e) {
       EXPECT_NE(std::string(e.what()).find(msg), std::string::npos) << e.what();
@@ -235,7 +235,7 @@ TEST(LayerNorm, Exx2WithTheStickDimSplitOverTheRing) {
       for (int c = 0; c < ks; ++c)
         t.startAddress.push_back(base + (t.dataFormat == DataFormat::SEN169_FP16 ? c * tilesPerCore * tileBytes : 0));
     }
-    EXPECT_NE(isa::compileSuperDsc(s).comment.find("stick split"), std::string::npos);
+    EXPECT_NE(backend::compileSuperDsc(s).comment.find("stick split"), std::string::npos);
     for (sim::Engine *engine : {interp.get(), static_cast<sim::Engine *>(&jit)}) {
       test::PlanRunner r(plan, *engine);
       r.setInput(0, xv);
@@ -248,7 +248,7 @@ TEST(LayerNorm, Exx2WithTheStickDimSplitOverTheRing) {
     isa::SuperDsc bad = s;
     std::swap(bad.coreIdToWkSlice[0], bad.coreIdToWkSlice[1]);
     try {
-      isa::compileSuperDsc(bad);
+      backend::compileSuperDsc(bad);
       FAIL();
     } catch (const Unsupported &e) {
       EXPECT_NE(std::string(e.what()).find("not in stick-fast order"), std::string::npos) << e.what();

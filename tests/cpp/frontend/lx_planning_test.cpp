@@ -4,7 +4,7 @@
 // reductions in LX and exp/sub in place).
 #include "plan_runner.h"
 #include "spyre/frontend/compiler.h"
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/hardware_config.h"
 #include "spyre/isa/timing.h"
@@ -47,7 +47,7 @@ struct Totals {
 Totals totals(const isa::JobPlan &p) {
   Totals t;
   for (const auto &l : p.launches) {
-    isa::TimingReport r = isa::timeKernel(isa::compileSuperDsc(l.sdsc), isa::HardwareConfig{});
+    isa::TimingReport r = isa::timeKernel(backend::compileSuperDsc(l.sdsc), isa::HardwareConfig{});
     t.ddrBytes += r.ddrBytes;
     t.us += r.scheduledUs;
     for (int b : l.argBuffers)

@@ -1,7 +1,7 @@
 // matmul through frontend, backend (PT) and both engines against a double reference.
 #include "plan_runner.h"
 #include "spyre/frontend/compiler.h"
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/timing.h"
 #include "spyre/jit/jit_engine.h"
@@ -50,9 +50,9 @@ std::vector<double> referenceMatmul(const V &as, const V &bs, const std::vector<
 }
 
 std::vector<float> runMatmul(sim::Engine &engine, int cores, const V &as, const V &bs, const std::vector<float> &a,
-                             const std::vector<float> &b) {
+                             const std::vector<float> &b, const backend::BackendOptions &opts = {}) {
   isa::JobPlan plan = compileMatmul(as, bs, cores);
-  test::PlanRunner r(plan, engine);
+  test::PlanRunner r(plan, engine, 2, opts);
   r.setInput(0, a);
   r.setInput(1, b);
   // Poison the output so unwritten elements show.
@@ -124,7 +124,7 @@ TEST(Transpose, LastTwoDimsBothEnginesAndCoreCounts) {
       g.outputs = {g.addNode("transpose", {a}, "t", os, HostType::F16)};
       isa::JobPlan plan = compileGraph(g, {cores, ""});
       if (cores == 1 && shape[r - 1] >= 192)
-        EXPECT_NE(isa::compileSuperDsc(plan.launches[0].sdsc).comment.find("double-buffered column tiles"),
+        EXPECT_NE(backend::compileSuperDsc(plan.launches[0].sdsc).comment.find("double-buffered column tiles"),
                   std::string::npos);
       for (sim::Engine *e : {static_cast<sim::Engine *>(interp.get()), static_cast<sim::Engine *>(&jit)}) {
         test::PlanRunner run(plan, *e);
@@ -158,7 +158,7 @@ TEST(Matmul, DoubleBufferedRowBlocksMatchReference) {
   for (const auto &c : cases) {
     isa::JobPlan plan = compileMatmul(c.a, c.b, c.cores);
     ASSERT_EQ(plan.launches.size(), 1u);
-    isa::Kernel k = isa::compileSuperDsc(plan.launches[0].sdsc);
+    isa::Kernel k = backend::compileSuperDsc(plan.launches[0].sdsc);
     EXPECT_NE(k.comment.find("double-buffered"), std::string::npos) << k.comment;
     // Small integers / 4: every product and partial sum is exact in fp32 and the result in DL16
     // for these K, so the reference is exact.
@@ -180,7 +180,7 @@ TEST(Matmul, SharedOperandBlocksArriveByMulticast) {
   // M = 64 over 32 cores: the cores of an N slice load the same B blocks; M = 16 (N split):
   // every core loads the same A rows. One multicast per cohort of 8 (torch-spyre's
   // _COHORT_LIMIT). Exact small-integer data; identical results with multicast off
-  // (SPYRE_MULTICAST=0: every core streams its own copy).
+  // (BackendOptions::multicast off, SPYRE_MULTICAST=0: every core streams its own copy).
   struct Case {
     V a, b;
     const char *shared;
@@ -195,10 +195,10 @@ TEST(Matmul, SharedOperandBlocksArriveByMulticast) {
   for (const Case &c : cases) {
     isa::JobPlan plan = compileMatmul(c.a, c.b, 32);
     ASSERT_EQ(plan.launches.size(), 1u);
-    isa::BackendOptions off;
+    backend::BackendOptions off;
     off.multicast = false;
-    isa::Kernel mc = isa::compileSuperDsc(plan.launches[0].sdsc),
-                plain = isa::compileSuperDsc(plan.launches[0].sdsc, off);
+    isa::Kernel mc = backend::compileSuperDsc(plan.launches[0].sdsc),
+                plain = backend::compileSuperDsc(plan.launches[0].sdsc, off);
     EXPECT_NE(mc.comment.find(c.shared), std::string::npos) << mc.comment;
     EXPECT_EQ(plain.comment.find("multicast"), std::string::npos) << plain.comment;
     isa::TimingReport tm = isa::timeKernel(mc, isa::HardwareConfig{}), tp = isa::timeKernel(plain, isa::HardwareConfig{});
@@ -216,9 +216,7 @@ TEST(Matmul, SharedOperandBlocksArriveByMulticast) {
     const std::vector<double> ref = referenceMatmul(c.a, c.b, a, b);
     for (size_t e = 0; e < ref.size(); ++e)
       ASSERT_EQ(ri[e], dl16::round(static_cast<float>(ref[e]))) << "output element " << e;
-    setenv("SPYRE_MULTICAST", "0", 1);
-    auto rOff = runMatmul(jit, 32, c.a, c.b, a, b);
-    unsetenv("SPYRE_MULTICAST");
+    auto rOff = runMatmul(jit, 32, c.a, c.b, a, b, off);
     EXPECT_EQ(rOff, rj);
   }
 }
@@ -248,7 +246,7 @@ TEST(Matmul, SecondOperandStickedOnKIsTransposedInThePeArray) {
     g.outputs = {g.addNode("matmul", {x, y}, "c", matmulShape(c.a, bs), HostType::F16, {{"transb", Attr(1.0)}})};
     isa::JobPlan plan = compileGraph(g, {c.cores, ""});
     ASSERT_EQ(plan.launches.size(), 2u) << "reciprocal and matmul, no transpose kernel";
-    isa::Kernel k = isa::compileSuperDsc(plan.launches[1].sdsc);
+    isa::Kernel k = backend::compileSuperDsc(plan.launches[1].sdsc);
     EXPECT_NE(k.comment.find("y sticked on K"), std::string::npos) << k.comment;
 
     std::vector<float> a(numel(c.a)), w(numel(c.w)), b(numel(bs));

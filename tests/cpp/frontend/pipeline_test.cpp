@@ -1,6 +1,6 @@
 // Graph -> SuperDSC -> backend -> both engines, against a DL16 reference computed here.
 #include "spyre/frontend/compiler.h"
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/listing.h"
 #include "spyre/jit/jit_engine.h"
@@ -36,7 +36,7 @@ int64_t numel(const std::vector<int64_t> &s) {
 std::vector<uint16_t> runGraph(const Graph &g, sim::Engine &engine, int cores, const std::vector<std::vector<uint16_t>> &inputs,
                                int threads = 2) {
   isa::JobPlan plan = compileGraph(g, {cores, ""});
-  sim::Executable exe(plan, engine);
+  sim::Executable exe(plan, backend::compileJobPlan(plan).kernels, engine);
   sim::DeviceMemory mem(4ull << 30);
   sim::Runtime rt(threads, 32);
   std::vector<uint64_t> addr;
@@ -149,7 +149,7 @@ TEST(Pipeline, F32GraphRuns) {
   Graph g = skeletonGraph({33, 40}, HostType::F32);
   isa::JobPlan plan = compileGraph(g, {32, ""});
   jit::JitEngine jit;
-  sim::Executable exe(plan, jit);
+  sim::Executable exe(plan, backend::compileJobPlan(plan).kernels, jit);
   EXPECT_EQ(exe.launches().size(), 3u);
   EXPECT_NE(isa::printKernel(exe.launches()[0].kernel).find("add.f32"), std::string::npos);
 }

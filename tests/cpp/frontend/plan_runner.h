@@ -1,6 +1,7 @@
 // Test harness: runs a compiled JobPlan on a fresh simulated DDR. Inputs and outputs travel as
 // floats converted to / from each buffer's host dtype (fp16 through IEEE half, bool as != 0).
 #pragma once
+#include "spyre/backend/backend.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/job_plan.h"
 #include "spyre/sim/device_memory.h"
@@ -39,8 +40,8 @@ inline int64_t ravel(const std::vector<int64_t> &c, const std::vector<int64_t> &
 
 class PlanRunner {
 public:
-  PlanRunner(const isa::JobPlan &plan, sim::Engine &engine, int threads = 2)
-      : plan_(plan), exe_(plan, engine), mem_(1ull << 32), rt_(threads, 32) {
+  PlanRunner(const isa::JobPlan &plan, sim::Engine &engine, int threads = 2, const backend::BackendOptions &opts = {})
+      : plan_(plan), exe_(plan, backend::compileJobPlan(plan, opts).kernels, engine), mem_(1ull << 32), rt_(threads, 32) {
     for (const auto &b : plan_.buffers)
       addr_.push_back(mem_.allocate(b.layout.deviceBytes()));
   }

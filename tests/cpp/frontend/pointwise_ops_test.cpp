@@ -2,7 +2,7 @@
 // both engines, against a scalar reference written here (fp32 math, DL16 rounding).
 #include "plan_runner.h"
 #include "spyre/frontend/compiler.h"
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/semantics.h"
 #include "spyre/jit/jit_engine.h"
@@ -246,8 +246,8 @@ TEST(PointwiseOps, ToDtypeBothWays) {
         isa::JobPlan plan = compileGraph(g, {cores, ""});
         for (const auto &l : plan.launches)
           if (l.sdsc.opFuncName == "dl16tofp32" || l.sdsc.opFuncName == "fp32todl16")
-            EXPECT_NE(isa::compileSuperDsc(l.sdsc).comment.find("double-buffered"), std::string::npos)
-                << isa::compileSuperDsc(l.sdsc).comment;
+            EXPECT_NE(backend::compileSuperDsc(l.sdsc).comment.find("double-buffered"), std::string::npos)
+                << backend::compileSuperDsc(l.sdsc).comment;
       }
       auto ri = run(g, *interp, cores, {x}), rj = run(g, jit, cores, {x});
       ASSERT_EQ(ri, rj);
@@ -289,7 +289,7 @@ TEST(PointwiseOps, DoubleBufferedStagingMatchesReference) {
       // The kernel is pipelined (else this test would not test it).
       isa::JobPlan plan = compileGraph(g, {cores, ""});
       ASSERT_EQ(plan.launches.size(), 1u);
-      isa::Kernel k = isa::compileSuperDsc(plan.launches[0].sdsc);
+      isa::Kernel k = backend::compileSuperDsc(plan.launches[0].sdsc);
       EXPECT_NE(k.comment.find("double-buffered"), std::string::npos) << c.op << " cores=" << cores << ": " << k.comment;
       auto ri = run(g, *interp, cores, inputs), rj = run(g, jit, cores, inputs);
       ASSERT_EQ(ri, rj) << c.op << " cores=" << cores;

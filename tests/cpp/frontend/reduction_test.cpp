@@ -1,7 +1,7 @@
 // Reductions through frontend, backend and both engines, against references computed here.
 #include "plan_runner.h"
 #include "spyre/frontend/compiler.h"
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/listing.h"
 #include "spyre/jit/jit_engine.h"
@@ -60,7 +60,7 @@ TEST(Reductions, DoubleBufferedSweeps) {
                            {{"keepdim", Attr(c.keepdim ? 1.0 : 0.0)}, {"dims", Attr(c.dims)}})};
     isa::JobPlan plan = compileGraph(g, {1, ""});
     ASSERT_EQ(plan.launches.size(), 1u);
-    isa::Kernel k = isa::compileSuperDsc(plan.launches[0].sdsc);
+    isa::Kernel k = backend::compileSuperDsc(plan.launches[0].sdsc);
     EXPECT_NE(k.comment.find("double-buffered"), std::string::npos) << c.op << ": " << k.comment;
   }
   // Numerics: AllOpsShapesAndDims runs these cases on both engines against a reference.

@@ -2,7 +2,7 @@
 // bytes (an alias of the input's buffer, or one copy kernel when the result is a graph output),
 // a stick-reordering restickify where leading dims merge or split under the same last dim,
 // Unsupported where elements would move between lanes.
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include "plan_runner.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/isa/error.h"
@@ -159,7 +159,7 @@ TEST(Reshape, LaneMovingReshapeWhoseRowGroupExceedsLxIsUnsupported) {
                         "f16[4, 393232]\n  return (%e)\n}\n";
   try {
     for (const auto &l : frontend::compileGraph(frontend::parseGraph(g), {32, ""}).launches)
-      isa::compileSuperDsc(l.sdsc);
+      backend::compileSuperDsc(l.sdsc);
     ADD_FAILURE() << "compiled " << g;
   } catch (const Unsupported &e) {
     EXPECT_NE(std::string(e.what()).find("bytes of LX"), std::string::npos) << e.what();
@@ -226,5 +226,5 @@ TEST(Reshape, LaneMovingReshapeOfFewRowGroupsDividesKOverCores) {
   const isa::SuperDsc &s = plan.launches[0].sdsc;
   EXPECT_EQ(s.numCoresUsed, 32);
   EXPECT_EQ(s.numWkSlicesPerDim[1], 32);
-  EXPECT_NO_THROW(isa::compileSuperDsc(s));
+  EXPECT_NO_THROW(backend::compileSuperDsc(s));
 }

@@ -3,7 +3,7 @@
 // a kernel the verifier accepts or in spyre::Error / spyre::Unsupported: no other exception,
 // no crash, no hang (ctest's timeout). A longer run: SPYRE_FUZZ_CASES=100000.
 #include "spyre/frontend/compiler.h"
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include "spyre/isa/superdsc.h"
 #include "spyre/isa/verifier.h"
 #include <cstdlib>
@@ -77,12 +77,12 @@ TEST(SdscFuzz, MutatedNumbersGiveAKernelOrAClearError) {
     const std::string text = j.dump();
     try {
       isa::SuperDsc s = isa::parseSuperDscText(text, "fuzz.json");
-      isa::Kernel k = isa::compileSuperDsc(s);
+      isa::Kernel k = backend::compileSuperDsc(s);
       std::vector<uint64_t> argBytes(k.args.size(), 0);
       for (const auto &t : s.labeledDs) {
         uint64_t seg = t.startAddress.empty() ? 0 : t.startAddress[0] >> 34;
         if (seg < argBytes.size())
-          argBytes[seg] = std::max<uint64_t>(argBytes[seg], static_cast<uint64_t>(isa::sdscTensorBytes(s, t)));
+          argBytes[seg] = std::max<uint64_t>(argBytes[seg], static_cast<uint64_t>(backend::sdscTensorBytes(s, t)));
       }
       isa::verifyKernel(k, argBytes);
       ++ok;
@@ -106,7 +106,7 @@ TEST(SdscFuzz, SizesBeyondTheCardAreErrors) {
   ASSERT_NE(pos, std::string::npos) << text;
   text.replace(pos, 8, "\"mb_\":1099511627776");
   try {
-    isa::compileSuperDsc(isa::parseSuperDscText(text, "big.json"));
+    backend::compileSuperDsc(isa::parseSuperDscText(text, "big.json"));
     FAIL() << "accepted";
   } catch (const Error &e) {
     EXPECT_NE(std::string(e.what()).find("more than the card's 128 GiB of DDR"), std::string::npos) << e.what();

@@ -1,7 +1,7 @@
 // The static timing model counts work from static trip counts; the interpreter counts what it
 // actually executes. They must agree exactly on every kernel.
 #include "spyre/frontend/compiler.h"
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include "spyre/isa/hardware_config.h"
 #include "spyre/isa/listing.h"
 #include "spyre/isa/timing.h"
@@ -64,7 +64,7 @@ TEST(TimingCrossCheck, StaticCountsEqualInterpretedCounts) {
         std::vector<uint64_t> argBytes;
         for (int b : l.argBuffers)
           argBytes.push_back(b < 0 ? 0 : plan.buffers[b].layout.deviceBytes());
-        crossCheck(isa::compileSuperDsc(l.sdsc), argBytes, mem);
+        crossCheck(backend::compileSuperDsc(l.sdsc), argBytes, mem);
       }
     }
   }

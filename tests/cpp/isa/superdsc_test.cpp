@@ -1,6 +1,4 @@
-#include "spyre/isa/backend.h"
 #include "spyre/isa/error.h"
-#include "spyre/isa/listing.h"
 #include "spyre/isa/superdsc.h"
 #include <gtest/gtest.h>
 
@@ -8,7 +6,8 @@ using namespace spyre;
 using namespace spyre::isa;
 
 namespace {
-// The reconstructed torch-spyre example (notes §2.5): abs on (4,64) fp16 over 2 cores.
+// The reconstructed torch-spyre example (notes §2.5): abs on (4,64) fp16 over 2 cores (also
+// tests/sdsc/abs_4x64/sdsc_0.json).
 const char *kAbs = R"({"0_abs": {
   "numCoresUsed_": 2, "coreIdToDsc_": {"0":0,"1":0},
   "numWkSlicesPerDim_": {"mb":2,"out":1},
@@ -38,19 +37,13 @@ std::string mutate(std::string s, const std::string &from, const std::string &to
 }
 } // namespace
 
-TEST(SuperDsc, ParsesTorchSpyreExampleAndCompiles) {
+TEST(SuperDsc, ParsesTorchSpyreExample) {
+  // Compiled by the backend in tests/cpp/backend/compile_superdsc_test.cpp.
   SuperDsc s = parseSuperDscText(kAbs, "sdsc_0.json");
   EXPECT_EQ(s.name, "0_abs");
   EXPECT_EQ(s.dims, (std::vector<std::string>{"mb", "out"}));
   EXPECT_EQ(s.N, (std::vector<int64_t>{4, 64}));
   EXPECT_EQ(s.labeledDs[1].startAddress[1], 17179869440ull);
-  Kernel k = compileSuperDsc(s);
-  EXPECT_EQ(k.numCores, 2);
-  EXPECT_EQ(k.args, (std::vector<std::string>{"Tensor0", "Tensor1"}));
-  std::string listing = printKernel(k);
-  EXPECT_NE(listing.find("abs.dl16"), std::string::npos) << listing;
-  EXPECT_NE(listing.find("tbl       r1, [0, 256]"), std::string::npos) << listing;
-  EXPECT_EQ(printKernel(parseKernel(listing)), listing);
 }
 
 TEST(SuperDsc, WriteParseRoundTrip) {
@@ -108,26 +101,6 @@ TEST(SuperDsc, MoreThanEightLabeledDsRejected) {
   } catch (const Error &e) {
     EXPECT_NE(std::string(e.what()).find("10 labeled data structures; the backend allows at most 8"), std::string::npos);
   }
-}
-
-TEST(SuperDsc, BackendRejectsInconsistentDescriptors) {
-  // Start address that does not match the core's work slice.
-  std::string bad = mutate(kAbs, R"("[1, 0, 0]":"256")", R"("[1, 0, 0]":"384")");
-  SuperDsc s = parseSuperDscText(bad, "sdsc_0.json");
-  try {
-    compileSuperDsc(s);
-    FAIL();
-  } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find("start address of Tensor0 on core 1 is 384, but its work slice starts at 256"),
-              std::string::npos) << e.what();
-  }
-  // Uneven split: 3 rows over 2 cores.
-  std::string uneven = mutate(kAbs, R"("mb_":4)", R"("mb_":3)");
-  EXPECT_THROW(compileSuperDsc(parseSuperDscText(uneven, "u.json")), Error);
-  // Unknown op.
-  std::string op = mutate(mutate(kAbs, R"({"abs": {)", R"({"frobnicate": {)"), R"("opFuncName":"abs")",
-                          R"("opFuncName":"frobnicate")");
-  EXPECT_THROW(compileSuperDsc(parseSuperDscText(op, "o.json")), Unsupported);
 }
 
 TEST(SuperDsc, BundleMlir) {

@@ -319,27 +319,20 @@ TEST(HardwareConfig, DefaultsMatchTorchSpyre) {
 }
 
 TEST(HardwareConfig, SencoresFromEnvironment) {
-  const char *saved = std::getenv("SENCORES");
-  std::string savedValue = saved ? saved : "";
-  unsetenv("SENCORES");
-  EXPECT_EQ(HardwareConfig::fromEnv().numCores, 32);
-  setenv("SENCORES", "8", 1);
-  EXPECT_EQ(HardwareConfig::fromEnv().numCores, 8);
-  setenv("SENCORES", "1", 1);
-  EXPECT_EQ(HardwareConfig::fromEnv().numCores, 1);
-  for (const char *bad : {"0", "33", "-1", "abc", "8x", ""}) {
-    setenv("SENCORES", bad, 1);
+  auto cores = [](const char *v) { return HardwareConfig::fromEnv(Env::fromMap({{"SENCORES", v}})).numCores; };
+  EXPECT_EQ(HardwareConfig::fromEnv(Env()).numCores, 32);
+  EXPECT_EQ(cores(""), 32); // an empty value counts as unset (spyre::Env)
+  EXPECT_EQ(cores("8"), 8);
+  EXPECT_EQ(cores("1"), 1);
+  EXPECT_EQ(cores("32"), 32);
+  for (const char *bad : {"0", "33", "-1", "abc", "8x", "+4", " 8"}) {
     try {
-      HardwareConfig::fromEnv();
+      cores(bad);
       ADD_FAILURE() << "SENCORES=" << bad << " accepted";
     } catch (const Unsupported &e) {
       EXPECT_EQ(std::string(e.what()), std::string("Unsupported: invalid SENCORES value ") + bad);
     }
   }
-  if (saved)
-    setenv("SENCORES", savedValue.c_str(), 1);
-  else
-    unsetenv("SENCORES");
 }
 
 TEST(Timing, MulticastChargesEachCohortMemberItsShare) {

@@ -3,6 +3,7 @@
 // torch-spyre does not publish (DMA start-up, barrier, kernel launch) are our choices, argued
 // next to each field.
 #pragma once
+#include "spyre/isa/env.h"
 #include <cstdint>
 
 namespace spyre::isa {
@@ -58,9 +59,10 @@ struct HardwareConfig {
   /// DDR bytes per cycle available to one core when `activeCores` cores stream concurrently.
   double ddrBytesPerCyclePerCore(int activeCores) const;
 
-  /// Defaults, with numCores from the SENCORES environment variable when set. Throws
-  /// spyre::Unsupported("invalid SENCORES value N") unless it is an integer in 1..32.
-  static HardwareConfig fromEnv();
+  /// Defaults, with numCores from SENCORES when set (an empty value counts as unset). Throws
+  /// spyre::Unsupported("invalid SENCORES value N") unless it is an integer in 1..32
+  /// (torch-spyre's wording).
+  static HardwareConfig fromEnv(const spyre::Env &env);
 };
 
 } // namespace spyre::isa

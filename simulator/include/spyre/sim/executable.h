@@ -1,6 +1,8 @@
-// A JobPlan made runnable: each launch's SuperDSC compiled by the backend to a Kernel, verified,
-// prepared by an Engine (JIT or interpreter). Running binds buffers to DDR addresses.
+// A JobPlan made runnable: each launch's kernel (compiled, verified and timed by the backend,
+// backend::compileJobPlan) prepared by an Engine (JIT or interpreter). Running binds buffers to
+// DDR addresses.
 #pragma once
+#include "spyre/isa/compiled_kernel.h"
 #include "spyre/isa/job_plan.h"
 #include "spyre/isa/program.h"
 #include "spyre/sim/engine.h"
@@ -20,12 +22,13 @@ struct CompiledLaunch {
 
 class Executable {
 public:
-  /// Backend-compiles and prepares every launch. If dumpDir is set, writes sdsc_N.lst listings.
-  Executable(isa::JobPlan plan, Engine &engine, const std::string &dumpDir = "");
+  /// Prepares every launch; kernels[i] is the compiled kernel of plan launch i. If dumpDir is
+  /// set, writes sdsc_N.lst listings and sdsc_N.timing.txt.
+  Executable(isa::JobPlan plan, std::vector<isa::CompiledKernel> kernels, Engine &engine,
+             const std::string &dumpDir = "");
   const isa::JobPlan &plan() const { return plan_; }
   const std::vector<CompiledLaunch> &launches() const { return launches_; }
-  /// Milliseconds spent in backend compile + engine prepare.
-  double compileMs() const { return compileMs_; }
+  /// Milliseconds spent in engine prepare.
   double prepareMs() const { return prepareMs_; }
   /// Sum of the launches' simulated device times.
   double simulatedUs() const;
@@ -36,7 +39,7 @@ public:
 private:
   isa::JobPlan plan_;
   std::vector<CompiledLaunch> launches_;
-  double compileMs_ = 0, prepareMs_ = 0;
+  double prepareMs_ = 0;
 };
 
 } // namespace spyre::sim

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <functional>
 
-namespace spyre::isa::detail {
+namespace spyre::backend::detail {
 
 std::string where(const SuperDsc &s) { return "SuperDSC " + s.name + " (" + s.opFuncName + ")"; }
 
@@ -489,4 +489,4 @@ void ProgramBuilder::dmaBoxStrided(bool toLx, int arg, int rDdr, int64_t ddrOff,
   nest(0);
 }
 
-} // namespace spyre::isa::detail
+} // namespace spyre::backend::detail

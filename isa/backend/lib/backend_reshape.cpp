@@ -15,13 +15,13 @@
 // r at element r*L), unpack the stream into output sticks with ldu (row r' from element r'*L';
 // the last stick of a row zero-filled past L'), DMA the output rows out. Addresses are affine
 // in the row and tile, so loops, not unrolled code.
-#include "backend_common.h"
+#include "lowerings.h"
 #include "spyre/isa/error.h"
 #include <array>
 #include <climits>
 #include <numeric>
 
-namespace spyre::isa::detail {
+namespace spyre::backend::detail {
 
 bool isLaneReshapeOp(const std::string &op) { return op == "reshape"; }
 
@@ -251,4 +251,4 @@ Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts) {
   return k;
 }
 
-} // namespace spyre::isa::detail
+} // namespace spyre::backend::detail

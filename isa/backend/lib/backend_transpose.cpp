@@ -2,10 +2,10 @@
 // through the PE array (pt.tr). Cores split the C tiles (and batch dims); each core stages one
 // C tile x all R rows (R padded to a stick multiple with zero rows), transposes it and writes
 // the C-tile's rows of every R tile.
-#include "backend_common.h"
+#include "lowerings.h"
 #include <functional>
 
-namespace spyre::isa::detail {
+namespace spyre::backend::detail {
 
 // `swap` is torch-spyre's old name of the 2-D transpose (notes §2.8): the same kernel.
 bool isTransposeOp(const std::string &op) { return op == "transpose" || op == "swap"; }
@@ -149,4 +149,4 @@ Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
   return k;
 }
 
-} // namespace spyre::isa::detail
+} // namespace spyre::backend::detail

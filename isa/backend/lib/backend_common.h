@@ -2,12 +2,17 @@
 // small builder for SPMD programs (per-core tables, nested loops that advance several address
 // registers, DMA of an arbitrary box of sticks).
 #pragma once
-#include "spyre/isa/backend.h"
+#include "spyre/backend/backend.h"
 #include <functional>
 #include <string>
 #include <vector>
 
-namespace spyre::isa::detail {
+namespace spyre::backend {
+// The backend speaks the ISA's vocabulary (SuperDsc, Kernel, Instr, Opcode, Format, ...).
+using namespace spyre::isa;
+} // namespace spyre::backend
+
+namespace spyre::backend::detail {
 
 /// One non-elem device dim of a tensor (outer -> inner), aligned with the op's layout.
 struct TensorDim {
@@ -171,4 +176,4 @@ void emitZeroPadRows(ProgramBuilder &pb, int64_t lx, int64_t tiles, int64_t per,
 /// lx[rBase + src] (R x C sticked on C); rBase -1 = absolute addresses.
 void emitPtTr(ProgramBuilder &pb, int64_t dst, int64_t src, int64_t R, int64_t C, int rBase = -1);
 
-} // namespace spyre::isa::detail
+} // namespace spyre::backend::detail

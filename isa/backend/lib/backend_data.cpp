@@ -19,10 +19,10 @@
 // and E is transposed back. Lanes past the view's end in its last tile belong to later cat
 // operands (written by later kernels) or padding. Later column groups start at output tile
 // boundaries and are plain shifts.
-#include "backend_common.h"
+#include "lowerings.h"
 #include <functional>
 
-namespace spyre::isa::detail {
+namespace spyre::backend::detail {
 
 Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
   if (s.inputs.size() != 1 || s.inputs[0] < 0 || s.outputs.size() != 1)
@@ -189,4 +189,4 @@ Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts) {
   return k;
 }
 
-} // namespace spyre::isa::detail
+} // namespace spyre::backend::detail

@@ -11,12 +11,10 @@
 //   store; mean is lane 0 of an exx2 output, rstd lane 0 of a layernormscale output (both
 //   scale_ -2 on the stick), w and b are per-column (scale_ -1 on every other dim) tensors or
 //   constants (1 and 0 for a missing weight or bias).
-#include "backend_common.h"
+#include "lowerings.h"
 #include <map>
 
-namespace spyre::isa::detail {
-Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts);
-Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts);
+namespace spyre::backend::detail {
 namespace {
 
 struct PwDesc {
@@ -511,4 +509,4 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   return k;
 }
 
-} // namespace spyre::isa::detail
+} // namespace spyre::backend::detail

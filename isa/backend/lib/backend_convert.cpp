@@ -1,10 +1,10 @@
 // dtype ops on the SFP: dl16tofp32 (each DL16 stick becomes two fp32 sticks, standard element
 // order) and fp32todl16 (two fp32 sticks become one DL16 stick). The stick dim is never split
 // over cores; the per-core rows are blocked to fit LX.
-#include "backend_common.h"
+#include "lowerings.h"
 #include <functional>
 
-namespace spyre::isa::detail {
+namespace spyre::backend::detail {
 
 bool isConvertOp(const std::string &op) { return op == "dl16tofp32" || op == "fp32todl16"; }
 
@@ -268,4 +268,4 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
   return k;
 }
 
-} // namespace spyre::isa::detail
+} // namespace spyre::backend::detail

@@ -1,31 +1,11 @@
 // Backend compiler entry: dispatches a SuperDSC to the lowering of its op class.
-#include "spyre/isa/backend.h"
-#include "backend_common.h"
+#include "spyre/backend/backend.h"
+#include "lowerings.h"
 #include "spyre/isa/timing.h"
-#include <cstdlib>
+#include "spyre/isa/verifier.h"
+#include <chrono>
 
-namespace spyre::isa {
-namespace detail {
-bool isPointwiseOp(const std::string &opFunc);
-Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts);
-bool isReductionOp(const std::string &opFunc);
-Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts);
-bool isMatmulOp(const std::string &opFunc);
-Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts);
-bool isConvertOp(const std::string &opFunc);
-Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts);
-bool isTransposeOp(const std::string &opFunc);
-Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts);
-bool isLaneReshapeOp(const std::string &opFunc);
-Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts);
-int64_t laneReshapeMinStagingBytes(const SuperDsc &s);
-/// exx2 / sum / mean with the stick dim split over cores (partials summed on the ring).
-bool isStickSplitReduction(const SuperDsc &s);
-int64_t stickSplitStagingBytes(const SuperDsc &s);
-int64_t matmulMinStagingBytes(const SuperDsc &s);
-bool matmulLxResidentOk(const SuperDsc &s, int ldsIdx);
-int64_t convertMinStagingBytes(const SuperDsc &s, int residentIdx);
-} // namespace detail
+namespace spyre::backend {
 
 int64_t sdscTensorBytes(const SuperDsc &s, const SdscTensor &t) {
   return detail::tensorGeom(s, t, s.primaryDsInfo.at(t.dsType).stickDimOrder[0], /*allowView=*/true).bytes;
@@ -155,9 +135,10 @@ void checkSizes(const SuperDsc &s) {
 
 } // namespace
 
-bool multicastFromEnv() {
-  const char *e = std::getenv("SPYRE_MULTICAST");
-  return !(e && std::string(e) == "0");
+BackendOptions BackendOptions::fromEnv(const spyre::Env &env) {
+  BackendOptions o;
+  o.multicast = env.flag("SPYRE_MULTICAST", o.multicast);
+  return o;
 }
 
 Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
@@ -169,4 +150,25 @@ Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
   return compileOne(s, opts);
 }
 
-} // namespace spyre::isa
+CompiledJob compileJobPlan(const isa::JobPlan &plan, const BackendOptions &opts, const isa::HardwareConfig &hw) {
+  CompiledJob job;
+  for (const auto &l : plan.launches) {
+    auto t0 = std::chrono::steady_clock::now();
+    isa::CompiledKernel ck;
+    ck.kernel = compileSuperDsc(l.sdsc, opts);
+    // Every generated kernel must pass the verifier before an engine sees it: the JIT trusts
+    // its addresses.
+    std::vector<uint64_t> argBytes;
+    for (int b : l.argBuffers) // -1: an LX-resident operand, no DDR behind its segment
+      argBytes.push_back(b < 0 ? 0 : static_cast<uint64_t>(plan.buffers[b].layout.deviceBytes()));
+    isa::verifyKernel(ck.kernel, argBytes);
+    isa::TimingReport rep = isa::timeKernel(ck.kernel, hw);
+    ck.simulatedUs = rep.scheduledUs;
+    ck.timing = rep.summary();
+    job.compileMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    job.kernels.push_back(std::move(ck));
+  }
+  return job;
+}
+
+} // namespace spyre::backend

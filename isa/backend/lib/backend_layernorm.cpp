@@ -10,11 +10,11 @@
 //
 // Per core, phase 0: for each index of the outer row dims, DMA the (tiles x inner rows) block,
 // reduce each row into one fp32 stick of a dense LX statistics block (all the core's rows).
-#include "backend_common.h"
+#include "lowerings.h"
 #include <climits>
 #include <functional>
 
-namespace spyre::isa::detail {
+namespace spyre::backend::detail {
 
 namespace {
 
@@ -285,4 +285,4 @@ Kernel compileStickSplitReduction(const SuperDsc &s, const BackendOptions &opts)
   return k;
 }
 
-} // namespace spyre::isa::detail
+} // namespace spyre::backend::detail

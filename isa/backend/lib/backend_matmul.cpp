@@ -4,11 +4,11 @@
 // B may also arrive sticked on K (the KERNEL tensor is then y^T as stored, [.., N, K]: a
 // linear layer's weight, attention's K): its rows are staged as they are and turned into B
 // tiles through the PE array (pt.tr), which saves the restickify kernel before the matmul.
-#include "backend_common.h"
+#include "lowerings.h"
 #include <cmath>
 #include <functional>
 
-namespace spyre::isa::detail {
+namespace spyre::backend::detail {
 
 bool isMatmulOp(const std::string &op) { return op == "batchmatmul" || op == "matmul"; }
 
@@ -479,4 +479,4 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   return k;
 }
 
-} // namespace spyre::isa::detail
+} // namespace spyre::backend::detail

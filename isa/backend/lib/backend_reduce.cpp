@@ -6,11 +6,11 @@
 // exx2 (layer norm statistics) is the same walk over a stick-reduced row with two fp32
 // accumulators (x and x*x); its output is one fp32 stick per row in the EXX2 arrangement:
 // lane 0 = E[x], every other lane = E[x^2] (nothing rounded below fp32).
-#include "backend_common.h"
+#include "lowerings.h"
 #include <cmath>
 #include <functional>
 
-namespace spyre::isa::detail {
+namespace spyre::backend::detail {
 
 bool isReductionOp(const std::string &op) {
   for (const char *base : {"sum", "mean", "max", "min"})
@@ -18,8 +18,6 @@ bool isReductionOp(const std::string &op) {
       return true;
   return op == "exx2";
 }
-
-Kernel compileStickSplitReduction(const SuperDsc &s, const BackendOptions &opts);
 
 bool isStickSplitReduction(const SuperDsc &s) {
   const std::string &op = s.opFuncName;
@@ -487,4 +485,4 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
   return k;
 }
 
-} // namespace spyre::isa::detail
+} // namespace spyre::backend::detail
