@@ -19,6 +19,7 @@
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -506,12 +507,20 @@ double estimateInterpSeconds(const WorkloadResult &w) {
          static_cast<double>(w.ptMacs) * 10e-9 + static_cast<double>(w.ddrBytes) * 0.5e-9;
 }
 
+/// The frontend's options from the environment (LX_PLANNING, ..), with the bench's core count.
+frontend::CompileOptions compileOptions(int cores, const std::string &dumpDir) {
+  frontend::CompileOptions c = frontend::CompileOptions::fromEnv(spyre::Env(&std::getenv));
+  c.maxCores = cores;
+  c.dumpDir = dumpDir;
+  return c;
+}
+
 WorkloadResult runWorkload(const std::string &name, const frontend::Graph &g, const bench::NativeSpec *native,
                            const Options &o) {
   WorkloadResult w;
   w.name = name;
   sim::trace::setLabel(name);
-  isa::JobPlan plan = frontend::compileGraph(g, {o.cores, o.dumpDir});
+  isa::JobPlan plan = frontend::compileGraph(g, compileOptions(o.cores, o.dumpDir));
   w.kernels = plan.launches.size();
   w.flops = graphFlops(g);
   for (const auto &b : plan.buffers)
@@ -933,7 +942,7 @@ int main(int argc, char **argv) {
     Options o;
     std::string tierS = vm["tier"].as<std::string>();
     o.tier = tierS == "O0" ? jit::OptTier::O0 : tierS == "O2" ? jit::OptTier::O2 : throw Error("bad --tier " + tierS);
-    o.cores = vm.count("cores") ? vm["cores"].as<int>() : frontend::senCoresFromEnv();
+    o.cores = vm.count("cores") ? vm["cores"].as<int>() : frontend::CompileOptions::fromEnv(spyre::Env(&std::getenv)).maxCores;
     o.reps = std::max(1, vm["reps"].as<int>());
     o.interpReps = vm["interp-reps"].as<int>();
     o.interpBudgetS = vm["interp-budget"].as<double>();
@@ -993,7 +1002,7 @@ int main(int argc, char **argv) {
       std::string op = vm["op"].as<std::string>();
       frontend::Graph g = singleOpGraph(op, shape, dt);
       if (compileReps > 0 && o.engine != "interp") {
-        isa::JobPlan plan = frontend::compileGraph(g, {o.cores, ""});
+        isa::JobPlan plan = frontend::compileGraph(g, compileOptions(o.cores, ""));
         std::vector<isa::Kernel> kernels;
         for (const auto &l : plan.launches)
           kernels.push_back(isa::compileSuperDsc(l.sdsc));
