@@ -5,6 +5,7 @@
 #pragma once
 #include "native_baseline.h"
 #include "spyre/backend/backend.h"
+#include "spyre/frontend/compiler.h"
 #include "spyre/frontend/graph.h"
 #include "spyre/isa/program.h"
 #include "spyre/jit/jit_engine.h"
@@ -100,6 +101,8 @@ std::vector<Workload> workloads();
 /// (`softmax` = both softmaxes, `vector_add` = vector_add_4096); `all` selects everything.
 std::vector<Workload> selectWorkloads(const std::string &spec);
 
+/// The frontend's options from the environment (LX_PLANNING, ..), with the bench's core count and dump dir.
+frontend::CompileOptions compileOptions(int cores, const std::string &dumpDir);
 // measure.cpp
 CompileResult compileBench(const std::vector<isa::Kernel> &kernels, jit::OptTier tier, int reps);
 WorkloadResult runWorkload(const std::string &name, const frontend::Graph &g, const bench::NativeSpec *native,

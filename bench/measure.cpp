@@ -194,7 +194,7 @@ WorkloadResult runWorkload(const std::string &name, const frontend::Graph &g, co
   WorkloadResult w;
   w.name = name;
   sim::trace::setLabel(name);
-  isa::JobPlan plan = frontend::compileGraph(g, {o.cores, o.dumpDir});
+  isa::JobPlan plan = frontend::compileGraph(g, compileOptions(o.cores, o.dumpDir));
   w.kernels = plan.launches.size();
   w.flops = graphFlops(g);
   for (const auto &b : plan.buffers)

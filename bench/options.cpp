@@ -72,7 +72,7 @@ Options optionsFrom(const po::variables_map &vm) {
   o.backendOpts = backend::BackendOptions::fromEnv(Env(&std::getenv));
   std::string tierS = vm["tier"].as<std::string>();
   o.tier = tierS == "O0" ? jit::OptTier::O0 : tierS == "O2" ? jit::OptTier::O2 : throw Error("bad --tier " + tierS);
-  o.cores = vm.count("cores") ? vm["cores"].as<int>() : frontend::senCoresFromEnv();
+  o.cores = vm.count("cores") ? vm["cores"].as<int>() : frontend::CompileOptions::fromEnv(Env(&std::getenv)).maxCores;
   o.reps = std::max(1, vm["reps"].as<int>());
   o.interpReps = vm["interp-reps"].as<int>();
   o.interpBudgetS = vm["interp-budget"].as<double>();
@@ -88,6 +88,13 @@ Options optionsFrom(const po::variables_map &vm) {
     std::filesystem::create_directories(o.dumpDir);
   }
   return o;
+}
+
+frontend::CompileOptions compileOptions(int cores, const std::string &dumpDir) {
+  frontend::CompileOptions c = frontend::CompileOptions::fromEnv(Env(&std::getenv));
+  c.maxCores = cores;
+  c.dumpDir = dumpDir;
+  return c;
 }
 
 } // namespace spyre::bench

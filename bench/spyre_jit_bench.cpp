@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
       std::string op = vm["op"].as<std::string>();
       frontend::Graph g = singleOpGraph(op, shape, dt);
       if (compileReps > 0 && o.engine != "interp") {
-        isa::JobPlan plan = frontend::compileGraph(g, {o.cores, ""});
+        isa::JobPlan plan = frontend::compileGraph(g, compileOptions(o.cores, ""));
         std::vector<isa::Kernel> kernels;
         for (const auto &l : plan.launches)
           kernels.push_back(backend::compileSuperDsc(l.sdsc, o.backendOpts));

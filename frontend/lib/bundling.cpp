@@ -1,5 +1,6 @@
 // Bundling, the last pass: consecutive launches share a SuperDSC bundle while its graph input /
 // output tensors fit the kernel-argument segments. See passes.h.
+#include "lowering.h"
 #include "spyre/frontend/passes.h"
 #include "spyre/isa/error.h"
 #include "spyre/isa/superdsc.h"
@@ -72,5 +73,23 @@ std::string BundlingResult::summary() const {
   }
   return s;
 }
+
+namespace detail {
+
+void bundleKernels(Lowering &l) {
+  l.bundling = bundleLaunches(l.plan);
+  for (size_t ni = 0; ni < l.g.nodes.size(); ++ni) {
+    std::vector<double> bundles;
+    for (size_t k = 0; k < l.drafts.size(); ++k)
+      if (l.nodeOfDraft[k] == static_cast<int>(ni))
+        bundles.push_back(l.plan.launches[k].bundle);
+    if (bundles.size() == 1)
+      l.g.nodes[ni].notes["bundle"] = Attr(bundles[0]);
+    else if (!bundles.empty())
+      l.g.nodes[ni].notes["bundle"] = Attr(bundles);
+  }
+}
+
+} // namespace detail
 
 } // namespace spyre::frontend

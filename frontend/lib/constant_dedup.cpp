@@ -2,6 +2,7 @@
 // constants (value, dtype, shape) are computed once, and every constant moves to the front so
 // its fill kernel runs before the kernels that read it.
 #include "spyre/frontend/passes.h"
+#include "spyre/frontend/ops.h"
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -14,7 +15,7 @@ void dedupConstants(Graph &g) {
   std::map<int, int> replace;
   std::vector<Node> constants, rest;
   for (Node &n : g.nodes) {
-    if (n.op != "full" || !n.inputs.empty()) {
+    if (!isOp(n.op, OpId::Full) || !n.inputs.empty()) {
       rest.push_back(std::move(n));
       continue;
     }

@@ -1,7 +1,8 @@
 // Decompositions (the "split to one op per kernel" half of torch-spyre's split_multi_ops that
 // the graph IR needs): select, constant_pad_nd and slices stepping along the stick dim become
 // ops that are one kernel each, or a zero-copy reshape. The rewritten node's value keeps its name; helpers get fresh names.
-#include "kernel_draft.h"
+#include "kernels/kernels.h"
+#include "spyre/frontend/ops.h"
 #include "spyre/frontend/passes.h"
 #include <algorithm>
 #include "spyre/isa/error.h"
@@ -221,7 +222,7 @@ bool reducePermuteRank(Graph &g, const Node &n, std::vector<Node> &out) {
 bool reduceRank(Graph &g, const Node &n, std::vector<Node> &out) {
   const std::vector<int64_t> os = g.values[n.output].shape;
   const size_t r = os.size();
-  if (r > 4 && n.op == "permute" && n.inputs.size() == 1)
+  if (r > 4 && isOp(n.op, OpId::Permute) && n.inputs.size() == 1)
     return reducePermuteRank(g, n, out);
   if (r <= 4 || !detail::isPointwiseOp(n.op))
     return false;
@@ -284,7 +285,7 @@ void collapseReshapeChains(Graph &g) {
     ++uses[o];
   std::map<int, int> sourceOf; // reshape output -> reshape input
   for (Node &n : g.nodes)
-    if (n.op == "reshape" && n.inputs.size() == 1) {
+    if (isOp(n.op, OpId::Reshape) && n.inputs.size() == 1) {
       auto it = sourceOf.find(n.inputs[0]);
       if (it != sourceOf.end() && uses[n.inputs[0]] == 1)
         n.inputs[0] = it->second;
@@ -298,11 +299,11 @@ void collapseReshapeChains(Graph &g) {
 void decomposeOps(Graph &g) {
   std::vector<Node> nodes;
   for (const Node &n : g.nodes) {
-    if (n.op == "select" && n.inputs.size() == 1)
+    if (isOp(n.op, OpId::Select) && n.inputs.size() == 1)
       decomposeSelect(g, n, nodes);
-    else if (n.op == "constant_pad_nd" && n.inputs.size() == 1)
+    else if (isOp(n.op, OpId::ConstantPadNd) && n.inputs.size() == 1)
       decomposePad(g, n, nodes);
-    else if (n.op == "slice" && n.inputs.size() == 1 && !g.values[n.inputs[0]].shape.empty() &&
+    else if (isOp(n.op, OpId::Slice) && n.inputs.size() == 1 && !g.values[n.inputs[0]].shape.empty() &&
              n.attrs.count("step") && n.attrs.at("step").scalar() != 1 &&
              n.attrs.count("dim") && static_cast<size_t>(n.attrs.at("dim").scalar()) + 1 == g.values[n.inputs[0]].shape.size())
       decomposeSteppedSlice(g, n, nodes);

@@ -1,4 +1,5 @@
 #include "spyre/frontend/graph.h"
+#include "spyre/frontend/ops.h"
 #include "spyre/isa/error.h"
 #include <charconv>
 #include <set>
@@ -65,6 +66,24 @@ int Graph::producer(int v) const {
   return -1;
 }
 
+/// The op-table checks of one node at `line` of `source`: a known op (else Unsupported) with a
+/// tensor operand count within the op's bounds (else Error).
+static void checkNodeOp(const Node &n, const std::string &outName, std::string_view source, int line) {
+  const std::string at = std::string(source) + ":" + std::to_string(line) + ": ";
+  const std::string node = " (node %" + outName + " = " + n.op + ")";
+  const OpInfo *op = findOp(n.op);
+  if (!op)
+    throw Unsupported(at + "op '" + n.op + "'" + node);
+  const int got = static_cast<int>(n.inputs.size());
+  if (got < op->minInputs || (op->maxInputs >= 0 && got > op->maxInputs)) {
+    const std::string bounds = op->maxInputs < 0               ? "at least " + std::to_string(op->minInputs)
+                               : op->minInputs == op->maxInputs ? std::to_string(op->minInputs)
+                                                                : std::to_string(op->minInputs) + " to " +
+                                                                      std::to_string(op->maxInputs);
+    throw Error(at + n.op + " takes " + bounds + " tensor operand(s), got " + std::to_string(got) + node);
+  }
+}
+
 void Graph::verify() const {
   std::set<std::string> names;
   std::vector<bool> defined(values.size(), false);
@@ -89,6 +108,9 @@ void Graph::verify() const {
       throw Error("node " + n.op + " has an invalid or redefined output");
     defined[n.output] = true;
   }
+  // Lines of printGraph's text: the header is line 1, node i line i + 2.
+  for (size_t i = 0; i < nodes.size(); ++i)
+    checkNodeOp(nodes[i], values[nodes[i].output].name, "<graph>", static_cast<int>(i) + 2);
   for (int o : outputs)
     if (o < 0 || o >= static_cast<int>(values.size()) || !defined[o])
       throw Error("graph output id " + std::to_string(o) + " is not defined");
@@ -190,6 +212,8 @@ public:
       if (names_.count(out))
         fail("a new value name", "%" + out);
       expect('=');
+      skip();
+      const int opLine = currentLine();
       std::string op = ident();
       if (op.empty())
         fail("an op name");
@@ -210,6 +234,7 @@ public:
       expect(':');
       auto [dt, shape] = type();
       names_[out] = g.addNode(op, ins, out, shape, dt, attrs);
+      checkNodeOp(g.nodes.back(), out, src_, opLine);
       if (accept('{')) { // pass decisions
         if (!peekIs('}')) {
           do {
@@ -234,6 +259,12 @@ private:
   void skip() {
     while (pos_ < t_.size() && isspace(static_cast<unsigned char>(t_[pos_])))
       ++pos_;
+  }
+  int currentLine() const {
+    int l = 1;
+    for (size_t i = 0; i < pos_ && i < t_.size(); ++i)
+      l += t_[i] == '\n';
+    return l;
   }
   [[noreturn]] void fail(const std::string &exp, std::string got = "") {
     int line = 1, col = 1;

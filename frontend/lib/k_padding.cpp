@@ -5,6 +5,7 @@
 // too, because lanes past K in an intermediate x are whatever its producer computed there
 // (0 * inf would be NaN).
 #include "spyre/frontend/passes.h"
+#include "spyre/frontend/ops.h"
 #include <map>
 
 namespace spyre::frontend {
@@ -15,7 +16,7 @@ void padMatmulK(Graph &g) {
   std::map<HostType, int> zeroOf; // one zero constant per dtype (constant dedup merges the rest)
   for (const Node &n : g.nodes) {
     // A y sticked on K (transb) is padded by the backend when it transposes the tiles.
-    if (n.op != "matmul" || n.inputs.size() != 2 || n.attrs.count("transb")) {
+    if (!isOp(n.op, OpId::Matmul) || n.inputs.size() != 2 || n.attrs.count("transb")) {
       nodes.push_back(n);
       continue;
     }

@@ -46,7 +46,9 @@
 //   %t = reshape(%x) : f16[64, 256] {layout=[1, 0], relabel=1}
 //   %r = relu(%t) : f16[64, 256] {layout=[1, 0]}
 //   %o = reshape(%r) : f16[64, 256] {relabel=1}
-#include "kernel_draft.h"
+#include "kernels/kernels.h"
+#include "layout_search.h"
+#include "spyre/frontend/ops.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/frontend/passes.h"
 #include "spyre/frontend/work_division.h"
@@ -59,17 +61,6 @@
 #include <set>
 
 namespace spyre::frontend {
-
-int layoutBeamWidthFromEnv() {
-  const char *e = std::getenv("SPYRE_LAYOUT_BEAM");
-  if (!e || !*e)
-    return kLayoutBeamWidth;
-  char *end = nullptr;
-  long v = std::strtol(e, &end, 10);
-  if (*end != '\0' || v < 1 || v > 4096)
-    throw Unsupported(std::string("invalid SPYRE_LAYOUT_BEAM value ") + e + " (1..4096)");
-  return static_cast<int>(v);
-}
 
 DimMap identityDimMap(size_t rank) {
   DimMap m(rank);
@@ -121,15 +112,8 @@ SpyreTensorLayout deviceTensorLayout(const Graph &g, int v) {
   return SpyreTensorLayout(val.shape, strides, fmt, order);
 }
 
-namespace {
+namespace layout {
 
-/// Cost weights, in sticks (128 B) moved: a restickify moves a stick about as fast as a kernel
-/// streams one, and a launch costs about as much as streaming 512 sticks (a few µs).
-constexpr double kRestickifyWeight = 1.0;
-constexpr double kLaunchCostSticks = 512;
-constexpr double kInfeasible = std::numeric_limits<double>::infinity();
-/// The kernel builders draft at most rank-4 iteration spaces.
-constexpr size_t kMaxDeviceRank = 4;
 
 int64_t elemsPerStickOf(const Value &v) { return v.dtype == HostType::F32 ? 32 : 64; }
 
@@ -187,9 +171,8 @@ DimMap withUnitDims(DimMap m, size_t k) {
   return m;
 }
 
-enum class Rule { Pointwise, Reduction, Relabel, Reshape, Matmul, GenericOnly };
 
-bool isReduction(const std::string &op) { return op == "sum" || op == "mean" || op == "amax" || op == "amin"; }
+bool isReduction(const std::string &op) { return isOpClass(op, OpClass::Reduction); }
 
 /// Output dim k of a transpose / permute is input dim perm[k]; empty if the node is malformed
 /// (its kernel builder reports it).
@@ -199,7 +182,7 @@ std::vector<int> relabelPermutation(const Graph &g, const Node &n) {
   const size_t r = g.values[n.inputs[0]].shape.size();
   std::vector<int> perm(r);
   std::iota(perm.begin(), perm.end(), 0);
-  if (n.op == "transpose") {
+  if (isOp(n.op, OpId::Transpose)) {
     if (r < 2 || !n.attrs.empty())
       return {};
     std::swap(perm[r - 1], perm[r - 2]);
@@ -225,26 +208,19 @@ std::vector<int> relabelPermutation(const Graph &g, const Node &n) {
 }
 
 Rule ruleOf(const Graph &g, const Node &n) {
-  if ((detail::isPointwiseOp(n.op) || n.op == "to_dtype") && !n.inputs.empty())
+  if ((detail::isPointwiseOp(n.op) || isOp(n.op, OpId::ToDtype)) && !n.inputs.empty())
     return Rule::Pointwise;
   if (isReduction(n.op) && n.inputs.size() == 1 && !g.values[n.inputs[0]].shape.empty())
     return Rule::Reduction;
-  if ((n.op == "transpose" || n.op == "permute") && !relabelPermutation(g, n).empty())
+  if ((isOp(n.op, OpId::Transpose) || isOp(n.op, OpId::Permute)) && !relabelPermutation(g, n).empty())
     return Rule::Relabel;
-  if (n.op == "reshape" && n.inputs.size() == 1)
+  if (isOp(n.op, OpId::Reshape) && n.inputs.size() == 1)
     return Rule::Reshape;
-  if (n.op == "matmul" && n.inputs.size() == 2 && n.attrs.empty())
+  if (isOp(n.op, OpId::Matmul) && n.inputs.size() == 2 && n.attrs.empty())
     return Rule::Matmul;
   return Rule::GenericOnly;
 }
 
-/// One way to lay out a node: the map each tensor operand must be in, the output's map and the
-/// cost of the node's kernel in them.
-struct NodeLayout {
-  std::vector<DimMap> inputs;
-  DimMap output;
-  double cost = 0;
-};
 
 /// A pointwise operand of rank k in the frame of a rank-r output: its dims where the output's
 /// are; dims it lacks are units, except leading ones (right-aligned broadcasting drops them).
@@ -292,41 +268,6 @@ bool transposedYFits(const Graph &g, const Node &n, int maxCores) {
   return matmulWorkDivision(mp, maxCores).back() == 1;
 }
 
-/// Graph facts the search reads: host shapes and stick sizes of the original values, and
-/// the matmuls (by output value) that may read y sticked on K (decided once per node: the beam
-/// asks for every state).
-struct Problem {
-  const Graph &g;
-  std::vector<std::vector<int64_t>> host;
-  std::vector<int64_t> eps;
-  std::set<int> transposedY;
-
-  Problem(const Graph &graph, int maxCores, bool matmulTransB) : g(graph) {
-    for (const Value &v : g.values) {
-      host.push_back(v.shape);
-      eps.push_back(elemsPerStickOf(v));
-    }
-    if (matmulTransB)
-      for (const Node &n : g.nodes)
-        if (ruleOf(g, n) == Rule::Matmul && transposedYFits(g, n, maxCores))
-          transposedY.insert(n.output);
-  }
-  std::vector<int> key(int v, const DimMap &m) const { return byteKey(host[v], m, eps[v]); }
-  double sticksOf(int v, const DimMap &m) const {
-    return static_cast<double>(sticks(deviceShapeOf(host[v], m), eps[v]));
-  }
-  /// Cost of restickifying v from map `from` to `to`: both buffers' sticks plus a launch, or
-  /// infeasible where the permute kernel cannot (an fp32 lane move, more than 4 dims).
-  double conversionCost(int v, const DimMap &from, const DimMap &to) const {
-    const size_t units = static_cast<size_t>(std::max<long>(
-        0, std::count(to.begin(), to.end(), -1) - std::count(from.begin(), from.end(), -1)));
-    if (from.size() + units > kMaxDeviceRank)
-      return kInfeasible;
-    if (laneOf(key(v, from)) != laneOf(key(v, to)) && eps[v] != 64)
-      return kInfeasible;
-    return kRestickifyWeight * (sticksOf(v, from) + sticksOf(v, to)) + kLaunchCostSticks;
-  }
-};
 
 /// y's map when a matmul reads it sticked on K: its last two dims swapped.
 DimMap swappedLastTwo(size_t rank) {
@@ -335,15 +276,6 @@ DimMap swappedLastTwo(size_t rank) {
   return m;
 }
 
-/// A partial assignment: the maps of the values laid out so far (absent: identity), the
-/// restickified copies made (value, byte key) and their cost.
-struct BeamState {
-  std::map<int, DimMap> maps;
-  std::set<std::pair<int, std::vector<int>>> converted;
-  double cost = 0;
-  int restickifies = 0;
-  std::vector<int> choices; ///< candidate index per node so far
-};
 
 DimMap mapOf(const Problem &p, const BeamState &s, int v) {
   auto it = s.maps.find(v);
@@ -526,192 +458,6 @@ BeamState search(const Problem &p, int width) {
                            [](const BeamState &a, const BeamState &b) { return a.cost < b.cost; });
 }
 
-std::string mapText(const DimMap &m) {
-  std::string t = "[";
-  for (size_t i = 0; i < m.size(); ++i)
-    t += (i ? ", " : "") + std::to_string(m[i]);
-  return t + "]";
-}
-
-/// Emits the graph in device shapes for the chosen state, with the restickifies it needs.
-class Rewriter {
-public:
-  Rewriter(const Problem &p, Graph &g) : p_(p), g_(g) {}
-
-  void run(const BeamState &best) {
-    BeamState s;
-    const std::vector<Node> orig = g_.nodes;
-    for (size_t ni = 0; ni < orig.size(); ++ni) {
-      const Node &n = orig[ni];
-      const NodeLayout l = candidates(p_, s, n).at(best.choices[ni]);
-      emit(s, n, l);
-      apply(p_, s, n, l, best.choices[ni]);
-      g_.values[n.output].shape = deviceShapeOf(p_.host[n.output], l.output);
-    }
-    for (int &v : g_.outputs)
-      if (producedByRelabel(v))
-        v = genericOutput(s, v);
-    g_.nodes = std::move(nodes_);
-  }
-
-private:
-  const Problem &p_;
-  Graph &g_;
-  std::vector<Node> nodes_;
-  std::map<std::pair<int, std::vector<int>>, int> converted_; ///< (value, byte key) -> its copy
-  std::map<std::pair<int, std::vector<int64_t>>, int> views_; ///< (value, device shape) -> a zero-copy reshape
-
-  static bool isIdentity(const DimMap &m) { return m == identityDimMap(m.size()); }
-
-  bool producedByRelabel(int v) const {
-    const int p = p_.g.producer(v);
-    return p >= 0 && ruleOf(p_.g, p_.g.nodes[p]) == Rule::Relabel;
-  }
-
-  /// A relabel has no kernel of its own, so a graph output it produces needs a copy anyway: the
-  /// copy restickifies it to the generic layout (the transpose / permute the host asked for),
-  /// under the output's name.
-  int genericOutput(const BeamState &s, int v) {
-    const int c = operand(s, v, identityDimMap(p_.host[v].size()), "the graph output");
-    if (c == v)
-      return v;
-    const std::string name = g_.values[v].name;
-    g_.values[v].name = g_.freshName(name + "_view");
-    g_.values[c].name = name;
-    return c;
-  }
-
-  int addNode(std::string op, int in, const std::string &name, std::vector<int64_t> shape, const DimMap &hostMap,
-              int orig) {
-    const int v = g_.addValue(g_.freshName(name), std::move(shape), g_.values[in].dtype);
-    Node n{std::move(op), {in}, v, {}, {}};
-    // The copy's host meaning is the original value's, in another map.
-    if (!isIdentity(hostMap))
-      n.notes["layout"] = Attr(std::vector<double>(hostMap.begin(), hostMap.end()));
-    nodes_.push_back(std::move(n));
-    return v;
-  }
-
-  /// v (device shape `from`) under device shape `to` with the same bytes: itself or a reshape
-  /// that compileGraph aliases.
-  int view(int v, int orig, const std::vector<int64_t> &to, const DimMap &hostMap) {
-    if (g_.values[v].shape == to)
-      return v;
-    auto [it, fresh] = views_.try_emplace({v, to}, -1);
-    if (!fresh)
-      return it->second;
-    if (!reshapeKeepsDeviceBytes(g_.values[v].shape, to, p_.eps[orig]))
-      throw Error("layout propagation: %" + g_.values[v].name + " viewed as " + mapText(hostMap) +
-                  " would move bytes");
-    it->second = addNode("reshape", v, g_.values[orig].name + "_v", to, hostMap, orig);
-    return it->second;
-  }
-
-  /// Original value v, currently in map `cur`, as an operand in map `want`.
-  int operand(const BeamState &s, int v, const DimMap &want, const std::string &consumer) {
-    const DimMap cur = mapOf(p_, s, v);
-    const std::vector<int64_t> wantShape = deviceShapeOf(p_.host[v], want);
-    const std::vector<int> key = p_.key(v, want);
-    if (key == p_.key(v, cur))
-      return view(v, v, wantShape, want);
-    auto [it, fresh] = converted_.try_emplace({v, key}, -1);
-    if (fresh)
-      it->second = restickify(v, cur, want, consumer);
-    return view(it->second, v, wantShape, want);
-  }
-
-  /// Copies v from map `from` into map `to`: unit dims added where they move no byte, one
-  /// transpose / permute of the device dims (note restickify=1), then the target's shape.
-  int restickify(int v, DimMap from, const DimMap &to, const std::string &consumer) {
-    const Value &val = g_.values[v];
-    const std::string what = "%" + val.name + " in layout " + mapText(from) + ", " + consumer + " needs " +
-                             mapText(to) + " (" + std::string(dtypeShortName(val.dtype)) + ")";
-    const long missing = std::count(to.begin(), to.end(), -1) - std::count(from.begin(), from.end(), -1);
-    int cur = v;
-    if (missing > 0) {
-      from = withUnitDims(from, static_cast<size_t>(missing));
-      cur = view(cur, v, deviceShapeOf(p_.host[v], from), from);
-    }
-    // Target dim i is the source position holding to[i]; spare unit positions go where they
-    // move no byte.
-    std::vector<int> perm, spare;
-    std::vector<bool> used(from.size(), false);
-    for (int h : to) {
-      size_t pos = 0;
-      while (pos < from.size() && (used[pos] || from[pos] != h))
-        ++pos;
-      if (pos == from.size())
-        throw Error("layout propagation: " + what + ": the maps hold different dims");
-      used[pos] = true;
-      perm.push_back(static_cast<int>(pos));
-    }
-    for (size_t pos = 0; pos < from.size(); ++pos)
-      if (!used[pos])
-        spare.push_back(static_cast<int>(pos));
-    perm.insert(perm.begin() + (perm.size() >= 2 ? 1 : 0), spare.begin(), spare.end());
-    DimMap permuted;
-    for (int pos : perm)
-      permuted.push_back(from[pos]);
-    if (perm.size() > kMaxDeviceRank)
-      throw Unsupported("restickify: " + what + "; more than " + std::to_string(kMaxDeviceRank) + " device dims");
-    if (laneOf(p_.key(v, from)) != laneOf(p_.key(v, to)) && p_.eps[v] != 64)
-      throw Unsupported("restickify: " + what + "; moving the stick dim of a " + std::string(dtypeShortName(val.dtype)) +
-                        " tensor goes through the PE array, which is fp16/bf16 only");
-    std::vector<int> swapLast(perm.size());
-    std::iota(swapLast.begin(), swapLast.end(), 0);
-    if (swapLast.size() >= 2)
-      std::swap(swapLast[swapLast.size() - 1], swapLast[swapLast.size() - 2]);
-    // Swapping the last two dims is the transpose kernel, unless the host asked for a permute.
-    const int prod = p_.g.producer(v);
-    const bool isTranspose = perm.size() >= 2 && perm == swapLast && (prod < 0 || p_.g.nodes[prod].op != "permute");
-    if (perm != std::vector<int>(identityDimMap(perm.size()))) {
-      cur = addNode(isTranspose ? "transpose" : "permute", cur, val.name + (isTranspose ? "_t" : "_p"),
-                    deviceShapeOf(p_.host[v], permuted), permuted, v);
-      if (!isTranspose)
-        nodes_.back().attrs["dims"] = Attr(std::vector<double>(perm.begin(), perm.end()));
-      nodes_.back().notes["restickify"] = Attr(1.0);
-    }
-    return cur;
-  }
-
-  void emit(const BeamState &s, const Node &orig, const NodeLayout &l) {
-    Node n = orig;
-    const std::string where = "node %" + g_.values[n.output].name + " = " + n.op;
-    const Rule rule = ruleOf(p_.g, orig);
-    for (size_t i = 0; i < n.inputs.size(); ++i)
-      n.inputs[i] = rule == Rule::Relabel ? n.inputs[i] : operand(s, n.inputs[i], l.inputs[i], where);
-    if (rule == Rule::Relabel) {
-      n.op = "reshape";
-      n.attrs.clear();
-      n.notes["relabel"] = Attr(1.0);
-    } else if (rule == Rule::Reduction && !(isIdentity(l.inputs[0]) && isIdentity(l.output))) {
-      // The reduction in device dims: the positions of the reduced host dims, keepdim shape.
-      const auto red = detail::reducedDims(orig, p_.host[orig.inputs[0]].size(), where);
-      std::vector<double> dims;
-      for (size_t i = 0; i < l.inputs[0].size(); ++i)
-        if (l.inputs[0][i] >= 0 && red[l.inputs[0][i]])
-          dims.push_back(static_cast<double>(i));
-      n.attrs["dims"] = Attr(dims);
-      n.attrs["keepdim"] = Attr(1.0);
-    }
-    if (rule == Rule::Matmul && !isIdentity(l.inputs[1]))
-      n.attrs["transb"] = Attr(1.0); // y arrives in device shape [.., N, K]
-    if (!isIdentity(l.output))
-      n.notes["layout"] = Attr(std::vector<double>(l.output.begin(), l.output.end()));
-    nodes_.push_back(std::move(n));
-  }
-};
-
-} // namespace
-
-LayoutSearchResult propagateLayouts(Graph &g, int beamWidth, int maxCores, bool matmulTransB) {
-  if (beamWidth < 1)
-    throw Error("layout propagation: beam width " + std::to_string(beamWidth) + " (at least 1)");
-  const Graph original = g;
-  const Problem p(original, maxCores, matmulTransB);
-  const BeamState best = search(p, beamWidth);
-  Rewriter(p, g).run(best);
-  return {best.cost, best.restickifies};
-}
+} // namespace layout
 
 } // namespace spyre::frontend

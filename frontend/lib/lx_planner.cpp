@@ -99,11 +99,4 @@ std::string LxPlan::summary(const std::vector<LxBuffer> &buffers) const {
   return s;
 }
 
-bool lxPlanningFromEnv() {
-  const char *v = std::getenv("LX_PLANNING");
-  if (!v)
-    return true;
-  return !(std::strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0 || strcasecmp(v, "off") == 0);
-}
-
 } // namespace spyre::frontend

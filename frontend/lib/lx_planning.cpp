@@ -1,6 +1,8 @@
 // The LX planning pass: candidates and lifetimes from the drafted kernels, torch-spyre's greedy
 // solver (lx_planner.cpp), then the rewrite of the drafts (memOrg_ lx, lxReservedBytes_).
 #include "lx_planning.h"
+#include "lowering.h"
+#include "spyre/frontend/ops.h"
 #include "spyre/backend/backend.h"
 #include <algorithm>
 #include <map>
@@ -51,19 +53,22 @@ std::optional<CoreView> viewOf(const isa::SuperDsc &s, const isa::SdscTensor &t)
   return v;
 }
 
-bool producesLxReusable(const std::string &op) {
+bool producesLxReusable(const std::string &name) {
   // torch-spyre OP_OUTPUT_GOOD_FOR_LX_REUSE (max is our amax), plus (our extension) the kernels
   // whose lowerings write an LX-resident output: layer norm's three, matmul, dtype ops.
-  for (const char *o : {"amax", "sum", "exp", "sub", "mul", "mean", "add", "rsqrt", "exx2", "layernormscale",
-                        "layernormnorm", "matmul", "to_dtype"})
-    if (op == o)
+  const OpInfo *op = findOp(name);
+  if (!op)
+    return false;
+  for (OpId o : {OpId::Amax, OpId::Sum, OpId::Exp, OpId::Sub, OpId::Mul, OpId::Mean, OpId::Add, OpId::Rsqrt})
+    if (op->id == o)
       return true;
-  return false;
+  return op->cls == OpClass::LayerNorm || op->cls == OpClass::Matmul || op->cls == OpClass::Convert;
 }
 
-bool inPlaceOp(const std::string &op) {
+bool inPlaceOp(const std::string &name) {
   // torch-spyre OP_GOOD_FOR_LX_INPLACE.
-  return op == "exp" || op == "sub" || op == "add" || op == "rsqrt";
+  const OpInfo *op = findOp(name);
+  return op && (op->id == OpId::Exp || op->id == OpId::Sub || op->id == OpId::Add || op->id == OpId::Rsqrt);
 }
 
 } // namespace
@@ -160,6 +165,17 @@ LxPlanningResult planLxResidency(const Graph &g, std::vector<KernelDraft> &draft
   for (int k = 0; k < n; ++k)
     drafts[k].s.lxReservedBytes = reserved[k];
   return res;
+}
+
+void planLx(Lowering &l, const CompileOptions &opts) {
+  if (!opts.lxPlanning)
+    return;
+  l.lx = planLxResidency(l.g, l.drafts, l.nodeOfDraft, opts.lxPlanBytes);
+  if (!opts.dumpDir.empty())
+    writeFile(opts.dumpDir + "/lx_plan.txt", l.lx.summary);
+  for (Node &n : l.g.nodes)
+    if (auto it = l.lx.address.find(n.output); it != l.lx.address.end())
+      n.notes["lx"] = Attr(static_cast<double>(it->second));
 }
 
 } // namespace spyre::frontend::detail

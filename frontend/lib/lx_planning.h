@@ -1,7 +1,7 @@
 // Internal to spyre_frontend: the LX planning pass over a graph's drafted kernels (torch-spyre
 // `scratchpad_planning`, notes §4.7), between work division and SuperDSC emission.
 #pragma once
-#include "kernel_draft.h"
+#include "kernels/kernels.h"
 #include "spyre/frontend/lx_planner.h"
 #include <map>
 #include <set>

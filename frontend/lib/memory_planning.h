@@ -1,7 +1,7 @@
 // Internal to spyre_frontend: the memory planning pass (torch-spyre's memory_planning over the
 // intermediate pool), between LX planning and SuperDSC emission.
 #pragma once
-#include "kernel_draft.h"
+#include "kernels/kernels.h"
 #include "spyre/isa/job_plan.h"
 #include <functional>
 #include <map>

@@ -1,4 +1,5 @@
 // Work division passes 1-3 (see work_division.h; torch-spyre notes §4.5).
+#include "spyre/frontend/compiler.h"
 #include "spyre/frontend/work_division.h"
 #include "spyre/isa/error.h"
 #include <algorithm>
@@ -269,6 +270,13 @@ std::vector<int64_t> divideWorkWithSpan(const std::vector<int64_t> &adjustedSize
     if (fixed[i])
       commits[i] = 1;
   return distributeWork(adjustedSizes, fixed, commits, maxCores, /*splitReduction=*/false);
+}
+
+std::vector<int64_t> divideWork(const std::vector<int64_t> &sizes, const std::vector<bool> &outputDims, int maxCores) {
+  std::vector<bool> others(outputDims.size());
+  for (size_t i = 0; i < outputDims.size(); ++i)
+    others[i] = !outputDims[i];
+  return distributeWork(sizes, others, std::vector<int64_t>(sizes.size(), 1), maxCores, /*splitReduction=*/false);
 }
 
 } // namespace spyre::frontend

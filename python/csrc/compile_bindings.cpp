@@ -57,8 +57,9 @@ public:
       : dumpDir_(dumpDir) {
     auto t0 = std::chrono::steady_clock::now();
     frontend::Graph g = frontend::parseGraph(graphText, "<fx graph>");
-    frontend::CompileOptions opts;
-    opts.maxCores = cores > 0 ? cores : frontend::senCoresFromEnv();
+    frontend::CompileOptions opts = frontend::CompileOptions::fromEnv(spyre::Env(&std::getenv));
+    if (cores > 0)
+      opts.maxCores = cores;
     opts.dumpDir = dumpDir;
     opts.passLog = &passes_;
     isa::JobPlan plan = frontend::compileGraph(g, opts);
@@ -214,8 +215,9 @@ void registerCompileBindings(pyb::module_ &m) {
         // reason (what the partitioner needs to decide what runs on spyre).
         try {
           frontend::Graph g = frontend::parseGraph(text, "<fx graph>");
-          frontend::CompileOptions opts;
-          opts.maxCores = cores > 0 ? cores : frontend::senCoresFromEnv();
+          frontend::CompileOptions opts = frontend::CompileOptions::fromEnv(spyre::Env(&std::getenv));
+          if (cores > 0)
+            opts.maxCores = cores;
           isa::JobPlan plan = frontend::compileGraph(g, opts);
           const backend::BackendOptions backendOpts = backend::BackendOptions::fromEnv(Env(&std::getenv));
           for (const auto &l : plan.launches)
@@ -227,7 +229,7 @@ void registerCompileBindings(pyb::module_ &m) {
       },
       pyb::arg("graph"), pyb::arg("cores") = 0,
       "Compile a graph through frontend and backend without running it; returns '' or the error");
-  m.def("sencores", [] { return withTorchErrors([] { return frontend::senCoresFromEnv(); }); });
+  m.def("sencores", [] { return withTorchErrors([] { return frontend::CompileOptions::fromEnv(spyre::Env(&std::getenv)).maxCores; }); });
 }
 
 } // namespace spyre::py

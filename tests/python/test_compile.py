@@ -75,6 +75,17 @@ def test_bad_sencores(monkeypatch):
         torch.compile(_skeleton, backend="spyre")(x, x)
 
 
+@pytest.mark.parametrize("var", ["LX_PLANNING", "SPYRE_PAD_MATMUL_K", "SPYRE_SPLIT_REDUCTIONS"])
+def test_bad_frontend_flag(var, monkeypatch):
+    # The frontend's options are read once (CompileOptions::fromEnv): an invalid value is a setup
+    # error naming the variable and the accepted values, not a silent default.
+    monkeypatch.setenv(var, "maybe")
+    torch._dynamo.reset()
+    x = torch.randn(4, 64, dtype=torch.float16).to("spyre")
+    with pytest.raises(Exception, match=f"invalid {var} value 'maybe' \\(expected one of 1, 0, true"):
+        torch.compile(_skeleton, backend="spyre")(x, x)
+
+
 def test_interpreter_engine_matches_jit(monkeypatch):
     x = torch.randn(33, 200, dtype=torch.float16)
     y = torch.randn(33, 200, dtype=torch.float16)

@@ -136,12 +136,15 @@ TEST(LayoutSearch, BeamBeatsGreedy) {
 }
 
 TEST(LayoutSearch, BeamWidthFromEnvironment) {
-  ::setenv("SPYRE_LAYOUT_BEAM", "1", 1);
-  EXPECT_EQ(layoutBeamWidthFromEnv(), 1);
-  ::setenv("SPYRE_LAYOUT_BEAM", "0", 1);
-  EXPECT_THROW(layoutBeamWidthFromEnv(), Unsupported);
-  ::unsetenv("SPYRE_LAYOUT_BEAM");
-  EXPECT_EQ(layoutBeamWidthFromEnv(), kLayoutBeamWidth);
+  EXPECT_EQ(CompileOptions::fromEnv(Env::fromMap({{"SPYRE_LAYOUT_BEAM", "1"}})).layoutBeamWidth, 1);
+  try {
+    CompileOptions::fromEnv(Env::fromMap({{"SPYRE_LAYOUT_BEAM", "0"}}));
+    ADD_FAILURE() << "SPYRE_LAYOUT_BEAM=0 accepted";
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "invalid SPYRE_LAYOUT_BEAM value '0' (expected an integer in 1..4096)");
+  }
+  EXPECT_EQ(CompileOptions::fromEnv(Env::fromMap({})).layoutBeamWidth, kLayoutBeamWidth);
+  EXPECT_EQ(CompileOptions{}.layoutBeamWidth, kLayoutBeamWidth);
 }
 
 // x @ w.t() (a linear layer): with CompileOptions::matmulTransB the matmul reads w as stored,

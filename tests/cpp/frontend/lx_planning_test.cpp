@@ -121,12 +121,18 @@ TEST(LxPlanning, LxPlanningEnvAndDumpDir) {
                       "d size=32768 live=[1,3) -> lx 0x800\n"
                       "e size=32768 live=[2,5) -> lx 0x800\n"
                       "s size=2048 live=[3,5) -> lx 0x0\n");
-  setenv("LX_PLANNING", "0", 1);
-  EXPECT_FALSE(frontend::CompileOptions{}.lxPlanning);
-  setenv("LX_PLANNING", "1", 1);
-  EXPECT_TRUE(frontend::CompileOptions{}.lxPlanning);
-  unsetenv("LX_PLANNING");
-  EXPECT_TRUE(frontend::CompileOptions{}.lxPlanning);
+  using frontend::CompileOptions;
+  EXPECT_FALSE(CompileOptions::fromEnv(spyre::Env::fromMap({{"LX_PLANNING", "0"}})).lxPlanning);
+  EXPECT_FALSE(CompileOptions::fromEnv(spyre::Env::fromMap({{"LX_PLANNING", "off"}})).lxPlanning);
+  EXPECT_TRUE(CompileOptions::fromEnv(spyre::Env::fromMap({{"LX_PLANNING", "1"}})).lxPlanning);
+  EXPECT_TRUE(CompileOptions::fromEnv(spyre::Env::fromMap({})).lxPlanning);
+  EXPECT_TRUE(CompileOptions{}.lxPlanning);
+  try {
+    CompileOptions::fromEnv(spyre::Env::fromMap({{"LX_PLANNING", "maybe"}}));
+    ADD_FAILURE() << "LX_PLANNING=maybe accepted";
+  } catch (const spyre::Error &e) {
+    EXPECT_STREQ(e.what(), "invalid LX_PLANNING value 'maybe' (expected one of 1, 0, true, false, on, off)");
+  }
 }
 
 TEST(LxPlanning, CoreDivisionMismatchStaysInDdr) {

@@ -135,7 +135,7 @@ TEST(Pipeline, UnsupportedOpsAndShapesSayWhat) {
     compileGraph(g);
     FAIL();
   } catch (const Unsupported &e) {
-    EXPECT_STREQ(e.what(), "Unsupported: op 'cumsum' (node %y = cumsum)");
+    EXPECT_STREQ(e.what(), "Unsupported: <graph>:2: op 'cumsum' (node %y = cumsum)");
   }
   Graph h;
   int x = h.addInput("x", {4, 64}, HostType::F16), y = h.addInput("y", {3, 64}, HostType::F16);

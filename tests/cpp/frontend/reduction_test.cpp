@@ -362,7 +362,8 @@ TEST(Reductions, Fp32StickReductionFeedingAnOpIsUnsupported) {
 // the double reference (fp16: the DL16 rounding of the result; f32: 1e-5 relative). amax keeps
 // its rows on one core (max partials do not add on the ring). Layer norm's exx2 is split alike.
 TEST(Reductions, StickReductionOverPrimeRowsSplitsTheStickDim) {
-  setenv("SPYRE_SPLIT_REDUCTIONS", "1", 1); // by default only past pass 1's span limit
+  CompileOptions split{32, ""};
+  split.splitReductions = true; // by default only past pass 1's span limit
   struct Split {
     const char *op;
     V shape;
@@ -378,7 +379,7 @@ TEST(Reductions, StickReductionOverPrimeRowsSplitsTheStickDim) {
     g.outputs = {g.addNode(c.op, {x}, "s", outShape, c.t,
                            {{"dims", Attr(std::vector<double>{-1})}, {"keepdim", Attr(1.0)}})};
     SCOPED_TRACE(std::string(c.op) + " of " + std::to_string(numel(c.shape)) + " elements");
-    isa::JobPlan plan = compileGraph(g, {32, ""});
+    isa::JobPlan plan = compileGraph(g, split);
     ASSERT_EQ(plan.launches.size(), 1u);
     EXPECT_EQ(plan.launches[0].sdsc.numCoresUsed, c.cores);
     const std::vector<float> xv = randomInput(c.shape, c.t, 11);
@@ -392,7 +393,6 @@ TEST(Reductions, StickReductionOverPrimeRowsSplitsTheStickDim) {
       ASSERT_NEAR(r.jit[0][i], want[i], tol) << "row " << i;
     }
   }
-  unsetenv("SPYRE_SPLIT_REDUCTIONS");
   Graph g;
   int x = g.addInput("x", {1151, 8192}, HostType::F16);
   g.outputs = {g.addNode("mean", {x}, "s", {1151, 1}, HostType::F16,

@@ -194,3 +194,27 @@ TEST(WorkDivision, Pass1SplitsCopyOps) {
   // Without pass 1 the stick dim would take all 32 cores (divideWork), spanning 512 MiB.
   EXPECT_EQ(divideWork({1, 64, 65536}, {true, true, true}, 32), (std::vector<int64_t>{1, 1, 32}));
 }
+
+// SENCORES is read once, at the boundary (CompileOptions::fromEnv): 1..32, anything else is the
+// setup error "invalid SENCORES value N" (the wording python's tests and docs/isa.md name).
+TEST(CompileOptions, SencoresFromEnv) {
+  EXPECT_EQ(CompileOptions::fromEnv(spyre::Env::fromMap({})).maxCores, 32);
+  EXPECT_EQ(CompileOptions::fromEnv(spyre::Env::fromMap({{"SENCORES", "7"}})).maxCores, 7);
+  for (const char *bad : {"0", "33", "40", "-1", "x", "4x"}) {
+    try {
+      CompileOptions::fromEnv(spyre::Env::fromMap({{"SENCORES", bad}}));
+      ADD_FAILURE() << "SENCORES=" << bad << " accepted";
+    } catch (const spyre::Unsupported &e) {
+      EXPECT_EQ(std::string(e.what()), std::string("Unsupported: invalid SENCORES value ") + bad);
+    }
+  }
+  const CompileOptions d, e = CompileOptions::fromEnv(spyre::Env::fromMap({}));
+  EXPECT_EQ(e.lxPlanning, d.lxPlanning);
+  EXPECT_EQ(e.padMatmulK, d.padMatmulK);
+  EXPECT_EQ(e.matmulTransB, d.matmulTransB);
+  EXPECT_EQ(e.splitReductions, d.splitReductions);
+  const CompileOptions on = CompileOptions::fromEnv(spyre::Env::fromMap(
+      {{"SPYRE_PAD_MATMUL_K", "1"}, {"SPYRE_MATMUL_TRANSB", "true"}, {"SPYRE_SPLIT_REDUCTIONS", "on"}}));
+  EXPECT_TRUE(on.padMatmulK && on.matmulTransB && on.splitReductions);
+  EXPECT_THROW(CompileOptions::fromEnv(spyre::Env::fromMap({{"SPYRE_PAD_MATMUL_K", "2"}})), spyre::Error);
+}

@@ -6,42 +6,45 @@
 #include "spyre/frontend/graph.h"
 #include "spyre/frontend/lx_planner.h"
 #include "spyre/frontend/passes.h"
+#include "spyre/isa/env.h"
 #include "spyre/isa/job_plan.h"
 #include <string>
 
 namespace spyre::frontend {
 
-/// `SPYRE_PAD_MATMUL_K` ("1", "true", "on" enable it; default off).
-bool padMatmulKFromEnv();
-bool matmulTransBFromEnv();
-bool splitReductionsFromEnv();
-
+/// The frontend's options. The defaults are the library's; only boundary code (python/csrc, the
+/// bench) reads the environment, through fromEnv.
 struct CompileOptions {
   int maxCores = 32;       ///< SENCORES
   std::string dumpDir;     ///< if set: graph.txt, passes.txt, sdsc_N.json, bundle_N.mlir (and bundle.mlir when there is one bundle), lx_plan.txt are written there
   /// LX planning (LX_PLANNING, default on): intermediates stay in LX between kernels.
-  bool lxPlanning = lxPlanningFromEnv();
+  bool lxPlanning = true;
   /// LX bytes per core the plan may use; the rest of the usable 1,677,721 B stays free for
   /// the kernels' own DMA staging (our choice: 256 KiB, 2048 sticks, for staging).
   int64_t lxPlanBytes = (kLxUsableBytes - (256 << 10)) / kLxAlign * kLxAlign;
   /// Matmul K padding as a graph rewrite (SPYRE_PAD_MATMUL_K=1; default off, see passes.h).
-  bool padMatmulK = padMatmulKFromEnv();
+  bool padMatmulK = false;
   /// Matmuls read a transposed second operand as stored, sticked on K (`transb`: the PE array
   /// transposes its tiles), instead of a restickify kernel (SPYRE_MATMUL_TRANSB=1; default off:
   /// torch-spyre restickifies, and every core of an M split then transposes the whole weight,
   /// which costs the host simulation more than the kernel it saves; docs/performance.md).
-  bool matmulTransB = matmulTransBFromEnv();
+  bool matmulTransB = false;
   /// A sum, mean or exx2 over the stick dim whose kept dims leave cores idle also splits the
   /// stick dim over them, wherever it has 512 sticks per core (SPYRE_SPLIT_REDUCTIONS=1;
   /// default off: only past work-division pass 1's 256 MiB span, since the serial ring chain
   /// and the split's staging measured slower; docs/architecture.md §7).
-  bool splitReductions = splitReductionsFromEnv();
+  bool splitReductions = false;
   /// If set: receives the graph text after each pass (also passes.txt in dumpDir).
   std::vector<PassSnapshot> *passLog = nullptr;
-};
+  /// The layout search's beam width (SPYRE_LAYOUT_BEAM, 1..4096; 1 = greedy).
+  int layoutBeamWidth = kLayoutBeamWidth;
 
-/// SENCORES from the environment (default 32); throws Unsupported("invalid SENCORES value N").
-int senCoresFromEnv();
+  /// The defaults overridden by SENCORES (1..32; anything else throws
+  /// Unsupported("invalid SENCORES value N")), LX_PLANNING, SPYRE_PAD_MATMUL_K,
+  /// SPYRE_MATMUL_TRANSB, SPYRE_SPLIT_REDUCTIONS (flags) and SPYRE_LAYOUT_BEAM; an invalid value
+  /// throws naming the variable and the accepted values.
+  static CompileOptions fromEnv(const spyre::Env &env);
+};
 
 /// True when the generic stick layouts of the contiguous shapes `from` and `to` (`eps` elements
 /// per stick) put every element at the same device bytes, padding included: the reshape is

@@ -1,37 +1,7 @@
 // The Spyre graph IR: a dataflow graph of ATen-level ops with static shapes.
 //
-// Ops (the contract with python/torch_spyre/_compile.py; the frontend raises Unsupported with
-// the node named for anything it cannot compile yet):
-//   elementwise binary, numpy broadcasting between tensor operands; `scalar=v` replaces the
-//   second operand by a constant:  add sub mul div maximum minimum
-//   comparisons (output dtype bool): eq ne lt le gt ge
-//   where(%cond, %a, %b); `a=v` / `b=v` replace a missing tensor operand by a constant
-//   unary: neg abs relu floor sqrt rsqrt reciprocal exp log tanh sigmoid silu clone
-//   expand(%x): materialised numpy broadcast of x to the output shape
-//          gelu(approximate=0 erf | 1 tanh), softplus(beta=, threshold=), clamp(min=, max=)
-//   reductions: sum mean amax amin (dims=[..], keepdim=0|1)
-//   matmul(%a, %b): [.., M, K] x [.., K, N]
-//   to_dtype(%x): the output's dtype (f16/bf16 <-> f32)
-//   transpose(%x): swaps the last two dims (fp16/bf16, rank 2-4), materialised
-//   slice(%x, dim=d, start=s, end=e): x[.., s:e, ..] on dim d (step 1), materialised; on the last
-//     dim an offset that is not a stick multiple is fp16/bf16 only
-//   permute(%x, dims=[p0, ..]): output dim k = x's dim p_k, materialised (a new last dim is
-//     fp16/bf16 only)
-//   reshape(%x): x's elements in row-major order in the output shape; compiled where the two
-//     generic stick layouts put every element at the same device bytes (a buffer copy)
-//   cat(%a, %b, .., dim=d): the operands joined along d (on the last dim at offsets inside a
-//     stick fp16/bf16 only)
-//   select(%x, dim=d, index=i): x[.., i, ..] without dim d (decomposed: slice + squeeze)
-//   constant_pad_nd(%x, pad=[l, r, ..], value=v): torch's pad list, last dim first; pads >= 0
-//     (decomposed: fills + copy_into / cat; along the last dim at offsets inside a stick fp16/bf16)
-//   full(value=v): a constant of the output's type (v finite)
-//   copy_into(%fill, %x, offsets=[..]): fill broadcast to the output, x written at offsets (the
-//     last dim whole: offset 0, x's full width)
-//   layer norm over the last dim (torch-spyre's three ops; x f16/bf16/f32, rank 1-4):
-//     exx2(%x) : f32[.., 2]                  per row E[x] and E[x^2] (fp32 accumulation)
-//     layernormscale(%s, eps=e) : f32[.., 1]  per row rsqrt(E[x^2] - E[x]^2 + eps)
-//     layernormnorm(%x, %s, %r[, %w][, %b]) : x's type   (x - E[x]) * rstd * w + b; w, b are
-//       [C] tensors of x's dtype; weight=0 / bias=0 drop them (constant 1 / 0)
+// Ops: the table in ops.def (name, operand bounds, attributes, kernel class, SuperDSC opFunc,
+// and each op's semantics); ops.h queries it.
 // Text form:
 //
 //   graph(%a: f16[67, 256], %b: f16[67, 256]) {
@@ -69,7 +39,7 @@ struct Attr {
 };
 
 struct Node {
-  std::string op;                    ///< see the op list below
+  std::string op;                    ///< a name in ops.def
   std::vector<int> inputs;           ///< value ids (tensor operands in order)
   int output = -1;                   ///< value id
   std::map<std::string, Attr> attrs; ///< scalar / list attributes
@@ -94,7 +64,10 @@ struct Graph {
   std::string freshName(const std::string &base) const;
   /// Index of the node producing value v, or -1 (a graph input or a dead value).
   int producer(int v) const;
-  /// Throws spyre::Error naming the node when ids, arities or shapes are inconsistent.
+  /// Throws spyre::Error naming the node when ids, arities or shapes are inconsistent:
+  /// Unsupported("<graph>:L: op 'x' (node %v = x)") for an op ops.def does not have, Error for a
+  /// tensor operand count outside the op's bounds (L: the node's line in printGraph's text;
+  /// parseGraph reports the line of its own input).
   void verify() const;
 };
 

@@ -41,7 +41,4 @@ struct LxPlan {
 LxPlan planLxGreedy(const std::vector<LxBuffer> &buffers, int64_t capacity = kLxUsableBytes,
                     int64_t align = kLxAlign);
 
-/// `LX_PLANNING` (default on; "0", "false", "off" disable it).
-bool lxPlanningFromEnv();
-
 } // namespace spyre::frontend

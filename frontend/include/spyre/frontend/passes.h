@@ -51,9 +51,8 @@ std::vector<int64_t> hostShapeOf(const Graph &g, int v);
 /// the host strides of the dims it holds (what a graph output's host tensor is read through).
 SpyreTensorLayout deviceTensorLayout(const Graph &g, int v);
 
-/// torch-spyre's beam width for the layout search; SPYRE_LAYOUT_BEAM overrides it (1 = greedy).
+/// torch-spyre's beam width for the layout search (CompileOptions::layoutBeamWidth, 1 = greedy).
 inline constexpr int kLayoutBeamWidth = 64;
-int layoutBeamWidthFromEnv();
 
 struct LayoutSearchResult {
   double cost = 0;      ///< sticks read and written by the kernels plus the restickifies' cost
@@ -71,7 +70,7 @@ struct LayoutSearchResult {
 /// transb=1) where the kernel can for `maxCores` cores. Unsupported where a restickify would
 /// move the stick dim of an fp32 tensor (the PE array is fp16/bf16 only) and no cheaper layout
 /// avoids it.
-LayoutSearchResult propagateLayouts(Graph &g, int beamWidth = layoutBeamWidthFromEnv(), int maxCores = 32,
+LayoutSearchResult propagateLayouts(Graph &g, int beamWidth = kLayoutBeamWidth, int maxCores = 32,
                                     bool matmulTransB = false);
 
 /// k_padding.cpp: each matmul whose K is not a multiple of the 64-element stick gets both

@@ -6,7 +6,8 @@
 // A missing weight or bias is a constant 1 or 0 operand (attributes weight=0 / bias=0).
 // The statistics are sparse sticks (scale_ -2 on the stick dim); their buffers are the generic
 // layouts of the [.., 2] and [.., 1] fp32 host shapes, which put one stick per row.
-#include "kernel_draft.h"
+#include "kernels.h"
+#include "spyre/frontend/ops.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/frontend/work_division.h"
 #include "spyre/isa/error.h"
@@ -17,7 +18,6 @@ namespace spyre::frontend::detail {
 using isa::SdscTensor;
 using isa::SuperDsc;
 
-bool isLayerNormOp(const std::string &op) { return op == "exx2" || op == "layernormscale" || op == "layernormnorm"; }
 
 namespace {
 
@@ -47,13 +47,8 @@ bool isStatOf(const Value &st, const Value &x, int64_t last) {
 KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int maxCores, bool splitReductions) {
   const Value &out = g.values[n.output];
   const std::string where = "node %" + out.name + " = " + n.op;
-  const bool isExx2 = n.op == "exx2", isScale = n.op == "layernormscale";
-  if (isExx2)
-    checkAttrs(n, where, {});
-  else if (isScale)
-    checkAttrs(n, where, {"eps"});
-  else
-    checkAttrs(n, where, {"weight", "bias"});
+  const bool isExx2 = isOp(n.op, OpId::Exx2), isScale = isOp(n.op, OpId::LayerNormScale);
+  checkAttrs(n, where);
   const bool hasW = attrOr(n, "weight", 1.0) != 0.0, hasB = attrOr(n, "bias", 1.0) != 0.0;
   const size_t arity = isExx2 || isScale ? 1 : 3 + hasW + hasB;
   if (n.inputs.size() != arity)

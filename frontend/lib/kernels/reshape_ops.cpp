@@ -12,7 +12,8 @@
 // is one SuperDSC `reshape` (packed and unpacked with ldu/stu, backend_reshape.cpp); any other
 // reshape left after layout propagation becomes a chain of such kernels through [R, L],
 // [1, R*L] and [R', L'] (expandLaneMovingReshapes).
-#include "kernel_draft.h"
+#include "kernels.h"
+#include "spyre/frontend/ops.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/isa/error.h"
 #include "spyre/frontend/work_division.h"
@@ -227,7 +228,7 @@ std::optional<KernelDraft> laneMovingReshape(const Value &in, const Value &out, 
 }
 
 bool expandLaneMovingReshape(Graph &g, const Node &n, std::vector<Node> &nodes) {
-  if (n.op != "reshape" || n.inputs.size() != 1)
+  if (!isOp(n.op, OpId::Reshape) || n.inputs.size() != 1)
     return false;
   const Value &x = g.values.at(n.inputs[0]), &y = g.values.at(n.output);
   if (x.dtype != y.dtype || (x.dtype != HostType::F16 && x.dtype != HostType::BF16 && x.dtype != HostType::F32))

@@ -15,7 +15,8 @@
 //        the cat's buffer (maxDimSizes_ = its size, offsets_ = the operand's start on d). Along
 //        the stick dim a start inside a stick makes a lane-moving copy that merges the boundary
 //        stick (fp16/bf16/f32; that operand's stick dim is not split over cores).
-#include "kernel_draft.h"
+#include "kernels.h"
+#include "spyre/frontend/ops.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/frontend/work_division.h"
 #include "spyre/isa/error.h"
@@ -78,7 +79,7 @@ void addCopyOperands(KernelDraft &kd, int in, int out, DataFormat fmt, const cha
 
 KernelDraft fullKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
   const std::string where = "node %" + g.values[n.output].name + " = " + n.op;
-  checkAttrs(n, where, {"value"});
+  checkAttrs(n, where);
   if (!n.inputs.empty())
     throw Error(where + ": full takes no tensor operand");
   const double value = attrOr(n, "value", 0.0);
@@ -93,7 +94,7 @@ KernelDraft fullKernel(const Graph &g, const Node &n, size_t index, int maxCores
 std::vector<KernelDraft> copyIntoKernels(const Graph &g, const Node &n, size_t index, int maxCores) {
   const Value &out = g.values[n.output];
   const std::string where = "node %" + out.name + " = " + n.op;
-  checkAttrs(n, where, {"offsets"});
+  checkAttrs(n, where);
   if (n.inputs.size() != 2)
     throw Error(where + ": copy_into takes a fill and a source tensor");
   const Value &x = g.values[n.inputs[1]];
@@ -141,7 +142,7 @@ std::vector<KernelDraft> copyIntoKernels(const Graph &g, const Node &n, size_t i
 KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
   const Value &out = g.values[n.output];
   const std::string where = "node %" + out.name + " = " + n.op;
-  checkAttrs(n, where, {"dim", "start", "end", "step"});
+  checkAttrs(n, where);
   if (n.inputs.size() != 1)
     throw Error(where + ": slice takes one tensor operand");
   const Value &x = g.values[n.inputs[0]];
@@ -195,7 +196,7 @@ KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCore
 KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
   const Value &out = g.values[n.output];
   const std::string where = "node %" + out.name + " = " + n.op;
-  checkAttrs(n, where, {"dims"});
+  checkAttrs(n, where);
   if (n.inputs.size() != 1)
     throw Error(where + ": permute takes one tensor operand");
   const Value &x = g.values[n.inputs[0]];
@@ -255,7 +256,7 @@ KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCo
 std::vector<KernelDraft> catKernels(const Graph &g, const Node &n, size_t index, int maxCores) {
   const Value &out = g.values[n.output];
   const std::string where = "node %" + out.name + " = " + n.op;
-  checkAttrs(n, where, {"dim"});
+  checkAttrs(n, where);
   if (n.inputs.empty())
     throw Error(where + ": cat of no tensors");
   const size_t r = out.shape.size();

@@ -1,52 +1,20 @@
-// Internal to spyre_frontend: the helpers every op builder uses to draft one SuperDSC (dim labels,
-// generic stick layouts, torch-spyre's core -> slice mapping and start-address placement), and
-// the op builders that live outside compiler.cpp.
+// Internal to spyre_frontend: the kernel builders, one file per op class in this folder. Each
+// drafts the SuperDSC(s) of one graph node (ops.def names the node's class) with the helpers of
+// kernel_draft.h.
 #pragma once
-#include "spyre/frontend/graph.h"
-#include "spyre/frontend/work_division.h"
-#include "spyre/isa/superdsc.h"
-#include <initializer_list>
-#include <string>
-#include <vector>
+#include "kernel_draft.h"
+#include <map>
 
 namespace spyre::frontend::detail {
 
-/// One SuperDSC and the graph value behind each of its labeledDs_ (ldsIdx order).
-struct KernelDraft {
-  isa::SuperDsc s;
-  std::vector<int> tensorValues;
-};
-
-DataFormat deviceFormat(HostType t, const std::string &where);
-/// torch-spyre's positional dim labels: [mb, x, y][:rank-1] + [out].
-std::vector<std::string> dimLabels(size_t rank);
-/// Mixed-radix core -> work slice mapping (the first dim varies fastest).
-std::vector<std::vector<int64_t>> coreSlices(const std::vector<int64_t> &splits, int cores);
-/// A draft's SuperDSC header: op and unit, dims and sizes, the work division (cores = the product
-/// of `splits`, torch-spyre's core -> slice map) and the name "<index>_<name>" (name defaults to
-/// the op).
-KernelDraft newDraft(size_t index, std::string opFuncName, std::string exUnit, std::vector<std::string> dims,
-                     std::vector<int64_t> N, std::vector<int64_t> splits, const std::string &name = "");
-/// Generic stick layout over dim labels l (host order, stick dim last).
-isa::SdscLayout genericLayout(const std::vector<std::string> &l, int64_t eps);
-/// Elements of each iteration dim one core covers (dims in stickDims split in whole sticks).
-std::vector<int64_t> perCoreElems(const std::vector<int64_t> &N, const std::vector<int64_t> &splits,
-                                  const std::vector<size_t> &stickDims, int64_t eps);
-/// Per-core start addresses of t (segment = ldsIdx) from its layout class and perCore; a view
-/// (t.maxDimSizes / t.offsets set) steps with its allocation's strides from its first stick.
-void placeTensor(const isa::SuperDsc &s, isa::SdscTensor &t, const std::vector<int64_t> &perCore);
-double attrOr(const Node &n, const char *key, double dflt);
-/// Unsupported for any attribute not in `allowed` (alpha=1 is always accepted).
-void checkAttrs(const Node &n, const std::string &where, std::initializer_list<const char *> allowed);
-
-/// Reductions (compiler.cpp): which dims of a rank-`rank` input n reduces (dims=[..], none =
+/// Reductions (reduction.cpp): which dims of a rank-`rank` input n reduces (dims=[..], none =
 /// all), and the input shape with those dims kept as 1 (the shape whose generic layout the
 /// reduction kernel writes).
 std::vector<bool> reducedDims(const Node &n, size_t rank, const std::string &where);
 std::vector<int64_t> keepdimShape(const std::vector<int64_t> &in, const std::vector<bool> &reduced);
 
 /// Pass 3's "then at most one reduction dim" for stick reductions that add partials (sum, mean,
-/// exx2; compiler.cpp): when the kept dims leave cores idle and a core would span more than
+/// exx2; reduction.cpp): when the kept dims leave cores idle and a core would span more than
 /// 256 MiB of `input` (or `always`: CompileOptions::splitReductions), the stick dim is split
 /// too, by the largest divisor of its stick count that fits; 1 = no split.
 int64_t stickReductionSplit(const std::vector<int64_t> &splits, const std::vector<bool> &reduced,
@@ -55,9 +23,16 @@ int64_t stickReductionSplit(const std::vector<int64_t> &splits, const std::vecto
 /// Cores in stick-fast order (c = g * ks + j): the partners of a ring chain are neighbours.
 void stickFastCores(isa::SuperDsc &s);
 
-/// Elementwise ops (compiler.cpp): add, exp, clone, expand, where, ...
+/// Elementwise ops (pointwise.cpp): add, exp, clone, expand, where, ... (OpInfo::isElementwise).
 bool isPointwiseOp(const std::string &op);
 KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+
+// One kernel each: reductionKernel (reduction.cpp), matmulKernel (matmul.cpp), convertKernel
+// (to_dtype, convert.cpp), transposeKernel (transpose.cpp).
+KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int maxCores, bool splitReductions);
+KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+KernelDraft convertKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+KernelDraft transposeKernel(const Graph &g, const Node &n, size_t index, int maxCores);
 
 // reshape_ops.cpp: a reshape whose generic layouts put every element at the same device bytes
 // (reshapeKeepsDeviceBytes, compiler.h) is a copy of the buffer, one that keeps the last dim a
@@ -71,7 +46,6 @@ KernelDraft reshapeKernel(const Graph &g, const Node &n, size_t index, int maxCo
 void expandLaneMovingReshapes(Graph &g);
 
 // Op builders in layernorm_ops.cpp.
-bool isLayerNormOp(const std::string &op);
 KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int maxCores, bool splitReductions);
 
 // Op builders in data_ops.cpp.
@@ -89,5 +63,12 @@ KernelDraft fullKernel(const Graph &g, const Node &n, size_t index, int maxCores
 /// copy_into(%fill, %x, offsets=[..]): the fill broadcast to the output, then x copied into the
 /// output's view at offsets (the stick dim whole: offset 0, x's full width).
 std::vector<KernelDraft> copyIntoKernels(const Graph &g, const Node &n, size_t index, int maxCores);
+
+/// Slices read as views (kernel_drafting.cpp): the slices whose every consumer can read them in
+/// place (not graph outputs, along a row dim, each consumer an elementwise op whose output has
+/// the slice's shape, so the operand is not broadcast); slice output value -> slice node.
+std::map<int, const Node *> foldableSlices(const Graph &g);
+/// Rewrites kd's operands that are foldable slices into views of the sliced tensors.
+void readSlicesAsViews(const Graph &g, const std::map<int, const Node *> &slices, KernelDraft &kd);
 
 } // namespace spyre::frontend::detail
