@@ -6,7 +6,6 @@
 
 namespace spyre::backend::detail {
 
-bool isConvertOp(const std::string &op) { return op == "dl16tofp32" || op == "fp32todl16"; }
 
 namespace {
 

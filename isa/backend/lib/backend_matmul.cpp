@@ -10,7 +10,6 @@
 
 namespace spyre::backend::detail {
 
-bool isMatmulOp(const std::string &op) { return op == "batchmatmul" || op == "matmul"; }
 
 namespace {
 

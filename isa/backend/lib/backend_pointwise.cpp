@@ -12,32 +12,9 @@
 //   scale_ -2 on the stick), w and b are per-column (scale_ -1 on every other dim) tensors or
 //   constants (1 and 0 for a missing weight or bias).
 #include "lowerings.h"
-#include <map>
 
 namespace spyre::backend::detail {
 namespace {
-
-struct PwDesc {
-  Opcode op;
-  int arity; ///< tensor-or-constant inputs
-};
-
-const std::map<std::string, PwDesc> &pointwiseTable() {
-  static const std::map<std::string, PwDesc> t = {
-      {"add", {Opcode::Add, 2}},          {"sub", {Opcode::Sub, 2}},           {"mul", {Opcode::Mul, 2}},
-      {"realdiv", {Opcode::Div, 2}},      {"maximum", {Opcode::Max, 2}},       {"minimum", {Opcode::Min, 2}},
-      {"equal", {Opcode::Eq, 2}},         {"notequal", {Opcode::Ne, 2}},       {"lesserthan", {Opcode::Lt, 2}},
-      {"lesserequal", {Opcode::Le, 2}},   {"greaterthan", {Opcode::Gt, 2}},    {"greaterequal", {Opcode::Ge, 2}},
-      {"where3", {Opcode::Sel, 3}},       {"neg", {Opcode::Neg, 1}},           {"abs", {Opcode::Abs, 1}},
-      {"relufwd", {Opcode::Relu, 1}},     {"floor", {Opcode::Floor, 1}},       {"sqrt", {Opcode::Sqrt, 1}},
-      {"rsqrt", {Opcode::Rsqrt, 1}},      {"reciprocal", {Opcode::Recip, 1}},  {"exp", {Opcode::Exp, 1}},
-      {"log", {Opcode::Log, 1}},          {"tanh", {Opcode::Tanh, 1}},         {"sigmoid", {Opcode::Sigmoid, 1}},
-      {"silu", {Opcode::Silu, 1}},        {"gelufwd", {Opcode::Gelu, 1}},      {"softplus", {Opcode::Softplus, 1}},
-      {"clip", {Opcode::Clip, 1}},        {"identity", {Opcode::Ld, 1}},       {"layernormscale", {Opcode::Rsqrt, 1}},
-      {"layernormnorm", {Opcode::Fma, 5}},   {"slice", {Opcode::Ld, 1}},          {"ReStickifyOpHBM", {Opcode::Ld, 1}},
-  };
-  return t;
-}
 
 double constant(const SuperDsc &s, const std::string &name, double dflt, bool required) {
   auto it = s.constants.find(name);
@@ -51,10 +28,13 @@ double constant(const SuperDsc &s, const std::string &name, double dflt, bool re
 
 } // namespace
 
-bool isPointwiseOp(const std::string &opFunc) { return pointwiseTable().count(opFunc) != 0; }
-
 Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
-  const PwDesc pw = pointwiseTable().at(s.opFuncName);
+  // The op's row of opfuncs.def: the SFP instruction of the walk and the operand count.
+  const isa::OpFuncInfo &f = *isa::findOpFunc(s.opFuncName);
+  const struct {
+    Opcode op;
+    int arity;
+  } pw{*f.sfpOp, f.arity};
   // ReStickifyOpHBM: a copy between layouts. Keeping the stick dim it moves whole sticks (this
   // walk, each tensor in its own layout order); changing it goes through the PE array.
   if (s.opFuncName == "ReStickifyOpHBM" && s.inputs.size() == 1 && s.inputs[0] >= 0 && s.outputs.size() == 1 &&

@@ -12,17 +12,12 @@
 
 namespace spyre::backend::detail {
 
-bool isReductionOp(const std::string &op) {
-  for (const char *base : {"sum", "mean", "max", "min"})
-    if (op == base || op == std::string(base) + "nonstick")
-      return true;
-  return op == "exx2";
-}
-
 bool isStickSplitReduction(const SuperDsc &s) {
+  // The reductions of the stick form (exx2, sum, mean, max, min): not the nonstick ones.
   const std::string &op = s.opFuncName;
-  if ((op != "exx2" && op != "sum" && op != "mean" && op != "max" && op != "min") || s.primaryDsInfo.empty() ||
-      s.labeledDs.empty())
+  const isa::OpFuncInfo *f = isa::findOpFunc(op);
+  const bool nonstick = op.size() > 8 && op.compare(op.size() - 8, 8, "nonstick") == 0;
+  if (!f || f->cls != isa::OpClass::Reduction || nonstick || s.primaryDsInfo.empty() || s.labeledDs.empty())
     return false;
   const int sd = s.dimIndex(s.primaryDsInfo.at(s.labeledDs[0].dsType).stickDimOrder.at(0));
   return sd >= 0 && s.numWkSlicesPerDim[sd] > 1;
