@@ -1,4 +1,5 @@
-// Backend compiler entry: dispatches a SuperDSC to the lowering of its op class.
+// Backend compiler entry: dispatches a SuperDSC to the lowering of its op class (the row of its
+// opFuncName in isa/opfuncs.def) and answers the capability queries the same way.
 #include "spyre/backend/backend.h"
 #include "lowerings.h"
 #include "spyre/isa/timing.h"
@@ -6,6 +7,8 @@
 #include <chrono>
 
 namespace spyre::backend {
+
+using isa::OpClass;
 
 int64_t sdscTensorBytes(const SuperDsc &s, const SdscTensor &t) {
   return detail::tensorGeom(s, t, s.primaryDsInfo.at(t.dsType).stickDimOrder[0], /*allowView=*/true).bytes;
@@ -35,18 +38,24 @@ bool pointwiseLeavesSfpWalk(const SuperDsc &s) {
 } // namespace
 
 bool supportsLxReservation(const SuperDsc &s, int64_t stagingBytes) {
-  const std::string &op = s.opFuncName;
-  if (detail::isPointwiseOp(op))
+  const isa::OpFuncInfo *f = isa::findOpFunc(s.opFuncName);
+  if (!f)
+    return false;
+  switch (f->cls) {
+  case OpClass::Pointwise:
     return !pointwiseLeavesSfpWalk(s);
-  if (detail::isReductionOp(op))
+  case OpClass::Reduction:
     return !detail::isStickSplitReduction(s) || detail::stickSplitStagingBytes(s) <= stagingBytes;
-  if (detail::isMatmulOp(op))
+  case OpClass::Matmul:
     return detail::matmulMinStagingBytes(s) <= stagingBytes;
-  if (detail::isConvertOp(op))
+  case OpClass::Convert:
     return detail::convertMinStagingBytes(s, /*residentIdx=*/-1) <= stagingBytes;
-  if (detail::isLaneReshapeOp(op))
+  case OpClass::LaneReshape:
     return detail::laneReshapeMinStagingBytes(s) <= stagingBytes;
-  return false; // transpose: pt.tr tiles padded to 64 rows, staged from LX 0
+  case OpClass::Transpose:
+    return false; // pt.tr tiles padded to 64 rows, staged from LX 0
+  }
+  return false;
 }
 
 bool supportsLxResidentOperand(const SuperDsc &s, int ldsIdx, int64_t stagingBytes) {
@@ -55,16 +64,36 @@ bool supportsLxResidentOperand(const SuperDsc &s, int ldsIdx, int64_t stagingByt
   const SdscTensor &t = s.tensor(ldsIdx);
   if (t.isView())
     return false;
-  if (detail::isMatmulOp(s.opFuncName))
+  switch (isa::findOpFunc(s.opFuncName)->cls) {
+  case OpClass::Matmul:
     return detail::matmulLxResidentOk(s, ldsIdx);
-  if (detail::isConvertOp(s.opFuncName))
+  case OpClass::Convert:
     return detail::convertMinStagingBytes(s, ldsIdx) <= stagingBytes;
-  if (detail::isLaneReshapeOp(s.opFuncName) || detail::isStickSplitReduction(s))
-    return false; // they stage their operands through DDR boxes
+  case OpClass::LaneReshape:
+    return false; // it stages its operands through DDR boxes
+  case OpClass::Reduction:
+    return !detail::isStickSplitReduction(s); // a stick split stages through DDR boxes
+  case OpClass::Pointwise:
+  case OpClass::Transpose:
+    return true;
+  }
   return true;
 }
 
 namespace {
+
+/// The op's row of opfuncs.def; an opFunc the table does not list is Unsupported.
+const isa::OpFuncInfo &opFuncOf(const SuperDsc &s) {
+  const isa::OpFuncInfo *f = isa::findOpFunc(s.opFuncName);
+  if (!f)
+    throw Unsupported("SuperDSC op '" + s.opFuncName + "' in " + s.name + " (not in isa/opfuncs.def)");
+  return *f;
+}
+
+/// The lowerings whose double-buffered sweeps take a block count (BackendOptions::pipelineBlocks).
+bool hasPipelinedSweeps(OpClass c) {
+  return c == OpClass::Pointwise || c == OpClass::Reduction || c == OpClass::Matmul || c == OpClass::Convert;
+}
 
 Kernel compileOne(const SuperDsc &s, const BackendOptions &opts);
 
@@ -91,22 +120,24 @@ Kernel compileBestSchedule(const SuperDsc &s, const BackendOptions &opts) {
 }
 
 Kernel compileOne(const SuperDsc &s, const BackendOptions &opts) {
-  if (opts.pipelineBlocks == 0 && (detail::isPointwiseOp(s.opFuncName) || detail::isReductionOp(s.opFuncName) ||
-                                   detail::isMatmulOp(s.opFuncName) || detail::isConvertOp(s.opFuncName)))
+  const OpClass cls = opFuncOf(s).cls;
+  if (opts.pipelineBlocks == 0 && hasPipelinedSweeps(cls))
     return compileBestSchedule(s, opts);
-  if (detail::isPointwiseOp(s.opFuncName))
+  switch (cls) {
+  case OpClass::Pointwise:
     return detail::compilePointwise(s, opts);
-  if (detail::isReductionOp(s.opFuncName))
+  case OpClass::Reduction:
     return detail::compileReduction(s, opts);
-  if (detail::isMatmulOp(s.opFuncName))
+  case OpClass::Matmul:
     return detail::compileMatmul(s, opts);
-  if (detail::isConvertOp(s.opFuncName))
+  case OpClass::Convert:
     return detail::compileConvert(s, opts);
-  if (detail::isTransposeOp(s.opFuncName))
+  case OpClass::Transpose:
     return detail::compileTranspose(s, opts);
-  if (detail::isLaneReshapeOp(s.opFuncName))
+  case OpClass::LaneReshape:
     return detail::compileLaneReshape(s, opts);
-  throw Unsupported("SuperDSC op '" + s.opFuncName + "' in " + s.name);
+  }
+  throw Unsupported("SuperDSC op class " + std::string(isa::opClassName(cls)) + " of " + s.opFuncName);
 }
 
 } // namespace

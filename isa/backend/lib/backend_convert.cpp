@@ -6,7 +6,6 @@
 
 namespace spyre::backend::detail {
 
-bool isConvertOp(const std::string &op) { return op == "dl16tofp32" || op == "fp32todl16"; }
 
 namespace {
 
@@ -62,6 +61,84 @@ ConvertShape convertShape(const SuperDsc &s) {
   c.rowJ = c.tileJ + 1;
   c.rows = c.rowJ < c.J ? c.len[c.rowJ] : 1;
   return c;
+}
+
+/// One block of a conversion: `rowSticks` sticks per tile, T32 fp32 tiles (two per DL16 tile),
+/// staged at lxIn / lxOut; a resident side is walked where it lives (r1 input, r2 output).
+struct ConvertBlock {
+  bool widen;
+  int64_t rowSticks, T32, lxIn, lxOut;
+  bool inLx, outLx;
+};
+
+/// One DL16 tile <-> its fp32 tile(s): r10 walks DL16 sticks, r11 / r12 the fp32 halves
+/// (hasHigh: the second half exists).
+void emitConvertTile(ProgramBuilder &pb, bool widen, int64_t rowSticks, bool hasHigh) {
+  pb.loop(rowSticks, {{10, kStickBytes}, {11, kStickBytes}, {12, kStickBytes}}, [&] {
+    if (widen) {
+      Instr ld = mk(Opcode::Ld, Format::DL16);
+      ld.v = {0, -1, -1, -1};
+      ld.lx = {10, 0};
+      pb.emit(ld);
+      Instr up = mk(Opcode::Unpack);
+      up.v = {1, 2, 0, -1};
+      pb.emit(up);
+      Instr st = mk(Opcode::St, Format::F32);
+      st.v = {1, -1, -1, -1};
+      st.lx = {11, 0};
+      pb.emit(st);
+      if (hasHigh) {
+        Instr st2 = mk(Opcode::St, Format::F32);
+        st2.v = {2, -1, -1, -1};
+        st2.lx = {12, 0};
+        pb.emit(st2);
+      }
+    } else {
+      Instr ld = mk(Opcode::Ld, Format::F32);
+      ld.v = {1, -1, -1, -1};
+      ld.lx = {11, 0};
+      pb.emit(ld);
+      if (hasHigh) {
+        Instr ld2 = mk(Opcode::Ld, Format::F32);
+        ld2.v = {2, -1, -1, -1};
+        ld2.lx = {12, 0};
+        pb.emit(ld2);
+      } else {
+        Instr z = mk(Opcode::Bcast, Format::F32);
+        z.v = {2, -1, -1, -1};
+        pb.emit(z);
+      }
+      Instr pk = mk(Opcode::Pack);
+      pk.v = {0, 1, 2, -1};
+      pb.emit(pk);
+      Instr st = mk(Opcode::St, Format::DL16);
+      st.v = {0, -1, -1, -1};
+      st.lx = {10, 0};
+      pb.emit(st);
+    }
+  });
+}
+
+/// The conversion of one block staged at rBase + lxIn into rBase + lxOut (rBase -1: at 0).
+/// r10 walks DL16 sticks (tile t), r11 the fp32 stick 2t, r12 the fp32 stick 2t+1.
+void emitConvertBlock(ProgramBuilder &pb, const ConvertBlock &b, int rBase) {
+  const int64_t s16 = b.rowSticks * kStickBytes, s32 = b.rowSticks * kStickBytes;
+  const int64_t base16 = b.widen ? b.lxIn : b.lxOut, base32 = b.widen ? b.lxOut : b.lxIn;
+  auto base = [&](int r, int64_t v) { rBase >= 0 ? pb.emit(addi(r, rBase, v)) : emitLi(pb, r, v); };
+  // A resident side is walked where it lives (r1 input, r2 output: its block's address).
+  const int r16 = (b.widen ? b.inLx : b.outLx) ? (b.widen ? 1 : 2) : -1;
+  const int r32 = (b.widen ? b.outLx : b.inLx) ? (b.widen ? 2 : 1) : -1;
+  r16 >= 0 ? pb.emit(addi(10, r16, 0)) : base(10, base16);
+  r32 >= 0 ? pb.emit(addi(11, r32, 0)) : base(11, base32);
+  r32 >= 0 ? pb.emit(addi(12, r32, s32)) : base(12, base32 + s32);
+  int64_t full = b.T32 / 2; // DL16 tiles whose both fp32 halves exist
+  pb.loop(full, {{10, s16}, {11, 2 * s32}, {12, 2 * s32}}, [&] { emitConvertTile(pb, b.widen, b.rowSticks, true); });
+  if (b.T32 % 2) {
+    pb.emit(addi(10, 10, full * s16));
+    pb.emit(addi(11, 11, full * 2 * s32));
+    pb.emit(addi(12, 12, full * 2 * s32));
+    emitConvertTile(pb, b.widen, b.rowSticks, false);
+  }
 }
 
 } // namespace
@@ -195,71 +272,7 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
         [&](bool first, bool last) { block(true, first, last); }, [&] { pb.waitTokens({1}); });
   };
   convertBlock = [&](int rBase) {
-    {
-      // r10 walks DL16 sticks (tile t), r11 the fp32 stick 2t, r12 the fp32 stick 2t+1.
-      const int64_t s16 = rowSticks * kStickBytes, s32 = rowSticks * kStickBytes;
-      const int64_t base16 = widen ? lxIn : lxOut, base32 = widen ? lxOut : lxIn;
-      auto convertTile = [&](bool hasHigh) {
-        pb.loop(rowSticks, {{10, kStickBytes}, {11, kStickBytes}, {12, kStickBytes}}, [&] {
-          if (widen) {
-            Instr ld = mk(Opcode::Ld, Format::DL16);
-            ld.v = {0, -1, -1, -1};
-            ld.lx = {10, 0};
-            pb.emit(ld);
-            Instr up = mk(Opcode::Unpack);
-            up.v = {1, 2, 0, -1};
-            pb.emit(up);
-            Instr st = mk(Opcode::St, Format::F32);
-            st.v = {1, -1, -1, -1};
-            st.lx = {11, 0};
-            pb.emit(st);
-            if (hasHigh) {
-              Instr st2 = mk(Opcode::St, Format::F32);
-              st2.v = {2, -1, -1, -1};
-              st2.lx = {12, 0};
-              pb.emit(st2);
-            }
-          } else {
-            Instr ld = mk(Opcode::Ld, Format::F32);
-            ld.v = {1, -1, -1, -1};
-            ld.lx = {11, 0};
-            pb.emit(ld);
-            if (hasHigh) {
-              Instr ld2 = mk(Opcode::Ld, Format::F32);
-              ld2.v = {2, -1, -1, -1};
-              ld2.lx = {12, 0};
-              pb.emit(ld2);
-            } else {
-              Instr z = mk(Opcode::Bcast, Format::F32);
-              z.v = {2, -1, -1, -1};
-              pb.emit(z);
-            }
-            Instr pk = mk(Opcode::Pack);
-            pk.v = {0, 1, 2, -1};
-            pb.emit(pk);
-            Instr st = mk(Opcode::St, Format::DL16);
-            st.v = {0, -1, -1, -1};
-            st.lx = {10, 0};
-            pb.emit(st);
-          }
-        });
-      };
-      auto base = [&](int r, int64_t v) { rBase >= 0 ? pb.emit(addi(r, rBase, v)) : emitLi(pb, r, v); };
-      // A resident side is walked where it lives (r1 input, r2 output: its block's address).
-      const int r16 = (widen ? inT.inLx : outT.inLx) ? (widen ? 1 : 2) : -1;
-      const int r32 = (widen ? outT.inLx : inT.inLx) ? (widen ? 2 : 1) : -1;
-      r16 >= 0 ? pb.emit(addi(10, r16, 0)) : base(10, base16);
-      r32 >= 0 ? pb.emit(addi(11, r32, 0)) : base(11, base32);
-      r32 >= 0 ? pb.emit(addi(12, r32, s32)) : base(12, base32 + s32);
-      int64_t full = T32 / 2; // DL16 tiles whose both fp32 halves exist
-      pb.loop(full, {{10, s16}, {11, 2 * s32}, {12, 2 * s32}}, [&] { convertTile(true); });
-      if (T32 % 2) {
-        pb.emit(addi(10, 10, full * s16));
-        pb.emit(addi(11, 11, full * 2 * s32));
-        pb.emit(addi(12, 12, full * 2 * s32));
-        convertTile(false);
-      }
-    }
+    emitConvertBlock(pb, {widen, rowSticks, T32, lxIn, lxOut, inT.inLx, outT.inLx}, rBase);
   };
   outer(0);
   pb.finishSpmd(k);

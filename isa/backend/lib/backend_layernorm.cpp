@@ -56,9 +56,43 @@ int64_t stickSplitStagingBytes(const SuperDsc &s) {
   return INT64_MAX;
 }
 
-Kernel compileStickSplitReduction(const SuperDsc &s, const BackendOptions &opts) {
+namespace {
+
+/// A split stick reduction as planned: what it reduces, its rows, LX layout and per-core DDR
+/// offsets (checked against the descriptor).
+struct StickSplitPlan {
+  std::string op;
+  bool exx2 = false, mean = false;
+  TensorGeom in, out;
+  int sd = -1;
+  int64_t N = 0, ks = 1, validLanes = 0;
+  SplitRows rows;
+  /// LX, above the graph's LX-resident tensors: the input block, the fp32 partials (one stick
+  /// per row), for sum / mean the results.
+  int64_t lxA = 0, lxS = 0, lxR = 0;
+  std::vector<int64_t> xOff, oOff;
+  std::vector<int64_t> statStride; ///< dense LX stride of each outer row dim in the statistics block
+};
+
+int64_t strideOf(const TensorGeom &g, int d) {
+  int k = g.dimOf(d);
+  return k >= 0 ? g.dims[k].strideBytes : 0;
+}
+
+Instr f32(ProgramBuilder &pb, Opcode op, int d, int a, int b = -1, int e = -1) {
+  Instr x = mk(op, Format::F32);
+  x.v = {d, a, b, e};
+  pb.emit(x);
+  return x;
+}
+
+StickSplitPlan planStickSplit(const SuperDsc &s, const BackendOptions &opts) {
+  StickSplitPlan p;
   const std::string &op = s.opFuncName;
+  p.op = op;
   const bool exx2 = op == "exx2", mean = op == "mean";
+  p.exx2 = exx2;
+  p.mean = mean;
   if (!exx2 && !mean && op != "sum")
     throw Unsupported("splitting the stick dim of a " + op + " over cores (only sum, mean and exx2 add partials) in " +
                       s.name);
@@ -72,7 +106,10 @@ Kernel compileStickSplitReduction(const SuperDsc &s, const BackendOptions &opts)
   const SdscLayout &layout = s.primaryDsInfo.at(inT.dsType);
   const std::string &stickDim = layout.stickDimOrder[0];
   const int sd = s.dimIndex(stickDim);
-  TensorGeom in = tensorGeom(s, inT, stickDim), out = tensorGeom(s, outT, stickDim);
+  p.sd = sd;
+  p.in = tensorGeom(s, inT, stickDim);
+  p.out = tensorGeom(s, outT, stickDim);
+  const TensorGeom &in = p.in, &out = p.out;
   if (exx2 && out.fmt != Format::F32)
     throw Error(where(s) + ": the exx2 output must be IEEE_FP32 (EXX2 arrangement: lane 0 = E[x], lane 1 = E[x^2])");
   if (!exx2 && out.fmt != in.fmt)
@@ -90,198 +127,210 @@ Kernel compileStickSplitReduction(const SuperDsc &s, const BackendOptions &opts)
   }
   const int64_t eps = elemsPerStick(inT.dataFormat), N = s.N[sd], KT = (N + eps - 1) / eps;
   const int64_t ks = s.numWkSlicesPerDim[sd];
+  p.N = N;
+  p.ks = ks;
   for (int c = 0; c < s.numCoresUsed; ++c)
     if (s.coreIdToWkSlice[c][sd] != c % ks)
       throw Unsupported("a split " + op + " whose cores are not in stick-fast order (core " + std::to_string(c) +
                         " has slice " + std::to_string(s.coreIdToWkSlice[c][sd]) + " of " + stickDim + ") in " + s.name +
                         "; ring partners must be neighbours");
-  const SplitRows rows = splitRows(s, in, sd);
-  const int64_t KTc = rows.KTc, mI = rows.mI, rowsPerCore = rows.rowsPerCore;
-  const int inner = rows.inner;
-  const std::vector<int> &rowDims = rows.rowDims, &outerDims = rows.outerDims;
-  auto strideOf = [](const TensorGeom &g, int d) {
-    int k = g.dimOf(d);
-    return k >= 0 ? g.dims[k].strideBytes : 0;
-  };
-  // LX, above the graph's LX-resident tensors: the input block, the fp32 partials (one stick
-  // per row), for sum / mean the results.
-  const int64_t lxA = s.lxReservedBytes; // a multiple of 128
-  const int64_t lxS = lxA + KTc * mI * kStickBytes, lxR = lxS + rowsPerCore * kStickBytes;
-  if (lxA + rows.stagingBytes(exx2) > opts.lxBytes)
-    throw Unsupported("a split " + op + " block of " + std::to_string(KTc) + " sticks x " + std::to_string(mI) +
-                      " rows and " + std::to_string(rowsPerCore) + " partial sticks does not fit in LX in " + s.name);
-  std::vector<int64_t> xOff(s.numCoresUsed, 0), oOff(s.numCoresUsed, 0);
+  p.rows = splitRows(s, in, sd);
+  const SplitRows &rows = p.rows;
+  p.lxA = s.lxReservedBytes; // a multiple of 128
+  p.lxS = p.lxA + rows.KTc * rows.mI * kStickBytes;
+  p.lxR = p.lxS + rows.rowsPerCore * kStickBytes;
+  if (p.lxA + rows.stagingBytes(exx2) > opts.lxBytes)
+    throw Unsupported("a split " + op + " block of " + std::to_string(rows.KTc) + " sticks x " + std::to_string(rows.mI) +
+                      " rows and " + std::to_string(rows.rowsPerCore) + " partial sticks does not fit in LX in " + s.name);
+  p.xOff.assign(s.numCoresUsed, 0);
+  p.oOff.assign(s.numCoresUsed, 0);
   for (int c = 0; c < s.numCoresUsed; ++c) {
-    xOff[c] = coreSlice(s, c, sd, KT).lo * strideOf(in, sd);
-    for (int d : rowDims) {
+    p.xOff[c] = coreSlice(s, c, sd, KT).lo * strideOf(in, sd);
+    for (int d : rows.rowDims) {
       int64_t lo = coreSlice(s, c, d, s.N[d]).lo;
-      xOff[c] += lo * strideOf(in, d);
-      oOff[c] += lo * strideOf(out, d);
+      p.xOff[c] += lo * strideOf(in, d);
+      p.oOff[c] += lo * strideOf(out, d);
     }
   }
-  checkStartAddresses(s, in, xOff);
-  checkStartAddresses(s, out, oOff);
+  checkStartAddresses(s, in, p.xOff);
+  checkStartAddresses(s, out, p.oOff);
   if (in.segment == out.segment)
     throw Unsupported("input and output in one segment in " + s.name);
+  p.validLanes = N % eps;
+  p.statStride.resize(rows.outerDims.size());
+  int64_t st = rows.mI * kStickBytes;
+  for (size_t i = rows.outerDims.size(); i-- > 0;) {
+    p.statStride[i] = st;
+    st *= coreSlice(s, 0, rows.outerDims[i], s.N[rows.outerDims[i]]).len;
+  }
+  return p;
+}
 
-  Kernel k = newKernel(s, {&in, &out});
-  const int64_t validLanes = N % eps;
+/// Phase 0 of one core: every row of its block reduced into one fp32 stick of the statistics
+/// block at r3 (mask: the last stick tile has padded lanes, v12 / v13 mask them).
+void emitPartials(ProgramBuilder &pb, const SuperDsc &s, const StickSplitPlan &p, bool mask) {
+  const TensorGeom &in = p.in;
+  const SplitRows &rows = p.rows;
+  const int64_t KTc = rows.KTc, mI = rows.mI;
+  auto accumulate = [&](bool masked) {
+    Instr ld = mk(Opcode::Ld, in.fmt);
+    ld.v = {0, -1, -1, -1};
+    ld.lx = {12, 0};
+    pb.emit(ld);
+    if (masked)
+      f32(pb, Opcode::Sel, 0, 12, 0, 13);
+    f32(pb, Opcode::Add, 1, 1, 0);
+    if (p.exx2)
+      f32(pb, Opcode::Fma, 3, 0, 0, 3);
+  };
+  auto rowBlock = [&] {
+    pb.dmaBoxStrided(true, in.segment, 1, 0, -1, p.lxA,
+                     {{KTc, strideOf(in, p.sd), mI * kStickBytes},
+                      {mI, rows.inner >= 0 ? strideOf(in, rows.inner) : 0, kStickBytes}},
+                     0, 20, 21);
+    emitLi(pb, 10, p.lxA);
+    pb.loop(mI, {{10, kStickBytes}, {3, kStickBytes}}, [&] {
+      Instr zero = mk(Opcode::Bcast, Format::F32);
+      zero.v = {1, -1, -1, -1};
+      pb.emit(zero);
+      if (p.exx2) {
+        zero.v = {3, -1, -1, -1};
+        pb.emit(zero);
+      }
+      pb.emit(addi(12, 10, 0));
+      const int64_t plain = mask ? KTc - 1 : KTc;
+      pb.loop(plain, {{12, mI * kStickBytes}}, [&] { accumulate(false); });
+      if (mask) {
+        if (plain)
+          pb.emit(addi(12, 12, plain * mI * kStickBytes));
+        accumulate(true);
+      }
+      // Fold 64 DL16 lanes into 32 fp32 lanes (an fp32 stick's width).
+      auto fold = [&](int acc) {
+        if (in.fmt == Format::DL16) {
+          Instr u = mk(Opcode::Unpack);
+          u.v = {5, 6, acc, -1};
+          pb.emit(u);
+          f32(pb, Opcode::Add, acc, 5, 6);
+        }
+      };
+      Instr st = mk(Opcode::St, Format::F32);
+      st.lx = {3, 0};
+      if (p.exx2) {
+        for (int acc : {1, 3}) {
+          f32(pb, Opcode::Mul, acc, acc, 14);
+          fold(acc);
+          f32(pb, Opcode::Rsum, acc == 1 ? 2 : 7, acc);
+        }
+        f32(pb, Opcode::Sel, 2, 9, 2, 7);
+        st.v = {2, -1, -1, -1};
+      } else {
+        fold(1); // the lane partials; lanes add on the ring, the last core sums them
+        st.v = {1, -1, -1, -1};
+      }
+      pb.emit(st);
+    });
+  };
+  std::function<void(size_t)> outer = [&](size_t i) {
+    if (i == rows.outerDims.size()) {
+      rowBlock();
+      return;
+    }
+    int d = rows.outerDims[i];
+    pb.loop(coreSlice(s, 0, d, s.N[d]).len, {{1, strideOf(in, d)}, {3, p.statStride[i]}}, [&] { outer(i + 1); });
+  };
+  outer(0);
+}
+
+/// Phases 1..ks-1 of core c (slice j of its chain): slice t adds the chain's running sums and
+/// passes them on; the last slice writes the results.
+void emitChain(ProgramBuilder &pb, const SuperDsc &s, const StickSplitPlan &p, int c) {
+  const int64_t j = c % p.ks, ks = p.ks;
+  const bool lastSlice = j == ks - 1;
+  const SplitRows &rows = p.rows;
+  auto ring = [&](Opcode op) {
+    Instr r = mk(op, op == Opcode::RingPsum ? Format::F32 : Format::None);
+    r.lx = {-1, p.lxS};
+    r.imm = rows.rowsPerCore;
+    r.imms = {0, 0, 0};
+    pb.emit(r);
+  };
+  if (j == 0 && ks > 1)
+    ring(Opcode::RingSend);
+  for (int64_t t = 1; t < ks; ++t) {
+    pb.emit(mk(Opcode::Bar));
+    if (j != t)
+      continue;
+    ring(Opcode::RingPsum);
+    if (t < ks - 1)
+      ring(Opcode::RingSend);
+  }
+  if (lastSlice && !p.exx2) {
+    // The chain's lane partials of each row -> (mean: / N) the lane total, every lane, in the
+    // output's format, as the unsplit reduction's rsum leaves it.
+    emitLi(pb, 3, p.lxS);
+    emitLi(pb, 4, p.lxR);
+    pb.loop(rows.rowsPerCore, {{3, kStickBytes}, {4, kStickBytes}}, [&] {
+      Instr ld = mk(Opcode::Ld, Format::F32);
+      ld.v = {1, -1, -1, -1};
+      ld.lx = {3, 0};
+      pb.emit(ld);
+      if (p.mean)
+        f32(pb, Opcode::Mul, 1, 1, 14);
+      f32(pb, Opcode::Rsum, 2, 1);
+      Instr st = mk(Opcode::St, p.out.fmt);
+      st.v = {2, -1, -1, -1};
+      st.lx = {4, 0};
+      pb.emit(st);
+    });
+  }
+  if (lastSlice) {
+    emitLi(pb, 2, p.oOff[c]);
+    std::vector<std::array<int64_t, 3>> box;
+    for (size_t i = 0; i < rows.outerDims.size(); ++i)
+      box.push_back({coreSlice(s, 0, rows.outerDims[i], s.N[rows.outerDims[i]]).len, strideOf(p.out, rows.outerDims[i]),
+                     p.statStride[i]});
+    box.push_back({rows.mI, rows.inner >= 0 ? strideOf(p.out, rows.inner) : 0, kStickBytes});
+    pb.dmaBoxStrided(false, p.out.segment, 2, 0, -1, p.exx2 ? p.lxS : p.lxR, box, 1, 20, 21);
+  }
+}
+
+} // namespace
+
+Kernel compileStickSplitReduction(const SuperDsc &s, const BackendOptions &opts) {
+  const StickSplitPlan p = planStickSplit(s, opts);
+  Kernel k = newKernel(s, {&p.in, &p.out});
   for (int c = 0; c < k.numCores; ++c) {
-    const int64_t j = c % ks;
-    const bool lastSlice = j == ks - 1;
+    const bool lastSlice = c % p.ks == p.ks - 1;
     ProgramBuilder pb;
-    emitLi(pb, 1, xOff[c]);
-    emitLi(pb, 3, lxS);
-    auto f32 = [&](Opcode op, int d, int a, int b = -1, int e = -1) {
-      Instr x = mk(op, Format::F32);
-      x.v = {d, a, b, e};
-      pb.emit(x);
-      return x;
-    };
+    emitLi(pb, 1, p.xOff[c]);
+    emitLi(pb, 3, p.lxS);
     // v9: 1.0 on lane 0 only; v14 = 1/N; v12/v13: the valid-lane mask and 0 for a partial last tile.
     Instr z = mk(Opcode::Bcast, Format::F32);
-    if (exx2) {
-      f32(Opcode::Iota, 9, -1);
+    if (p.exx2) {
+      f32(pb, Opcode::Iota, 9, -1);
       z.v = {10, -1, -1, -1};
       pb.emit(z);
-      f32(Opcode::Eq, 9, 9, 10);
+      f32(pb, Opcode::Eq, 9, 9, 10);
     }
     Instr sc = mk(Opcode::Bcast, Format::F32);
     sc.v = {14, -1, -1, -1};
-    sc.fimm = 1.0f / static_cast<float>(N);
-    if (exx2 || mean)
+    sc.fimm = 1.0f / static_cast<float>(p.N);
+    if (p.exx2 || p.mean)
       pb.emit(sc);
-    const bool mask = lastSlice && validLanes != 0;
+    const bool mask = lastSlice && p.validLanes != 0;
     if (mask) {
-      emitLaneMask(pb, validLanes);
+      emitLaneMask(pb, p.validLanes);
       z.v = {13, -1, -1, -1};
       pb.emit(z);
     }
-    auto accumulate = [&](bool masked) {
-      Instr ld = mk(Opcode::Ld, in.fmt);
-      ld.v = {0, -1, -1, -1};
-      ld.lx = {12, 0};
-      pb.emit(ld);
-      if (masked)
-        f32(Opcode::Sel, 0, 12, 0, 13);
-      f32(Opcode::Add, 1, 1, 0);
-      if (exx2)
-        f32(Opcode::Fma, 3, 0, 0, 3);
-    };
-    auto rowBlock = [&] {
-      pb.dmaBoxStrided(true, in.segment, 1, 0, -1, lxA,
-                       {{KTc, strideOf(in, sd), mI * kStickBytes}, {mI, inner >= 0 ? strideOf(in, inner) : 0, kStickBytes}},
-                       0, 20, 21);
-      emitLi(pb, 10, lxA);
-      pb.loop(mI, {{10, kStickBytes}, {3, kStickBytes}}, [&] {
-        Instr zero = mk(Opcode::Bcast, Format::F32);
-        zero.v = {1, -1, -1, -1};
-        pb.emit(zero);
-        if (exx2) {
-          zero.v = {3, -1, -1, -1};
-          pb.emit(zero);
-        }
-        pb.emit(addi(12, 10, 0));
-        const int64_t plain = mask ? KTc - 1 : KTc;
-        pb.loop(plain, {{12, mI * kStickBytes}}, [&] { accumulate(false); });
-        if (mask) {
-          if (plain)
-            pb.emit(addi(12, 12, plain * mI * kStickBytes));
-          accumulate(true);
-        }
-        // Fold 64 DL16 lanes into 32 fp32 lanes (an fp32 stick's width).
-        auto fold = [&](int acc) {
-          if (in.fmt == Format::DL16) {
-            Instr u = mk(Opcode::Unpack);
-            u.v = {5, 6, acc, -1};
-            pb.emit(u);
-            f32(Opcode::Add, acc, 5, 6);
-          }
-        };
-        Instr st = mk(Opcode::St, Format::F32);
-        st.lx = {3, 0};
-        if (exx2) {
-          for (int acc : {1, 3}) {
-            f32(Opcode::Mul, acc, acc, 14);
-            fold(acc);
-            f32(Opcode::Rsum, acc == 1 ? 2 : 7, acc);
-          }
-          f32(Opcode::Sel, 2, 9, 2, 7);
-          st.v = {2, -1, -1, -1};
-        } else {
-          fold(1); // the lane partials; lanes add on the ring, the last core sums them
-          st.v = {1, -1, -1, -1};
-        }
-        pb.emit(st);
-      });
-    };
-    // Dense LX stride of each outer row dim in the statistics block.
-    std::vector<int64_t> statStride(outerDims.size());
-    {
-      int64_t st = mI * kStickBytes;
-      for (size_t i = outerDims.size(); i-- > 0;) {
-        statStride[i] = st;
-        st *= coreSlice(s, 0, outerDims[i], s.N[outerDims[i]]).len;
-      }
-    }
-    std::function<void(size_t)> outer = [&](size_t i) {
-      if (i == outerDims.size()) {
-        rowBlock();
-        return;
-      }
-      int d = outerDims[i];
-      pb.loop(coreSlice(s, 0, d, s.N[d]).len, {{1, strideOf(in, d)}, {3, statStride[i]}}, [&] { outer(i + 1); });
-    };
-    outer(0);
-    // Phases 1..ks-1: slice t adds the chain's running sums and passes them on.
-    auto ring = [&](Opcode op) {
-      Instr r = mk(op, op == Opcode::RingPsum ? Format::F32 : Format::None);
-      r.lx = {-1, lxS};
-      r.imm = rowsPerCore;
-      r.imms = {0, 0, 0};
-      pb.emit(r);
-    };
-    if (j == 0 && ks > 1)
-      ring(Opcode::RingSend);
-    for (int64_t t = 1; t < ks; ++t) {
-      pb.emit(mk(Opcode::Bar));
-      if (j != t)
-        continue;
-      ring(Opcode::RingPsum);
-      if (t < ks - 1)
-        ring(Opcode::RingSend);
-    }
-    if (lastSlice && !exx2) {
-      // The chain's lane partials of each row -> (mean: / N) the lane total, every lane, in
-      // the output's format, as the unsplit reduction's rsum leaves it.
-      emitLi(pb, 3, lxS);
-      emitLi(pb, 4, lxR);
-      pb.loop(rowsPerCore, {{3, kStickBytes}, {4, kStickBytes}}, [&] {
-        Instr ld = mk(Opcode::Ld, Format::F32);
-        ld.v = {1, -1, -1, -1};
-        ld.lx = {3, 0};
-        pb.emit(ld);
-        if (mean)
-          f32(Opcode::Mul, 1, 1, 14);
-        f32(Opcode::Rsum, 2, 1);
-        Instr st = mk(Opcode::St, out.fmt);
-        st.v = {2, -1, -1, -1};
-        st.lx = {4, 0};
-        pb.emit(st);
-      });
-    }
-    if (lastSlice) {
-      emitLi(pb, 2, oOff[c]);
-      std::vector<std::array<int64_t, 3>> box;
-      for (size_t i = 0; i < outerDims.size(); ++i)
-        box.push_back({coreSlice(s, 0, outerDims[i], s.N[outerDims[i]]).len, strideOf(out, outerDims[i]), statStride[i]});
-      box.push_back({mI, inner >= 0 ? strideOf(out, inner) : 0, kStickBytes});
-      pb.dmaBoxStrided(false, out.segment, 2, 0, -1, exx2 ? lxS : lxR, box, 1, 20, 21);
-    }
+    emitPartials(pb, s, p, mask);
+    emitChain(pb, s, p, c);
     pb.finishCores(k, c, c);
   }
-  k.comment = "op=" + op + " stick split " + std::to_string(ks) + " over the ring, " + std::to_string(rowsPerCore) +
-              " rows x " + std::to_string(KTc) + " sticks per core, cores=" + std::to_string(k.numCores);
+  k.comment = "op=" + p.op + " stick split " + std::to_string(p.ks) + " over the ring, " +
+              std::to_string(p.rows.rowsPerCore) + " rows x " + std::to_string(p.rows.KTc) +
+              " sticks per core, cores=" + std::to_string(k.numCores);
   return k;
 }
 

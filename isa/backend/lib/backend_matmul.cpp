@@ -4,13 +4,16 @@
 // B may also arrive sticked on K (the KERNEL tensor is then y^T as stored, [.., N, K]: a
 // linear layer's weight, attention's K): its rows are staged as they are and turned into B
 // tiles through the PE array (pt.tr), which saves the restickify kernel before the matmul.
+//
+// The plain lowering plans first (checkMatmul, planBlocks: operand geometry, block sizes,
+// buffering and the LX layout, all plain data in a MatmulPlan), then emits (MatmulEmitter).
 #include "lowerings.h"
 #include <cmath>
 #include <functional>
+#include <tuple>
 
 namespace spyre::backend::detail {
 
-bool isMatmulOp(const std::string &op) { return op == "batchmatmul" || op == "matmul"; }
 
 namespace {
 
@@ -197,9 +200,69 @@ Kernel compileMatmulKSplit(const SuperDsc &s, const TensorGeom &x, const TensorG
               " cores=" + std::to_string(k.numCores);
   return k;
 }
-} // namespace
 
-Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
+/// A plain (not K-split) matmul, decided before anything is emitted.
+struct MatmulPlan {
+  // The operands (checkMatmul).
+  int dM = -1, dN = -1, dK = -1;
+  int64_t ks = 1; ///< K slices over cores
+  const SdscTensor *xT = nullptr, *yT = nullptr, *oT = nullptr;
+  bool transB = false; ///< y sticked on K
+  TensorGeom x, y, o;
+  int64_t M = 0, N = 0, K = 0, KT = 0, Kpad = 0, NT = 0;
+  std::vector<int> batch; ///< iteration dims other than M, N, K
+  int numCores = 0;
+  // The blocking and LX layout (planBlocks).
+  int64_t mCore = 0, nCore = 0;       ///< per-core rows and N tiles
+  std::vector<int64_t> xCanon, oCanon; ///< LX-resident x / output: LX strides per iteration dim
+  int64_t xLx = -1, oLx = -1;
+  /// directA: x is LX-resident as [K tiles][rows] and the block is all the core's rows, so
+  /// pt.mm reads A in place (else A is copied out of the resident slice block by block).
+  bool directA = false;
+  bool pipelined = false;
+  int64_t nc = 0, mc = 0; ///< block: nc N tiles x mc rows
+  int64_t validK = 0;     ///< valid lanes of A's last K tile (0: all)
+  /// LX: [reserved | B | (y rows as staged) | C | A, D (| A, D of the other block when
+  /// double-buffered)].
+  int64_t lxB = 0, lxS = 0, lxC = 0, lxA = 0, lxD = 0, half = 0;
+  int bCohort = 1, aCohort = 1; ///< multicast cohorts of the B and A loads
+
+  int64_t strideOf(const TensorGeom &g, int d) const {
+    int k = g.dimOf(d);
+    return k >= 0 && g.dims[k].extent > 1 ? g.dims[k].strideBytes : 0;
+  }
+  /// Per-core slices (device units: rows, N tiles, batch indices).
+  Slice sliceOf(const SuperDsc &s, int c, int d) const { return coreSlice(s, c, d, d == dN ? NT : s.N[d]); }
+  /// Each core's DDR offset of operand g (isY: g is y).
+  std::vector<int64_t> offsets(const SuperDsc &s, const TensorGeom &g, bool isY) const {
+    std::vector<int64_t> off(numCores, 0);
+    for (int c = 0; c < numCores; ++c)
+      for (size_t d = 0; d < s.dims.size(); ++d) {
+        if (static_cast<int>(d) == dK) {
+          // K is split on stick boundaries: core slices are whole K tiles; y holds K as rows.
+          if (ks > 1)
+            off[c] += s.coreIdToWkSlice[c][dK] * (KT / ks) * (isY ? 64 : 1) * strideOf(g, dK);
+          continue;
+        }
+        // N is split in tiles; y sticked on K holds N as rows (64 per tile).
+        const int64_t unit = transB && isY && static_cast<int>(d) == dN ? 64 : 1;
+        off[c] += sliceOf(s, c, static_cast<int>(d)).lo * unit * strideOf(g, static_cast<int>(d));
+      }
+    return off;
+  }
+  std::vector<std::pair<int64_t, int64_t>> aBox(int64_t rows) const {
+    return {{KT, strideOf(x, dK)}, {rows, strideOf(x, dM) ? strideOf(x, dM) : 128}};
+  }
+  std::vector<std::pair<int64_t, int64_t>> dBox(int64_t tiles, int64_t rows) const {
+    return {{tiles, strideOf(o, dN)}, {rows, strideOf(o, dM) ? strideOf(o, dM) : 128}};
+  }
+  /// Register steps of x and the output along dim d: DDR strides, or resident LX strides.
+  int64_t xStride(int d) const { return xT->inLx ? xCanon[d] : strideOf(x, d); }
+  int64_t oStride(int d) const { return oT->inLx ? oCanon[d] : strideOf(o, d); }
+};
+
+/// Checks the descriptor and fills the operand part of the plan.
+void checkMatmul(const SuperDsc &s, MatmulPlan &p) {
   if (s.exUnit != "pt")
     throw Error(where(s) + ": computeOp_ exUnit must be 'pt' for " + s.opFuncName + ", got '" + s.exUnit + "'");
   if (s.inputs.size() != 2 || s.outputs.size() != 1 || s.inputs[0] < 0 || s.inputs[1] < 0)
@@ -207,276 +270,320 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   const int dM = s.dimIndex("mb"), dN = s.dimIndex("out"), dK = s.dimIndex("in");
   if (dM < 0 || dN < 0 || dK < 0)
     throw Error(where(s) + ": a matmul needs dims mb (M), out (N) and in (K) in N_");
-  const int64_t ks = s.numWkSlicesPerDim[dK];
+  p.dM = dM;
+  p.dN = dN;
+  p.dK = dK;
+  p.ks = s.numWkSlicesPerDim[dK];
   const SdscTensor &xT = s.tensor(s.inputs[0]), &yT = s.tensor(s.inputs[1]), &oT = s.tensor(s.outputs[0]);
   auto stickOf = [&](const SdscTensor &t) { return s.primaryDsInfo.at(t.dsType).stickDimOrder[0]; };
-  const bool transB = stickOf(yT) == "in";
-  if (stickOf(xT) != "in" || (stickOf(yT) != "out" && !transB) || stickOf(oT) != "out")
+  p.transB = stickOf(yT) == "in";
+  if (stickOf(xT) != "in" || (stickOf(yT) != "out" && !p.transB) || stickOf(oT) != "out")
     throw Unsupported("matmul operands sticked other than x on K, y on N or K and output on N in " + s.name +
                       "; restickify first");
-  TensorGeom x = tensorGeom(s, xT, "in"), y = tensorGeom(s, yT, transB ? "in" : "out"), o = tensorGeom(s, oT, "out");
-  for (const TensorGeom *g : {&x, &y, &o})
+  p.xT = &xT;
+  p.yT = &yT;
+  p.oT = &oT;
+  p.x = tensorGeom(s, xT, "in");
+  p.y = tensorGeom(s, yT, p.transB ? "in" : "out");
+  p.o = tensorGeom(s, oT, "out");
+  for (const TensorGeom *g : {&p.x, &p.y, &p.o})
     if (g->fmt != Format::DL16)
       throw Unsupported(std::string(formatName(g->fmt)) + " matmul (DL16 operands only) in " + s.name);
-  if (yT.inLx || ((xT.inLx || oT.inLx) && ks > 1))
+  if (yT.inLx || ((xT.inLx || oT.inLx) && p.ks > 1))
     throw Unsupported("LX-resident " + std::string(yT.inLx ? "y" : "operands of a K-split matmul") +
                       " (memOrg_ lx) in " + s.name);
-  const int64_t M = s.N[dM], N = s.N[dN], K = s.N[dK];
-  const int64_t KT = (K + 63) / 64, Kpad = KT * 64, NT = (N + 63) / 64;
-  std::vector<int> batch;
+  p.M = s.N[dM];
+  p.N = s.N[dN];
+  p.K = s.N[dK];
+  p.KT = (p.K + 63) / 64;
+  p.Kpad = p.KT * 64;
+  p.NT = (p.N + 63) / 64;
   for (size_t d = 0; d < s.dims.size(); ++d)
     if (static_cast<int>(d) != dM && static_cast<int>(d) != dN && static_cast<int>(d) != dK)
-      batch.push_back(static_cast<int>(d));
-
-  auto strideOf = [](const TensorGeom &g, int d) {
-    int k = g.dimOf(d);
-    return k >= 0 && g.dims[k].extent > 1 ? g.dims[k].strideBytes : 0;
-  };
-  // Per-core slices (device units: rows, N tiles, batch indices).
-  auto sliceOf = [&](int c, int d) {
-    int64_t extent = d == dN ? NT : s.N[d];
-    return coreSlice(s, c, d, extent);
-  };
-  // K is split on stick boundaries: core slices are whole K tiles; y holds K as rows.
-  auto kTileLo = [&](int c) { return s.coreIdToWkSlice[c][dK] * (KT / ks); };
-  auto offsets = [&](const TensorGeom &g) {
-    std::vector<int64_t> off(s.numCoresUsed, 0);
-    for (int c = 0; c < s.numCoresUsed; ++c)
-      for (size_t d = 0; d < s.dims.size(); ++d) {
-        if (static_cast<int>(d) == dK) {
-          if (ks > 1)
-            off[c] += kTileLo(c) * (&g == &y ? 64 : 1) * strideOf(g, dK);
-          continue;
-        }
-        // N is split in tiles; y sticked on K holds N as rows (64 per tile).
-        const int64_t unit = transB && &g == &y && static_cast<int>(d) == dN ? 64 : 1;
-        off[c] += sliceOf(c, static_cast<int>(d)).lo * unit * strideOf(g, static_cast<int>(d));
-      }
-    return off;
-  };
+      p.batch.push_back(static_cast<int>(d));
+  p.numCores = s.numCoresUsed;
   if (!xT.inLx)
-    checkStartAddresses(s, x, offsets(x));
-  checkStartAddresses(s, y, offsets(y));
+    checkStartAddresses(s, p.x, p.offsets(s, p.x, false));
+  checkStartAddresses(s, p.y, p.offsets(s, p.y, true));
   if (!oT.inLx)
-    checkStartAddresses(s, o, offsets(o));
-  if (x.segment == y.segment || x.segment == o.segment || y.segment == o.segment)
+    checkStartAddresses(s, p.o, p.offsets(s, p.o, false));
+  if (p.x.segment == p.y.segment || p.x.segment == p.o.segment || p.y.segment == p.o.segment)
     throw Unsupported("matmul operands sharing a segment in " + s.name);
-  const int64_t mCore = sliceOf(0, dM).len, nCore = sliceOf(0, dN).len;
-  if (ks > 1) {
-    if (KT % ks != 0)
-      throw Error(where(s) + ": numWkSlicesPerDim_.in = " + std::to_string(ks) + " does not divide the " +
-                  std::to_string(KT) + " K sticks");
-    for (int d : batch)
-      if (sliceOf(0, d).len != 1)
-        throw Unsupported("K-split matmul with several batch indices per core in " + s.name);
-    if (transB)
-      throw Unsupported("K-split matmul with y sticked on K in " + s.name + "; restickify y first");
-    return compileMatmulKSplit(s, x, y, o, offsets(x), offsets(y), offsets(o), opts);
-  }
+  p.mCore = p.sliceOf(s, 0, dM).len;
+  p.nCore = p.sliceOf(s, 0, dN).len;
+}
 
+/// The K-split preconditions (a K split sums partials over the ring: compileMatmulKSplit).
+void checkKSplit(const SuperDsc &s, const MatmulPlan &p) {
+  if (p.KT % p.ks != 0)
+    throw Error(where(s) + ": numWkSlicesPerDim_.in = " + std::to_string(p.ks) + " does not divide the " +
+                std::to_string(p.KT) + " K sticks");
+  for (int d : p.batch)
+    if (p.sliceOf(s, 0, d).len != 1)
+      throw Unsupported("K-split matmul with several batch indices per core in " + s.name);
+  if (p.transB)
+    throw Unsupported("K-split matmul with y sticked on K in " + s.name + "; restickify y first");
+}
+
+/// Block sizes, buffering and the LX layout of a plain matmul.
+void planBlocks(const SuperDsc &s, const BackendOptions &opts, MatmulPlan &p) {
   // y sticked on K: an N block is nc*64 whole rows (a partial last tile would read past y).
-  if (transB && N % 64 != 0)
-    throw Unsupported("matmul with y sticked on K and N = " + std::to_string(N) +
-                      " not a multiple of 64 in " + s.name + "; restickify y first");
+  if (p.transB && p.N % 64 != 0)
+    throw Unsupported("matmul with y sticked on K and N = " + std::to_string(p.N) + " not a multiple of 64 in " +
+                      s.name + "; restickify y first");
+  const SdscTensor &xT = *p.xT, &oT = *p.oT;
+  const int dM = p.dM, dK = p.dK;
+  const int64_t mCore = p.mCore, nCore = p.nCore, KT = p.KT, Kpad = p.Kpad;
   // LX-resident x / output (memOrg_ lx): the core's slice dense in the tensor's own dim order
   // (residentStrides); everything else is staged above the graph's LX-resident tensors.
-  const auto [xCanon, xSlice] = residentStrides(s, x);
-  const auto [oCanon, oSlice] = residentStrides(s, o);
-  const int64_t xLx = xT.inLx ? lxResidentAddress(s, x, xSlice) : -1;
-  const int64_t oLx = oT.inLx ? lxResidentAddress(s, o, oSlice) : -1;
-  if (oT.inLx && mCore > 1 && oCanon[dM] != kStickBytes)
+  int64_t xSlice = 0, oSlice = 0;
+  std::tie(p.xCanon, xSlice) = residentStrides(s, p.x);
+  std::tie(p.oCanon, oSlice) = residentStrides(s, p.o);
+  p.xLx = xT.inLx ? lxResidentAddress(s, p.x, xSlice) : -1;
+  p.oLx = oT.inLx ? lxResidentAddress(s, p.o, oSlice) : -1;
+  if (oT.inLx && mCore > 1 && p.oCanon[dM] != kStickBytes)
     throw Unsupported("an LX-resident matmul output whose rows are not innermost in its slice in " + s.name);
   const int64_t lxStage = s.lxReservedBytes, stageBytes = opts.lxBytes - lxStage;
   const bool resident = xT.inLx || oT.inLx;
   // Block sizes: nc tiles of B (Kpad rows each) resident (y sticked on K: plus its rows as
   // staged, as many bytes again), mc rows of A, C (fp32) and D. Double buffered, A and D get
   // two copies: A block i+1 is fetched and D block i-1 written back while block i is on the PT.
-  // directA: x is LX-resident as [K tiles][rows] and the block is all the core's rows, so pt.mm
-  // reads A in place (else A is copied out of the resident slice block by block).
-  bool directA = false;
   auto bytes = [&](int64_t nc, int64_t mc, bool dbl) {
-    return (transB ? 2 : 1) * nc * Kpad * 128 + 2 * nc * mc * 128 +
-           (dbl ? 2 : 1) * ((directA ? 0 : KT * mc * 128) + nc * mc * 128);
+    return (p.transB ? 2 : 1) * nc * Kpad * 128 + 2 * nc * mc * 128 +
+           (dbl ? 2 : 1) * ((p.directA ? 0 : KT * mc * 128) + nc * mc * 128);
   };
   auto largestDivisor = [](int64_t n, const std::function<bool(int64_t)> &fits) { return largestDivisorFitting(n, fits); };
-  auto aBox = [&](int64_t mc) {
-    return std::vector<std::pair<int64_t, int64_t>>{{KT, strideOf(x, dK)}, {mc, strideOf(x, dM) ? strideOf(x, dM) : 128}};
-  };
-  auto dBox = [&](int64_t nc, int64_t mc) {
-    return std::vector<std::pair<int64_t, int64_t>>{{nc, strideOf(o, dN)}, {mc, strideOf(o, dM) ? strideOf(o, dM) : 128}};
-  };
-  const int64_t validK = K % 64;
-  bool pipelined = !resident; // an LX-resident operand has no DMA to overlap on its side
+  p.validK = p.K % 64;
+  p.pipelined = !resident; // an LX-resident operand has no DMA to overlap on its side
   int64_t nc = 0, mc = 0;
-  if (xT.inLx && validK == 0 && (mCore == 1 || xCanon[dM] == kStickBytes) && (KT == 1 || xCanon[dK] == mCore * 128)) {
-    directA = true;
+  if (xT.inLx && p.validK == 0 && (mCore == 1 || p.xCanon[dM] == kStickBytes) &&
+      (KT == 1 || p.xCanon[dK] == mCore * 128)) {
+    p.directA = true;
     nc = largestDivisor(nCore, [&](int64_t c) { return bytes(c, mCore, false) <= stageBytes; });
     mc = mCore;
-    directA = nc > 0;
+    p.directA = nc > 0;
   }
-  if (pipelined) {
+  if (p.pipelined) {
     nc = largestDivisor(nCore, [&](int64_t c) { return bytes(c, 1, true) <= stageBytes; });
     mc = nc ? largestDivisor(mCore, [&](int64_t c) { return bytes(nc, c, true) <= stageBytes; }) : 0;
   }
   // Something to overlap: at least opts.pipelineBlocks row blocks (BackendOptions; the timing
   // model picks the count) while an A block keeps a few sticks.
   const int64_t kPipeBlocks = std::max(1, opts.pipelineBlocks);
-  if (pipelined && mc > 0)
+  if (p.pipelined && mc > 0)
     mc = pipelineChunk(mCore, mc, kPipeBlocks, [&](int64_t c) { return KT * c >= 8; }, /*divisorsOnly=*/true);
-  if (!directA &&
-      (!pipelined || nc == 0 || mCore / mc < 2 || !ProgramBuilder::singleDma(aBox(mc)) || !ProgramBuilder::singleDma(dBox(nc, mc)))) {
-    pipelined = false;
+  if (!p.directA && (!p.pipelined || nc == 0 || mCore / mc < 2 || !ProgramBuilder::singleDma(p.aBox(mc)) ||
+                     !ProgramBuilder::singleDma(p.dBox(nc, mc)))) {
+    p.pipelined = false;
     nc = largestDivisor(nCore, [&](int64_t c) { return bytes(c, 1, false) <= stageBytes; });
     if (nc == 0)
-      throw Unsupported("K = " + std::to_string(K) + " too large for one B tile in LX (K-split needed) in " + s.name);
+      throw Unsupported("K = " + std::to_string(p.K) + " too large for one B tile in LX (K-split needed) in " + s.name);
     mc = largestDivisor(mCore, [&](int64_t c) { return bytes(nc, c, false) <= stageBytes; });
   }
-  // LX: [reserved | B | (y rows as staged) | C | A, D (| A, D of the other block when
-  // double-buffered)].
-  const int64_t lxB = lxStage, lxS = lxStage + nc * Kpad * 128, lxC = lxStage + (transB ? 2 : 1) * nc * Kpad * 128,
-                lxA = lxC + 2 * nc * mc * 128, lxD = lxA + (directA ? 0 : KT * mc * 128);
-  const int64_t half = KT * mc * 128 + nc * mc * 128;
-
-  Kernel k = newKernel(s, {&x, &y, &o});
+  p.nc = nc;
+  p.mc = mc;
+  p.lxB = lxStage;
+  p.lxS = lxStage + nc * Kpad * 128;
+  p.lxC = lxStage + (p.transB ? 2 : 1) * nc * Kpad * 128;
+  p.lxA = p.lxC + 2 * nc * mc * 128;
+  p.lxD = p.lxA + (p.directA ? 0 : KT * mc * 128);
+  p.half = KT * mc * 128 + nc * mc * 128;
   // Under an M split the cores of one N slice load the same B blocks, under an N split (M not
   // split) every core loads the same A rows: one multicast per cohort.
-  const int bCohort = sharedLoadCohort(offsets(y), opts);
-  const int aCohort = xT.inLx ? 1 : sharedLoadCohort(offsets(x), opts);
-  // Register steps of x and the output along dim d: DDR strides, or resident LX strides.
-  auto xStride = [&](int d) { return xT.inLx ? xCanon[d] : strideOf(x, d); };
-  auto oStride = [&](int d) { return oT.inLx ? oCanon[d] : strideOf(o, d); };
+  p.bCohort = sharedLoadCohort(p.offsets(s, p.y, true), opts);
+  p.aCohort = xT.inLx ? 1 : sharedLoadCohort(p.offsets(s, p.x, false), opts);
+}
 
-  // Registers: r1 x, r2 y, r3 out DDR offsets (LX addresses when resident); r20/r21 DMA
-  // scratch; r5 row walker; r6/r7 the A copy's walkers, r8/r9 the per-tile pt.out's; r22/r23
-  // this block's / the other block's A and D (0 or `half`), r24 swap scratch.
-  constexpr int rCur = 22, rOther = 23, rSwap = 24, tokA = 1, tokD = 2;
-  ProgramBuilder pb;
-  xT.inLx ? emitLi(pb, 1, xLx) : emitTbl(pb, 1, offsets(x));
-  emitTbl(pb, 2, offsets(y));
-  oT.inLx ? emitLi(pb, 3, oLx) : emitTbl(pb, 3, offsets(o));
-  emitZero(pb);
+/// Emits a planned plain matmul. Registers: r1 x, r2 y, r3 out DDR offsets (LX addresses when
+/// resident); r20/r21 DMA scratch; r5 row walker; r6/r7 the A copy's walkers, r8/r9 the
+/// per-tile pt.out's; r22/r23 this block's / the other block's A and D (0 or `half`), r24 swap
+/// scratch.
+class MatmulEmitter {
+public:
+  MatmulEmitter(const SuperDsc &s, const MatmulPlan &p) : s_(s), p_(p) {}
+  Kernel emit();
+
+private:
+  static constexpr int rCur = 22, rOther = 23, rSwap = 24, tokA = 1, tokD = 2;
+  void aDma(int rBuf, int64_t ddrOff);
+  void copyA();
+  void ptOutResident();
+  void block(bool first, bool last);
+  void rowBlock();
+  void stageB();
+  void batchLoops(size_t bi);
+
+  const SuperDsc &s_;
+  const MatmulPlan &p_;
+  ProgramBuilder pb_;
+};
+
+void MatmulEmitter::aDma(int rBuf, int64_t ddrOff) {
+  std::vector<std::pair<int64_t, int64_t>> box = p_.aBox(p_.mc);
+  pb_.dmaAsync(true, p_.x.segment, 1, ddrOff, rBuf, p_.lxA, box, tokA, p_.aCohort);
+}
+
+/// The A block out of the resident x slice: KT tiles x mc rows, (kt, i) order, by the SFP.
+void MatmulEmitter::copyA() {
+  pb_.emit(addi(6, 1, 0));
+  emitLi(pb_, 7, p_.lxA);
+  pb_.loop(p_.KT, {{6, p_.xCanon[p_.dK]}, {7, p_.mc * 128}}, [&] {
+    pb_.loop(p_.mc, {{6, p_.xCanon[p_.dM]}, {7, 128}}, [&] {
+      Instr ld = mk(Opcode::Ld, Format::DL16);
+      ld.v = {0, -1, -1, -1};
+      ld.lx = {6, 0};
+      pb_.emit(ld);
+      Instr st = mk(Opcode::St, Format::DL16);
+      st.v = {0, -1, -1, -1};
+      st.lx = {7, 0};
+      pb_.emit(st);
+    });
+  });
+}
+
+/// D of the block (fp32 C rounded) straight into the resident output: per N tile its mc rows
+/// are consecutive sticks there (one pt.out when the tiles are consecutive too).
+void MatmulEmitter::ptOutResident() {
+  const int64_t nc = p_.nc, mc = p_.mc;
+  if (nc == 1 || p_.oCanon[p_.dN] == mc * 128) {
+    emitPtOut(pb_, 0, p_.lxC, mc, nc * 64, 3);
+    return;
+  }
+  pb_.emit(addi(8, 3, 0));
+  emitLi(pb_, 9, p_.lxC);
+  pb_.loop(nc, {{8, p_.oCanon[p_.dN]}, {9, 2 * mc * 128}}, [&] {
+    Instr out = mk(Opcode::PtOut);
+    out.lx = {8, 0};
+    out.lx2 = {9, 0};
+    out.imm = mc;
+    out.imms = {64, 0, 0};
+    pb_.emit(out);
+  });
+}
+
+/// One row block of the double-buffered sweep: A (already fetched into rCur's half) through PT
+/// into D, D written back.
+void MatmulEmitter::block(bool first, bool last) {
+  const int64_t nc = p_.nc, mc = p_.mc;
+  pb_.waitTokens({tokA});
+  if (!last)
+    aDma(rOther, mc * p_.xStride(p_.dM));
+  if (p_.validK)
+    emitMaskSticks(pb_, p_.lxA + (p_.KT - 1) * mc * 128, mc, rCur);
+  emitPtMm(pb_, p_.lxC, p_.lxA, p_.lxB, mc, nc * 64, p_.Kpad, rCur);
+  emitPtOut(pb_, p_.lxD, p_.lxC, mc, nc * 64, rCur);
+  if (!first)
+    pb_.waitTokens({tokD});
+  pb_.dmaAsync(false, p_.o.segment, 3, 0, rCur, p_.lxD, p_.dBox(nc, mc), tokD);
+}
+
+/// One row block, single-buffered: A block (KT tiles x mc rows, (kt, i) order) through PT, D
+/// written back (or straight into the resident output).
+void MatmulEmitter::rowBlock() {
+  const int64_t nc = p_.nc, mc = p_.mc;
+  const TensorGeom &x = p_.x, &o = p_.o;
+  if (p_.directA) {
+    emitPtMm(pb_, p_.lxC, 0, p_.lxB, mc, nc * 64, p_.Kpad, 1);
+  } else {
+    if (p_.xT->inLx)
+      copyA();
+    else
+      pb_.dmaBoxStrided(true, x.segment, 1, 0, -1, p_.lxA,
+                        {{p_.KT, p_.strideOf(x, p_.dK), mc * 128},
+                         {mc, p_.strideOf(x, p_.dM) ? p_.strideOf(x, p_.dM) : 128, 128}},
+                        tokA, 20, 21, /*wait=*/true, p_.aCohort);
+    if (p_.validK)
+      emitMaskSticks(pb_, p_.lxA + (p_.KT - 1) * mc * 128, mc);
+    emitPtMm(pb_, p_.lxC, p_.lxA, p_.lxB, mc, nc * 64, p_.Kpad);
+  }
+  if (p_.oT->inLx) {
+    ptOutResident();
+    return;
+  }
+  emitPtOut(pb_, p_.lxD, p_.lxC, mc, nc * 64);
+  pb_.dmaBoxStrided(false, o.segment, 3, 0, -1, p_.lxD,
+                    {{nc, p_.strideOf(o, p_.dN), mc * 128}, {mc, p_.strideOf(o, p_.dM) ? p_.strideOf(o, p_.dM) : 128, 128}},
+                    tokD, 20, 21);
+}
+
+/// The B block of the current N block into its tiles.
+void MatmulEmitter::stageB() {
+  const TensorGeom &y = p_.y;
+  const int64_t nc = p_.nc, K = p_.K, Kpad = p_.Kpad;
+  const int64_t yN = p_.strideOf(y, p_.dN), yK = p_.strideOf(y, p_.dK);
+  if (p_.transB) {
+    // B block from y sticked on K: nc*64 rows x KT sticks (row-major per K tile, as pt.tr reads
+    // its source), transposed into the tiles; the transpose also writes the K padding rows (y's
+    // padded lanes), so they are zeroed again.
+    pb_.dmaBoxStrided(true, y.segment, 2, 0, -1, p_.lxS, {{p_.KT, yK, nc * 64 * 128}, {nc * 64, yN ? yN : 128, 128}}, 0,
+                      20, 21, /*wait=*/true, p_.bCohort);
+    emitPtTr(pb_, p_.lxB, p_.lxS, nc * 64, Kpad);
+    if (Kpad > K)
+      emitZeroPadRows(pb_, p_.lxB, nc, Kpad, K);
+  } else {
+    // B block: nc tiles x K rows into tiles of Kpad rows.
+    pb_.dmaBoxStrided(true, y.segment, 2, 0, -1, p_.lxB, {{nc, yN, Kpad * 128}, {K, yK ? yK : 128, 128}}, 0, 20, 21,
+                      /*wait=*/true, p_.bCohort);
+  }
+}
+
+void MatmulEmitter::batchLoops(size_t bi) {
+  if (bi < p_.batch.size()) {
+    int d = p_.batch[bi];
+    pb_.loop(p_.sliceOf(s_, 0, d).len, {{1, p_.xStride(d)}, {2, p_.strideOf(p_.y, d)}, {3, p_.oStride(d)}},
+             [&] { batchLoops(bi + 1); });
+    return;
+  }
+  const int64_t aStep = p_.mc * p_.xStride(p_.dM), oStep = p_.mc * p_.oStride(p_.dM), numBlocks = p_.mCore / p_.mc;
+  pb_.loop(p_.nCore / p_.nc, {{2, p_.nc * (p_.transB ? 64 : 1) * p_.strideOf(p_.y, p_.dN)}, {3, p_.nc * p_.oStride(p_.dN)}},
+           [&] {
+             stageB();
+             if (p_.pipelined) {
+               pb_.pipelinedSweep(
+                   numBlocks, {{1, aStep}, {3, oStep}}, rCur, rOther, rSwap, p_.half, [&] { aDma(rCur, 0); },
+                   [&](bool first, bool last) { block(first, last); }, [&] { pb_.waitTokens({tokD}); });
+               return;
+             }
+             pb_.loop(numBlocks, {{1, aStep}, {3, oStep}}, [&] { rowBlock(); });
+           });
+}
+
+Kernel MatmulEmitter::emit() {
+  Kernel k = newKernel(s_, {&p_.x, &p_.y, &p_.o});
+  p_.xT->inLx ? emitLi(pb_, 1, p_.xLx) : emitTbl(pb_, 1, p_.offsets(s_, p_.x, false));
+  emitTbl(pb_, 2, p_.offsets(s_, p_.y, true));
+  p_.oT->inLx ? emitLi(pb_, 3, p_.oLx) : emitTbl(pb_, 3, p_.offsets(s_, p_.o, false));
+  emitZero(pb_);
   // Zero the K padding rows of every B tile once: DMA never writes them.
-  if (Kpad > K && !transB)
-    emitZeroPadRows(pb, lxB, nc, Kpad, K);
-  if (validK)
-    emitLaneMask(pb, validK);
-  const int64_t aStep = mc * xStride(dM), oStep = mc * oStride(dM), numBlocks = mCore / mc;
-  auto aDma = [&](int rBuf, int64_t ddrOff) {
-    std::vector<std::pair<int64_t, int64_t>> box = aBox(mc);
-    pb.dmaAsync(true, x.segment, 1, ddrOff, rBuf, lxA, box, tokA, aCohort);
-  };
-  // The A block out of the resident x slice: KT tiles x mc rows, (kt, i) order, by the SFP.
-  auto copyA = [&] {
-    pb.emit(addi(6, 1, 0));
-    emitLi(pb, 7, lxA);
-    pb.loop(KT, {{6, xCanon[dK]}, {7, mc * 128}}, [&] {
-      pb.loop(mc, {{6, xCanon[dM]}, {7, 128}}, [&] {
-        Instr ld = mk(Opcode::Ld, Format::DL16);
-        ld.v = {0, -1, -1, -1};
-        ld.lx = {6, 0};
-        pb.emit(ld);
-        Instr st = mk(Opcode::St, Format::DL16);
-        st.v = {0, -1, -1, -1};
-        st.lx = {7, 0};
-        pb.emit(st);
-      });
-    });
-  };
-  // D of the block (fp32 C rounded) straight into the resident output: per N tile its mc rows
-  // are consecutive sticks there (one pt.out when the tiles are consecutive too).
-  auto ptOutResident = [&] {
-    if (nc == 1 || oCanon[dN] == mc * 128) {
-      emitPtOut(pb, 0, lxC, mc, nc * 64, 3);
-      return;
-    }
-    pb.emit(addi(8, 3, 0));
-    emitLi(pb, 9, lxC);
-    pb.loop(nc, {{8, oCanon[dN]}, {9, 2 * mc * 128}}, [&] {
-      Instr out = mk(Opcode::PtOut);
-      out.lx = {8, 0};
-      out.lx2 = {9, 0};
-      out.imm = mc;
-      out.imms = {64, 0, 0};
-      pb.emit(out);
-    });
-  };
-  // One row block: A (already fetched into rCur's half) through PT into D, D written back.
-  auto block = [&](bool first, bool last) {
-    pb.waitTokens({tokA});
-    if (!last)
-      aDma(rOther, aStep);
-    if (validK)
-      emitMaskSticks(pb, lxA + (KT - 1) * mc * 128, mc, rCur);
-    emitPtMm(pb, lxC, lxA, lxB, mc, nc * 64, Kpad, rCur);
-    emitPtOut(pb, lxD, lxC, mc, nc * 64, rCur);
-    if (!first)
-      pb.waitTokens({tokD});
-    pb.dmaAsync(false, o.segment, 3, 0, rCur, lxD, dBox(nc, mc), tokD);
-  };
-  std::function<void(size_t)> batchLoops = [&](size_t bi) {
-    if (bi < batch.size()) {
-      int d = batch[bi];
-      pb.loop(sliceOf(0, d).len, {{1, xStride(d)}, {2, strideOf(y, d)}, {3, oStride(d)}}, [&] { batchLoops(bi + 1); });
-      return;
-    }
-    pb.loop(nCore / nc, {{2, nc * (transB ? 64 : 1) * strideOf(y, dN)}, {3, nc * oStride(dN)}}, [&] {
-      if (transB) {
-        // B block from y sticked on K: nc*64 rows x KT sticks (row-major per K tile, as pt.tr
-        // reads its source), transposed into the tiles; the transpose also writes the K
-        // padding rows (y's padded lanes), so they are zeroed again.
-        pb.dmaBoxStrided(true, y.segment, 2, 0, -1, lxS,
-                         {{KT, strideOf(y, dK), nc * 64 * 128}, {nc * 64, strideOf(y, dN) ? strideOf(y, dN) : 128, 128}},
-                         0, 20, 21, /*wait=*/true, bCohort);
-        emitPtTr(pb, lxB, lxS, nc * 64, Kpad);
-        if (Kpad > K)
-          emitZeroPadRows(pb, lxB, nc, Kpad, K);
-      } else {
-        // B block: nc tiles x K rows into tiles of Kpad rows.
-        pb.dmaBoxStrided(true, y.segment, 2, 0, -1, lxB,
-                         {{nc, strideOf(y, dN), Kpad * 128}, {K, strideOf(y, dK) ? strideOf(y, dK) : 128, 128}}, 0, 20,
-                         21, /*wait=*/true, bCohort);
-      }
-      if (pipelined) {
-        pb.pipelinedSweep(
-            numBlocks, {{1, aStep}, {3, oStep}}, rCur, rOther, rSwap, half, [&] { aDma(rCur, 0); }, block,
-            [&] { pb.waitTokens({tokD}); });
-        return;
-      }
-      pb.loop(numBlocks, {{1, aStep}, {3, oStep}}, [&] {
-        // A block: KT tiles x mc rows, (kt, i) order.
-        if (directA) {
-          emitPtMm(pb, lxC, 0, lxB, mc, nc * 64, Kpad, 1);
-        } else {
-          if (xT.inLx)
-            copyA();
-          else
-            pb.dmaBoxStrided(true, x.segment, 1, 0, -1, lxA,
-                             {{KT, strideOf(x, dK), mc * 128}, {mc, strideOf(x, dM) ? strideOf(x, dM) : 128, 128}}, tokA,
-                             20, 21, /*wait=*/true, aCohort);
-          if (validK)
-            emitMaskSticks(pb, lxA + (KT - 1) * mc * 128, mc);
-          emitPtMm(pb, lxC, lxA, lxB, mc, nc * 64, Kpad);
-        }
-        if (oT.inLx) {
-          ptOutResident();
-          return;
-        }
-        emitPtOut(pb, lxD, lxC, mc, nc * 64);
-        pb.dmaBoxStrided(false, o.segment, 3, 0, -1, lxD,
-                         {{nc, strideOf(o, dN), mc * 128}, {mc, strideOf(o, dM) ? strideOf(o, dM) : 128, 128}}, tokD, 20,
-                         21);
-      });
-    });
-  };
+  if (p_.Kpad > p_.K && !p_.transB)
+    emitZeroPadRows(pb_, p_.lxB, p_.nc, p_.Kpad, p_.K);
+  if (p_.validK)
+    emitLaneMask(pb_, p_.validK);
   batchLoops(0);
-  pb.finishSpmd(k);
-  k.comment = "op=" + s.opFuncName + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" +
-              std::to_string(K) + " cores=" + std::to_string(k.numCores) + " block " + std::to_string(mc) + "x" +
-              std::to_string(nc * 64) + (pipelined ? ", double-buffered" : "") + (transB ? ", y sticked on K" : "") +
-              (bCohort > 1 ? ", B multicast to " + std::to_string(bCohort) + " cores" : "") +
-              (aCohort > 1 ? ", A multicast to " + std::to_string(aCohort) + " cores" : "") +
-              (xT.inLx ? (directA ? ", x read in LX" : ", x copied from LX") : "") + (oT.inLx ? ", output to LX" : "");
+  pb_.finishSpmd(k);
+  k.comment = "op=" + s_.opFuncName + " M=" + std::to_string(p_.M) + " N=" + std::to_string(p_.N) + " K=" +
+              std::to_string(p_.K) + " cores=" + std::to_string(k.numCores) + " block " + std::to_string(p_.mc) + "x" +
+              std::to_string(p_.nc * 64) + (p_.pipelined ? ", double-buffered" : "") +
+              (p_.transB ? ", y sticked on K" : "") +
+              (p_.bCohort > 1 ? ", B multicast to " + std::to_string(p_.bCohort) + " cores" : "") +
+              (p_.aCohort > 1 ? ", A multicast to " + std::to_string(p_.aCohort) + " cores" : "") +
+              (p_.xT->inLx ? (p_.directA ? ", x read in LX" : ", x copied from LX") : "") +
+              (p_.oT->inLx ? ", output to LX" : "");
   return k;
+}
+
+} // namespace
+
+Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
+  MatmulPlan p;
+  checkMatmul(s, p);
+  if (p.ks > 1) {
+    checkKSplit(s, p);
+    return compileMatmulKSplit(s, p.x, p.y, p.o, p.offsets(s, p.x, false), p.offsets(s, p.y, true),
+                               p.offsets(s, p.o, false), opts);
+  }
+  planBlocks(s, opts, p);
+  return MatmulEmitter(s, p).emit();
 }
 
 } // namespace spyre::backend::detail

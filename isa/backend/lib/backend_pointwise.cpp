@@ -11,33 +11,14 @@
 //   store; mean is lane 0 of an exx2 output, rstd lane 0 of a layernormscale output (both
 //   scale_ -2 on the stick), w and b are per-column (scale_ -1 on every other dim) tensors or
 //   constants (1 and 0 for a missing weight or bias).
+//
+// The lowering plans first (checkOperands, planBlocks: operand geometry, per-core slices, the
+// blocking of the sweep and the LX layout, all plain data in a PointwisePlan), then emits
+// (PointwiseEmitter).
 #include "lowerings.h"
-#include <map>
 
 namespace spyre::backend::detail {
 namespace {
-
-struct PwDesc {
-  Opcode op;
-  int arity; ///< tensor-or-constant inputs
-};
-
-const std::map<std::string, PwDesc> &pointwiseTable() {
-  static const std::map<std::string, PwDesc> t = {
-      {"add", {Opcode::Add, 2}},          {"sub", {Opcode::Sub, 2}},           {"mul", {Opcode::Mul, 2}},
-      {"realdiv", {Opcode::Div, 2}},      {"maximum", {Opcode::Max, 2}},       {"minimum", {Opcode::Min, 2}},
-      {"equal", {Opcode::Eq, 2}},         {"notequal", {Opcode::Ne, 2}},       {"lesserthan", {Opcode::Lt, 2}},
-      {"lesserequal", {Opcode::Le, 2}},   {"greaterthan", {Opcode::Gt, 2}},    {"greaterequal", {Opcode::Ge, 2}},
-      {"where3", {Opcode::Sel, 3}},       {"neg", {Opcode::Neg, 1}},           {"abs", {Opcode::Abs, 1}},
-      {"relufwd", {Opcode::Relu, 1}},     {"floor", {Opcode::Floor, 1}},       {"sqrt", {Opcode::Sqrt, 1}},
-      {"rsqrt", {Opcode::Rsqrt, 1}},      {"reciprocal", {Opcode::Recip, 1}},  {"exp", {Opcode::Exp, 1}},
-      {"log", {Opcode::Log, 1}},          {"tanh", {Opcode::Tanh, 1}},         {"sigmoid", {Opcode::Sigmoid, 1}},
-      {"silu", {Opcode::Silu, 1}},        {"gelufwd", {Opcode::Gelu, 1}},      {"softplus", {Opcode::Softplus, 1}},
-      {"clip", {Opcode::Clip, 1}},        {"identity", {Opcode::Ld, 1}},       {"layernormscale", {Opcode::Rsqrt, 1}},
-      {"layernormnorm", {Opcode::Fma, 5}},   {"slice", {Opcode::Ld, 1}},          {"ReStickifyOpHBM", {Opcode::Ld, 1}},
-  };
-  return t;
-}
 
 double constant(const SuperDsc &s, const std::string &name, double dflt, bool required) {
   auto it = s.constants.find(name);
@@ -49,29 +30,115 @@ double constant(const SuperDsc &s, const std::string &name, double dflt, bool re
   return it->second;
 }
 
-} // namespace
+/// An operand of a pointwise op: a tensor (possibly broadcast) or a constant.
+struct PwInput {
+  bool isConst = false;
+  float value = 0;
+  TensorGeom g;
+};
 
-bool isPointwiseOp(const std::string &opFunc) { return pointwiseTable().count(opFunc) != 0; }
+/// How a pointwise kernel walks its operands, decided before anything is emitted. `tensors`
+/// points into `ins` and `out`, so a plan is neither copied nor moved.
+struct PointwisePlan {
+  // The op and its operands (checkOperands).
+  Opcode op = Opcode::Ld;
+  bool lnScale = false, lnNorm = false;
+  std::string stickDim;
+  TensorGeom out;
+  std::vector<PwInput> ins;
+  Format computeFmt = Format::None;
+  // The walk (planBlocks).
+  int numCores = 0;
+  std::vector<const TensorGeom *> tensors;  ///< the tensor inputs, then the output
+  size_t J = 0;                             ///< device dims of the output
+  std::vector<std::vector<Slice>> slices;   ///< per core, per output dim
+  std::vector<int64_t> len;                 ///< per-core extent of each output dim
+  std::vector<std::vector<int64_t>> canon;  ///< LX-resident operands: LX stride per output dim
+  std::vector<int64_t> lxAddr;              ///< LX-resident operands: the slice's LX address
+  /// Blocking: dims [0, c0) are walked one index at a time by program loops, dim c0 in chunks
+  /// of `chunk`, dims after c0 whole; chosen so every tensor's block fits in LX.
+  size_t c0 = 0;
+  int64_t chunk = 0, numBlocks = 0;
+  bool pipelined = false; ///< double-buffered sweep of >= 2 blocks
+  /// LX: [reserved | sweep-constant tensors | half 0: block-varying tensors | half 1].
+  std::vector<int64_t> lxBase;
+  int64_t half = 0, lxCursor = 0;
+  std::vector<std::vector<int64_t>> lxStride; ///< LX stride of each tensor along each output dim
+  std::vector<bool> async;                    ///< block-varying tensors moved by one async DMA
+  std::vector<int> inTokens;
 
-Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
-  const PwDesc pw = pointwiseTable().at(s.opFuncName);
-  // ReStickifyOpHBM: a copy between layouts. Keeping the stick dim it moves whole sticks (this
-  // walk, each tensor in its own layout order); changing it goes through the PE array.
-  if (s.opFuncName == "ReStickifyOpHBM" && s.inputs.size() == 1 && s.inputs[0] >= 0 && s.outputs.size() == 1 &&
-      s.primaryDsInfo.at(s.tensor(s.inputs[0]).dsType).stickDimOrder != s.primaryDsInfo.at(s.tensor(s.outputs[0]).dsType).stickDimOrder)
-    return compileTranspose(s, opts);
+  PointwisePlan() = default;
+  PointwisePlan(const PointwisePlan &) = delete;
+  PointwisePlan &operator=(const PointwisePlan &) = delete;
+
+  int nt() const { return static_cast<int>(tensors.size()); }
+  /// Does tensor g step along output device dim j?
+  bool spans(const TensorGeom &g, size_t j) const { return g.spans(out.dims[j].iterDim); }
+  int64_t strideAlong(const TensorGeom &g, size_t j) const {
+    int k = g.dimOf(out.dims[j].iterDim);
+    return k >= 0 && g.dims[k].extent > 1 ? g.dims[k].strideBytes : 0;
+  }
+  /// Each core's DDR offset of tensor g.
+  std::vector<int64_t> offsets(const TensorGeom &g) const {
+    std::vector<int64_t> off(numCores, g.viewOffsetBytes);
+    for (int c = 0; c < numCores; ++c)
+      for (size_t j = 0; j < J; ++j) {
+        int k = g.dimOf(out.dims[j].iterDim);
+        if (k >= 0 && g.dims[k].extent > 1)
+          off[c] += slices[c][j].lo * g.dims[k].strideBytes;
+      }
+    return off;
+  }
+  /// Bytes of tensor g's block: chunk of dim c0, whole dims after it (a dim it spans).
+  int64_t tensorBlockBytes(const TensorGeom &g, size_t at, int64_t ch) const {
+    int64_t b = kStickBytes;
+    if (spans(g, at))
+      b *= ch;
+    for (size_t j = at + 1; j < J; ++j)
+      if (spans(g, j))
+        b *= len[j];
+    return b;
+  }
+  /// Block length of output dim j for a tensor that spans it.
+  int64_t blockLen(size_t j) const { return j < c0 ? 1 : j == c0 ? chunk : len[j]; }
+  size_t outDimOf(int iterDim) const {
+    for (size_t j = 0; j < J; ++j)
+      if (out.dims[j].iterDim == iterDim)
+        return j;
+    return J;
+  }
+  /// The block of a tensor in its own dim order (outer -> inner), stored densely in LX.
+  std::vector<std::pair<int64_t, int64_t>> boxOf(const TensorGeom &g) const {
+    std::vector<std::pair<int64_t, int64_t>> box;
+    for (const auto &td : g.dims) {
+      size_t j = outDimOf(td.iterDim);
+      box.push_back({td.extent > 1 && j < J ? blockLen(j) : 1, td.strideBytes});
+    }
+    return box;
+  }
+};
+
+/// Checks the descriptor against the op's row of opfuncs.def and fills the op and operand part
+/// of the plan.
+void checkOperands(const SuperDsc &s, PointwisePlan &p) {
+  const isa::OpFuncInfo &f = *isa::findOpFunc(s.opFuncName);
+  const Opcode op = *f.sfpOp;
   if (s.exUnit != "sfp")
     throw Error(where(s) + ": computeOp_ exUnit must be 'sfp' for a pointwise op, got '" + s.exUnit + "'");
-  if (static_cast<int>(s.inputs.size()) != pw.arity || s.outputs.size() != 1)
-    throw Error(where(s) + ": expected " + std::to_string(pw.arity) + " input(s) and 1 output, got " +
+  if (static_cast<int>(s.inputs.size()) != f.arity || s.outputs.size() != 1)
+    throw Error(where(s) + ": expected " + std::to_string(f.arity) + " input(s) and 1 output, got " +
                 std::to_string(s.inputs.size()) + " and " + std::to_string(s.outputs.size()));
   const SdscTensor &outT = s.tensor(s.outputs[0]);
   const SdscLayout &layout = s.primaryDsInfo.at(outT.dsType);
   if (layout.layoutDimOrder.size() != s.dims.size())
     throw Error(where(s) + ": the output layout must list every iteration dim");
   const std::string &stickDim = layout.stickDimOrder[0];
-  TensorGeom out = tensorGeom(s, outT, stickDim, /*allowView=*/true);
+  p.op = op;
+  p.stickDim = stickDim;
+  p.out = tensorGeom(s, outT, stickDim, /*allowView=*/true);
   const bool lnScale = s.opFuncName == "layernormscale", lnNorm = s.opFuncName == "layernormnorm";
+  p.lnScale = lnScale;
+  p.lnNorm = lnNorm;
   // layernormscale maps one sparse stick per row to one sparse stick per row.
   const int sdIdx = s.dimIndex(stickDim);
   for (size_t d = 0; d < outT.scale.size(); ++d) {
@@ -84,15 +151,9 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
     throw Error(where(s) + ": the layernormscale output must be IEEE_FP32");
 
   // Inputs: tensors (possibly broadcast) or constants.
-  struct Input {
-    bool isConst = false;
-    float value = 0;
-    TensorGeom g;
-  };
-  std::vector<Input> ins;
   Format computeFmt = Format::None;
   for (size_t i = 0; i < s.inputs.size(); ++i) {
-    Input in;
+    PwInput in;
     if (s.inputs[i] < 0) {
       in.isConst = true;
       in.value = static_cast<float>(s.constants.at(s.inputConsts[i]));
@@ -105,7 +166,7 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
         if (t.scale[sdIdx] != -2 || t.dataFormat != DataFormat::IEEE_FP32)
           throw Error(where(s) + ": " + t.dsName + " (a layer-norm statistic) must be IEEE_FP32 with scale_ -2 on " +
                       stickDim);
-        ins.push_back(in);
+        p.ins.push_back(in);
         continue;
       }
       if (lnNorm && t.scale[sdIdx] != 1)
@@ -115,130 +176,113 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
         throw Unsupported("operands with different stick geometry in " + s.name + " (" + t.dsName + " is " +
                           std::string(dataFormatName(t.dataFormat)) + ", output is " +
                           std::string(dataFormatName(outT.dataFormat)) + ")");
-      bool isCond = pw.op == Opcode::Sel && i == 0;
+      bool isCond = op == Opcode::Sel && i == 0;
       if (!isCond) {
         if (computeFmt != Format::None && computeFmt != in.g.fmt)
           throw Unsupported("mixed data formats in " + s.name);
         computeFmt = in.g.fmt;
       }
     }
-    ins.push_back(in);
+    p.ins.push_back(in);
   }
   if (computeFmt == Format::None)
-    computeFmt = out.fmt;
+    computeFmt = p.out.fmt;
   if (lnScale)
     computeFmt = Format::F32;
-  bool isCompare = pw.op == Opcode::Eq || pw.op == Opcode::Ne || pw.op == Opcode::Lt || pw.op == Opcode::Le ||
-                   pw.op == Opcode::Gt || pw.op == Opcode::Ge;
-  if (!isCompare && computeFmt != out.fmt)
+  bool isCompare = op == Opcode::Eq || op == Opcode::Ne || op == Opcode::Lt || op == Opcode::Le || op == Opcode::Gt ||
+                   op == Opcode::Ge;
+  if (!isCompare && computeFmt != p.out.fmt)
     throw Unsupported("pointwise " + s.opFuncName + " from " + std::string(formatName(computeFmt)) + " to " +
-                      std::string(formatName(out.fmt)) + " in " + s.name);
+                      std::string(formatName(p.out.fmt)) + " in " + s.name);
   if (computeFmt == Format::I32)
     throw Unsupported("int32 pointwise ops in " + s.name);
+  p.computeFmt = computeFmt;
+}
 
-  // A view starting inside a stick (slice of the stick dim at an offset that is not a stick
-  // multiple) moves lanes: a copy through the PE array (backend_data.cpp).
-  bool laneShift = out.laneOffset != 0;
-  for (const auto &in : ins)
+/// A view starting inside a stick (slice of the stick dim at an offset that is not a stick
+/// multiple) moves lanes: a copy through the PE array (backend_data.cpp), identity / slice only.
+bool movesLanes(const SuperDsc &s, const PointwisePlan &p) {
+  bool laneShift = p.out.laneOffset != 0;
+  for (const auto &in : p.ins)
     laneShift |= !in.isConst && in.g.laneOffset != 0;
-  if (laneShift) {
-    bool lxOperand = outT.inLx;
-    for (const auto &in : ins)
-      lxOperand |= !in.isConst && in.g.t->inLx;
-    if (lxOperand)
-      throw Unsupported("LX-resident tensors (memOrg_ lx) in a lane-moving copy " + s.name);
-    if (pw.op != Opcode::Ld)
-      throw Unsupported("a view whose stick dim starts inside a stick as an operand of " + s.opFuncName + " in " +
-                        s.name + " (only identity / slice copies move lanes)");
-    return compileLaneShift(s, opts);
-  }
-  // Per-core slice of the output (device units), offsets of every tensor.
+  if (!laneShift)
+    return false;
+  bool lxOperand = p.out.t->inLx;
+  for (const auto &in : p.ins)
+    lxOperand |= !in.isConst && in.g.t->inLx;
+  if (lxOperand)
+    throw Unsupported("LX-resident tensors (memOrg_ lx) in a lane-moving copy " + s.name);
+  if (p.op != Opcode::Ld)
+    throw Unsupported("a view whose stick dim starts inside a stick as an operand of " + s.opFuncName + " in " +
+                      s.name + " (only identity / slice copies move lanes)");
+  return true;
+}
+
+/// Per-core slices, start-address checks and the LX-resident operands' strides.
+void planSlices(const SuperDsc &s, PointwisePlan &p) {
+  const TensorGeom &out = p.out;
   const size_t J = out.dims.size();
-  std::vector<std::vector<Slice>> slices(s.numCoresUsed, std::vector<Slice>(J));
+  p.numCores = s.numCoresUsed;
+  p.J = J;
+  p.slices.assign(s.numCoresUsed, std::vector<Slice>(J));
   for (int c = 0; c < s.numCoresUsed; ++c)
     for (size_t j = 0; j < J; ++j)
-      slices[c][j] = coreSlice(s, c, out.dims[j].iterDim, out.dims[j].extent);
-  auto offsets = [&](const TensorGeom &g) {
-    std::vector<int64_t> off(s.numCoresUsed, g.viewOffsetBytes);
-    for (int c = 0; c < s.numCoresUsed; ++c)
-      for (size_t j = 0; j < J; ++j) {
-        int k = g.dimOf(out.dims[j].iterDim);
-        if (k >= 0 && g.dims[k].extent > 1)
-          off[c] += slices[c][j].lo * g.dims[k].strideBytes;
-      }
-    return off;
-  };
-  std::vector<const TensorGeom *> tensors;
-  for (auto &in : ins)
+      p.slices[c][j] = coreSlice(s, c, out.dims[j].iterDim, out.dims[j].extent);
+  for (auto &in : p.ins)
     if (!in.isConst)
-      tensors.push_back(&in.g);
-  tensors.push_back(&out);
-  for (const TensorGeom *g : tensors) {
+      p.tensors.push_back(&in.g);
+  p.tensors.push_back(&p.out);
+  for (const TensorGeom *g : p.tensors) {
     if (!g->t->inLx)
-      checkStartAddresses(s, *g, offsets(*g));
-    for (const TensorGeom *h : tensors)
+      checkStartAddresses(s, *g, p.offsets(*g));
+    for (const TensorGeom *h : p.tensors)
       if (h != g && h->segment == g->segment && h->t->ldsIdx != g->t->ldsIdx)
         throw Unsupported("two tensors in one segment in " + s.name);
   }
-  std::vector<int64_t> len(J);
+  p.len.resize(J);
   for (size_t j = 0; j < J; ++j)
-    len[j] = slices[0][j].len;
-
-  // Blocking: dims [0, c0) are walked one index at a time by program loops, dim c0 in chunks
-  // of `chunk`, dims after c0 whole; chosen so every tensor's block fits in LX.
-  // Does tensor g step along output device dim j?
-  auto spans = [&](const TensorGeom &g, size_t j) { return g.spans(out.dims[j].iterDim); };
-  auto strideAlong = [&](const TensorGeom &g, size_t j) {
-    int k = g.dimOf(out.dims[j].iterDim);
-    return k >= 0 && g.dims[k].extent > 1 ? g.dims[k].strideBytes : 0;
-  };
+    p.len[j] = p.slices[0][j].len;
   // An LX-resident operand (memOrg_ lx) holds the core's whole slice densely in its own dim
   // order (outer -> inner) and is walked in place: canon[i][j] is its LX stride along output
   // dim j. Everything else is staged by DMA above the graph's LX-resident tensors.
-  const int nt = static_cast<int>(tensors.size());
-  std::vector<std::vector<int64_t>> canon(nt, std::vector<int64_t>(J, 0));
-  std::vector<int64_t> lxAddr(nt, -1);
+  const int nt = p.nt();
+  p.canon.assign(nt, std::vector<int64_t>(J, 0));
+  p.lxAddr.assign(nt, -1);
   for (int i = 0; i < nt; ++i) {
-    const TensorGeom &g = *tensors[i];
+    const TensorGeom &g = *p.tensors[i];
     if (!g.t->inLx)
       continue;
     int64_t st = kStickBytes;
     for (size_t k = g.dims.size(); k-- > 0;) {
       for (size_t j = 0; j < J; ++j)
         if (out.dims[j].iterDim == g.dims[k].iterDim && g.dims[k].extent > 1) {
-          canon[i][j] = len[j] > 1 ? st : 0;
-          st *= len[j];
+          p.canon[i][j] = p.len[j] > 1 ? st : 0;
+          st *= p.len[j];
         }
     }
-    lxAddr[i] = lxResidentAddress(s, g, st);
+    p.lxAddr[i] = lxResidentAddress(s, g, st);
   }
-  const int64_t lxStage = s.lxReservedBytes, stageBytes = opts.lxBytes - lxStage;
-  // Bytes of tensor g's block: chunk of dim c0, whole dims after it (a dim it spans).
-  auto tensorBlockBytes = [&](const TensorGeom &g, size_t c0, int64_t chunk) {
-    int64_t b = kStickBytes;
-    if (spans(g, c0))
-      b *= chunk;
-    for (size_t j = c0 + 1; j < J; ++j)
-      if (spans(g, j))
-        b *= len[j];
-    return b;
-  };
+}
+
+/// The blocking of the sweep (c0, chunk, double buffering) within the staging LX.
+void planBlocking(const SuperDsc &s, const BackendOptions &opts, PointwisePlan &p) {
+  const int64_t stageBytes = opts.lxBytes - s.lxReservedBytes;
   // Double buffering: tensors that change from block to block (they span c0) get two buffers,
   // block i+1 is fetched while block i is computed and block i's result written back while
   // block i+1 is computed. Tensors constant over the sweep are staged once per sweep.
   auto blockBytes = [&](size_t c0, int64_t chunk, bool dbl) {
     int64_t total = 0;
-    for (const TensorGeom *g : tensors)
+    for (const TensorGeom *g : p.tensors)
       if (!g->t->inLx)
-        total += tensorBlockBytes(*g, c0, chunk) * (dbl && spans(*g, c0) ? 2 : 1);
+        total += p.tensorBlockBytes(*g, c0, chunk) * (dbl && p.spans(*g, c0) ? 2 : 1);
     return total;
   };
-  size_t c0 = 0;
-  int64_t chunk = len[0];
+  p.c0 = 0;
+  p.chunk = p.len[0];
   auto choose = [&](bool dbl) {
-    for (c0 = 0; c0 < J; ++c0) {
-      chunk = largestDivisorFitting(len[c0], [&](int64_t c) { return blockBytes(c0, c, dbl) <= stageBytes; });
-      if (chunk > 0)
+    for (p.c0 = 0; p.c0 < p.J; ++p.c0) {
+      p.chunk = largestDivisorFitting(p.len[p.c0], [&](int64_t c) { return blockBytes(p.c0, c, dbl) <= stageBytes; });
+      if (p.chunk > 0)
         return true;
     }
     return false;
@@ -252,261 +296,306 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   if (dbl) {
     auto largest = [&](int64_t ch) {
       int64_t m = 0;
-      for (const TensorGeom *g : tensors)
-        if (!g->t->inLx && spans(*g, c0))
-          m = std::max(m, tensorBlockBytes(*g, c0, ch) / kStickBytes);
+      for (const TensorGeom *g : p.tensors)
+        if (!g->t->inLx && p.spans(*g, p.c0))
+          m = std::max(m, p.tensorBlockBytes(*g, p.c0, ch) / kStickBytes);
       return m;
     };
-    chunk = pipelineChunk(
-        len[c0], chunk, kPipeBlocks, [&](int64_t c) { return largest(c) >= kMinPipeSticks; }, /*divisorsOnly=*/true);
+    p.chunk = pipelineChunk(
+        p.len[p.c0], p.chunk, kPipeBlocks, [&](int64_t c) { return largest(c) >= kMinPipeSticks; },
+        /*divisorsOnly=*/true);
   }
-  const int64_t numBlocks = len[c0] / chunk;
-  const bool pipelined = dbl && numBlocks >= 2;
+  p.numBlocks = p.len[p.c0] / p.chunk;
+  p.pipelined = dbl && p.numBlocks >= 2;
+}
 
-  Kernel k = newKernel(s, tensors);
-
-  // Registers: r1.. DDR offset per tensor, r10.. LX offset per tensor in the compute loop,
-  // r20/r21 DMA scratch, r22/r23 this block's / the other block's buffer half (0 or H), r24
-  // swap scratch. Vector registers: v0..v2 inputs, v4 result, v8.. constants.
-  // LX: [reserved | sweep-constant tensors | half 0: block-varying tensors | half 1].
-  constexpr int rCur = 22, rOther = 23, rSwap = 24;
-  ProgramBuilder pb;
-  std::vector<int64_t> lxBase(nt);
+/// The LX layout of the blocks, their LX strides and which of them move asynchronously.
+void planLx(const SuperDsc &s, PointwisePlan &p) {
+  const int nt = p.nt();
+  const int64_t lxStage = s.lxReservedBytes;
+  p.lxBase.assign(nt, 0);
   int64_t lxCursor = lxStage;
   for (int pass = 0; pass < 2; ++pass) // sweep-constant tensors first, then one half
     for (int i = 0; i < nt; ++i) {
-      if (tensors[i]->t->inLx || spans(*tensors[i], c0) != (pass == 1))
+      if (p.tensors[i]->t->inLx || p.spans(*p.tensors[i], p.c0) != (pass == 1))
         continue;
-      lxBase[i] = lxCursor;
-      lxCursor += tensorBlockBytes(*tensors[i], c0, chunk);
+      p.lxBase[i] = lxCursor;
+      lxCursor += p.tensorBlockBytes(*p.tensors[i], p.c0, p.chunk);
     }
-  int64_t half = 0;
-  if (pipelined) {
+  if (p.pipelined) {
     int64_t halfStart = lxStage;
     for (int i = 0; i < nt; ++i)
-      if (!tensors[i]->t->inLx && !spans(*tensors[i], c0))
-        halfStart += tensorBlockBytes(*tensors[i], c0, chunk);
-    half = lxCursor - halfStart;
-    lxCursor += half;
+      if (!p.tensors[i]->t->inLx && !p.spans(*p.tensors[i], p.c0))
+        halfStart += p.tensorBlockBytes(*p.tensors[i], p.c0, p.chunk);
+    p.half = lxCursor - halfStart;
+    lxCursor += p.half;
   }
-  // r(1+i): each core's DDR offset, or for an LX-resident operand the block's LX address.
-  for (int i = 0; i < nt; ++i)
-    tensors[i]->t->inLx ? emitLi(pb, 1 + i, lxAddr[i]) : emitTbl(pb, 1 + i, offsets(*tensors[i]));
-  if (lnScale) {
-    Instr e = mk(Opcode::Bcast, Format::F32);
-    e.v = {7, -1, -1, -1};
-    e.fimm = static_cast<float>(constant(s, "eps", 0.0, true));
-    pb.emit(e);
-  }
-  std::vector<int> constReg(ins.size(), -1);
-  for (size_t i = 0; i < ins.size(); ++i)
-    if (ins[i].isConst) {
-      Instr b = mk(Opcode::Bcast, computeFmt);
-      constReg[i] = 8 + static_cast<int>(i);
-      b.v = {constReg[i], -1, -1, -1};
-      b.fimm = ins[i].value;
-      pb.emit(b);
-    }
-  auto ddrAdv = [&](size_t j, int64_t units) {
-    std::vector<std::pair<int, int64_t>> adv;
-    for (int i = 0; i < nt; ++i)
-      adv.push_back({1 + i, units * (tensors[i]->t->inLx ? canon[i][j] : strideAlong(*tensors[i], j))});
-    return adv;
-  };
-  // Block length of output dim j for a tensor that spans it.
-  auto blockLen = [&](size_t j) -> int64_t { return j < c0 ? 1 : j == c0 ? chunk : len[j]; };
-  auto outDimOf = [&](int iterDim) {
-    for (size_t j = 0; j < J; ++j)
-      if (out.dims[j].iterDim == iterDim)
-        return j;
-    return J;
-  };
-  // The block of a tensor in its own dim order (outer -> inner), stored densely in LX.
-  auto boxOf = [&](const TensorGeom &g) {
-    std::vector<std::pair<int64_t, int64_t>> box;
-    for (const auto &td : g.dims) {
-      size_t j = outDimOf(td.iterDim);
-      box.push_back({td.extent > 1 && j < J ? blockLen(j) : 1, td.strideBytes});
-    }
-    return box;
-  };
+  p.lxCursor = lxCursor;
   // LX stride of each tensor along each output dim: dense over its own box.
-  std::vector<std::vector<int64_t>> lxStride(nt, std::vector<int64_t>(J, 0));
+  p.lxStride.assign(nt, std::vector<int64_t>(p.J, 0));
   for (int i = 0; i < nt; ++i) {
-    if (tensors[i]->t->inLx) {
-      lxStride[i] = canon[i];
+    if (p.tensors[i]->t->inLx) {
+      p.lxStride[i] = p.canon[i];
       continue;
     }
-    auto box = boxOf(*tensors[i]);
+    auto box = p.boxOf(*p.tensors[i]);
     int64_t st = kStickBytes;
     for (size_t kk = box.size(); kk-- > 0;) {
-      size_t j = outDimOf(tensors[i]->dims[kk].iterDim);
-      if (j < J && j >= c0 && box[kk].first > 1)
-        lxStride[i][j] = st;
+      size_t j = p.outDimOf(p.tensors[i]->dims[kk].iterDim);
+      if (j < p.J && j >= p.c0 && box[kk].first > 1)
+        p.lxStride[i][j] = st;
       st *= box[kk].first;
     }
   }
   // Which block-varying tensors move with one (asynchronous) DMA; the others are staged
   // synchronously in their block (a box needing a loop of DMAs cannot share one token).
-  const int outTok = 15;
-  std::vector<bool> async(nt, false);
+  p.async.assign(nt, false);
   for (int i = 0; i < nt; ++i)
-    async[i] = pipelined && !tensors[i]->t->inLx && spans(*tensors[i], c0) && ProgramBuilder::singleDma(boxOf(*tensors[i]));
-  std::vector<int> inTokens;
+    p.async[i] = p.pipelined && !p.tensors[i]->t->inLx && p.spans(*p.tensors[i], p.c0) &&
+                 ProgramBuilder::singleDma(p.boxOf(*p.tensors[i]));
   for (int i = 0; i + 1 < nt; ++i)
-    if (async[i])
-      inTokens.push_back(i);
+    if (p.async[i])
+      p.inTokens.push_back(i);
+}
 
-  // Compute of one block: walk the output block, every tensor's LX offset register advancing
-  // densely.
-  auto computeBlock = [&] {
-    for (int i = 0; i < nt; ++i) {
-      if (tensors[i]->t->inLx) {
-        pb.emit(addi(10 + i, 1 + i, 0));
-      } else if (pipelined && spans(*tensors[i], c0)) {
-        pb.emit(addi(10 + i, rCur, lxBase[i]));
-      } else {
-        emitLi(pb, 10 + i, lxBase[i]);
-      }
+/// Emits the planned kernel. Registers: r1.. DDR offset per tensor, r10.. LX offset per tensor
+/// in the compute loop, r20/r21 DMA scratch, r22/r23 this block's / the other block's buffer
+/// half (0 or H), r24 swap scratch. Vector registers: v0..v2 inputs, v4 result, v8.. constants.
+class PointwiseEmitter {
+public:
+  PointwiseEmitter(const SuperDsc &s, const PointwisePlan &p) : s_(s), p_(p) {}
+  Kernel emit();
+
+private:
+  static constexpr int rCur = 22, rOther = 23, rSwap = 24, outTok = 15;
+  std::vector<std::pair<int, int64_t>> ddrAdv(size_t j, int64_t units) const;
+  void emitConstants();
+  void computeStick();
+  void innerLoops(size_t jj);
+  void computeBlock();
+  void block(bool first, bool last);
+  void sweep();
+  void outerLoops(size_t j);
+
+  const SuperDsc &s_;
+  const PointwisePlan &p_;
+  ProgramBuilder pb_;
+  std::vector<int> constReg_;
+};
+
+std::vector<std::pair<int, int64_t>> PointwiseEmitter::ddrAdv(size_t j, int64_t units) const {
+  std::vector<std::pair<int, int64_t>> adv;
+  for (int i = 0; i < p_.nt(); ++i)
+    adv.push_back({1 + i, units * (p_.tensors[i]->t->inLx ? p_.canon[i][j] : p_.strideAlong(*p_.tensors[i], j))});
+  return adv;
+}
+
+void PointwiseEmitter::emitConstants() {
+  // r(1+i): each core's DDR offset, or for an LX-resident operand the block's LX address.
+  for (int i = 0; i < p_.nt(); ++i)
+    p_.tensors[i]->t->inLx ? emitLi(pb_, 1 + i, p_.lxAddr[i]) : emitTbl(pb_, 1 + i, p_.offsets(*p_.tensors[i]));
+  if (p_.lnScale) {
+    Instr e = mk(Opcode::Bcast, Format::F32);
+    e.v = {7, -1, -1, -1};
+    e.fimm = static_cast<float>(constant(s_, "eps", 0.0, true));
+    pb_.emit(e);
+  }
+  constReg_.assign(p_.ins.size(), -1);
+  for (size_t i = 0; i < p_.ins.size(); ++i)
+    if (p_.ins[i].isConst) {
+      Instr b = mk(Opcode::Bcast, p_.computeFmt);
+      constReg_[i] = 8 + static_cast<int>(i);
+      b.v = {constReg_[i], -1, -1, -1};
+      b.fimm = p_.ins[i].value;
+      pb_.emit(b);
     }
-    std::function<void(size_t)> inner = [&](size_t jj) {
-      if (jj < J) {
-        std::vector<std::pair<int, int64_t>> adv;
-        for (int i = 0; i < nt; ++i)
-          adv.push_back({10 + i, lxStride[i][jj]});
-        pb.loop(jj == c0 ? chunk : len[jj], adv, [&] { inner(jj + 1); });
-        return;
-      }
-      std::vector<int> src;
-      int ti = 0;
-      for (size_t i = 0; i < ins.size(); ++i) {
-        if (ins[i].isConst) {
-          src.push_back(constReg[i]);
-          continue;
-        }
-        Instr ld = mk(Opcode::Ld, ins[i].g.fmt);
-        int v = static_cast<int>(i);
-        ld.v = {v, -1, -1, -1};
-        ld.lx = {10 + ti, 0};
-        pb.emit(ld);
-        if (!ins[i].g.stickPresent && s.N[s.dimIndex(stickDim)] > 1 && !lnScale) {
-          Instr sp = mk(Opcode::Splat, ins[i].g.fmt);
-          sp.v = {v, v, -1, -1};
-          sp.imm = 0;
-          pb.emit(sp);
-        }
-        src.push_back(v);
-        ++ti;
-      }
-      int result = src[0];
-      auto emit3 = [&](Opcode o, int d, int a, int b, int c = -1) {
-        Instr x = mk(o, Format::F32);
-        x.v = {d, a, b, c};
-        pb.emit(x);
-      };
-      if (lnScale) {
-        // v5 = E[x] (lane 0), v6 = E[x^2] (lane 1); v4 = rsqrt(relu(v6 - v5^2) + eps).
-        Instr sp = mk(Opcode::Splat, Format::F32);
-        sp.v = {5, src[0], -1, -1};
-        pb.emit(sp);
-        sp.v = {6, src[0], -1, -1};
-        sp.imm = 1;
-        pb.emit(sp);
-        emit3(Opcode::Mul, 5, 5, 5);
-        emit3(Opcode::Sub, 6, 6, 5);
-        emit3(Opcode::Relu, 6, 6, -1);
-        emit3(Opcode::Add, 6, 6, 7);
-        emit3(Opcode::Rsqrt, 4, 6, -1);
-        result = 4;
-      } else if (lnNorm) {
-        // v5 = (x - mean) * rstd * w + b, all fp32; rounded once by the store.
-        emit3(Opcode::Sub, 5, src[0], src[1]);
-        emit3(Opcode::Mul, 5, 5, src[2]);
-        emit3(Opcode::Fma, 5, 5, src[3], src[4]);
-        result = 5;
-      } else if (pw.op != Opcode::Ld) {
-        Instr op = mk(pw.op, computeFmt);
-        result = 4;
-        op.v = {4, src[0], src.size() > 1 ? src[1] : -1, src.size() > 2 ? src[2] : -1};
-        if (pw.op == Opcode::Softplus) {
-          op.fimm = static_cast<float>(constant(s, "softplusBeta", 1.0, false));
-          op.fimm2 = static_cast<float>(constant(s, "softplusThresh", 20.0, false));
-        } else if (pw.op == Opcode::Clip) {
-          op.fimm = static_cast<float>(constant(s, "clipMin", -INFINITY, false));
-          op.fimm2 = static_cast<float>(constant(s, "clipMax", INFINITY, false));
-        } else if (pw.op == Opcode::Gelu && constant(s, "geluTanh", 0.0, false) == 0.0) {
-          op.op = Opcode::GeluErf;
-        }
-        pb.emit(op);
-      }
-      Instr st = mk(Opcode::St, out.fmt);
-      st.v = {result, -1, -1, -1};
-      st.lx = {10 + nt - 1, 0};
-      pb.emit(st);
-    };
-    inner(c0);
+}
+
+/// One output stick: load the inputs, apply the op, store.
+void PointwiseEmitter::computeStick() {
+  std::vector<int> src;
+  int ti = 0;
+  for (size_t i = 0; i < p_.ins.size(); ++i) {
+    if (p_.ins[i].isConst) {
+      src.push_back(constReg_[i]);
+      continue;
+    }
+    Instr ld = mk(Opcode::Ld, p_.ins[i].g.fmt);
+    int v = static_cast<int>(i);
+    ld.v = {v, -1, -1, -1};
+    ld.lx = {10 + ti, 0};
+    pb_.emit(ld);
+    if (!p_.ins[i].g.stickPresent && s_.N[s_.dimIndex(p_.stickDim)] > 1 && !p_.lnScale) {
+      Instr sp = mk(Opcode::Splat, p_.ins[i].g.fmt);
+      sp.v = {v, v, -1, -1};
+      sp.imm = 0;
+      pb_.emit(sp);
+    }
+    src.push_back(v);
+    ++ti;
+  }
+  int result = src[0];
+  auto emit3 = [&](Opcode o, int d, int a, int b, int c = -1) {
+    Instr x = mk(o, Format::F32);
+    x.v = {d, a, b, c};
+    pb_.emit(x);
   };
-
-  // One block of the sweep over dim c0. Pipelined: wait for this block's inputs, start
-  // fetching the next block's into the other half, compute, then write the result back once
-  // the previous block's write-back (same token) is done.
-  auto block = [&](bool first, bool last) {
-    if (pipelined) {
-      pb.waitTokens(inTokens);
-      if (!last)
-        for (int i : inTokens)
-          pb.dmaAsync(true, tensors[i]->segment, 1 + i, chunk * strideAlong(*tensors[i], c0), rOther, lxBase[i],
-                      boxOf(*tensors[i]), i);
+  if (p_.lnScale) {
+    // v5 = E[x] (lane 0), v6 = E[x^2] (lane 1); v4 = rsqrt(relu(v6 - v5^2) + eps).
+    Instr sp = mk(Opcode::Splat, Format::F32);
+    sp.v = {5, src[0], -1, -1};
+    pb_.emit(sp);
+    sp.v = {6, src[0], -1, -1};
+    sp.imm = 1;
+    pb_.emit(sp);
+    emit3(Opcode::Mul, 5, 5, 5);
+    emit3(Opcode::Sub, 6, 6, 5);
+    emit3(Opcode::Relu, 6, 6, -1);
+    emit3(Opcode::Add, 6, 6, 7);
+    emit3(Opcode::Rsqrt, 4, 6, -1);
+    result = 4;
+  } else if (p_.lnNorm) {
+    // v5 = (x - mean) * rstd * w + b, all fp32; rounded once by the store.
+    emit3(Opcode::Sub, 5, src[0], src[1]);
+    emit3(Opcode::Mul, 5, 5, src[2]);
+    emit3(Opcode::Fma, 5, 5, src[3], src[4]);
+    result = 5;
+  } else if (p_.op != Opcode::Ld) {
+    Instr op = mk(p_.op, p_.computeFmt);
+    result = 4;
+    op.v = {4, src[0], src.size() > 1 ? src[1] : -1, src.size() > 2 ? src[2] : -1};
+    if (p_.op == Opcode::Softplus) {
+      op.fimm = static_cast<float>(constant(s_, "softplusBeta", 1.0, false));
+      op.fimm2 = static_cast<float>(constant(s_, "softplusThresh", 20.0, false));
+    } else if (p_.op == Opcode::Clip) {
+      op.fimm = static_cast<float>(constant(s_, "clipMin", -INFINITY, false));
+      op.fimm2 = static_cast<float>(constant(s_, "clipMax", INFINITY, false));
+    } else if (p_.op == Opcode::Gelu && constant(s_, "geluTanh", 0.0, false) == 0.0) {
+      op.op = Opcode::GeluErf;
     }
-    for (int i = 0; i + 1 < nt; ++i)
-      if (!tensors[i]->t->inLx && spans(*tensors[i], c0) && !async[i])
-        pb.dmaBox(true, tensors[i]->segment, 1 + i, 0, pipelined ? rCur : -1, lxBase[i], boxOf(*tensors[i]), i, 20,
-                  21);
-    computeBlock();
-    if (outT.inLx)
-      return;
-    if (async[nt - 1]) {
-      if (!first)
-        pb.waitTokens({outTok});
-      pb.dmaAsync(false, out.segment, nt, 0, rCur, lxBase[nt - 1], boxOf(out), outTok);
+    pb_.emit(op);
+  }
+  Instr st = mk(Opcode::St, p_.out.fmt);
+  st.v = {result, -1, -1, -1};
+  st.lx = {10 + p_.nt() - 1, 0};
+  pb_.emit(st);
+}
+
+void PointwiseEmitter::innerLoops(size_t jj) {
+  if (jj == p_.J) {
+    computeStick();
+    return;
+  }
+  std::vector<std::pair<int, int64_t>> adv;
+  for (int i = 0; i < p_.nt(); ++i)
+    adv.push_back({10 + i, p_.lxStride[i][jj]});
+  pb_.loop(jj == p_.c0 ? p_.chunk : p_.len[jj], adv, [&] { innerLoops(jj + 1); });
+}
+
+/// Compute of one block: walk the output block, every tensor's LX offset register advancing
+/// densely.
+void PointwiseEmitter::computeBlock() {
+  for (int i = 0; i < p_.nt(); ++i) {
+    if (p_.tensors[i]->t->inLx) {
+      pb_.emit(addi(10 + i, 1 + i, 0));
+    } else if (p_.pipelined && p_.spans(*p_.tensors[i], p_.c0)) {
+      pb_.emit(addi(10 + i, rCur, p_.lxBase[i]));
     } else {
-      pb.dmaBox(false, out.segment, nt, 0, pipelined ? rCur : -1, lxBase[nt - 1], boxOf(out), outTok, 20, 21);
+      emitLi(pb_, 10 + i, p_.lxBase[i]);
     }
-  };
-  auto sweep = [&] {
-    // Tensors constant over the sweep (they do not span c0): staged once.
-    for (int i = 0; i + 1 < nt; ++i)
-      if (!tensors[i]->t->inLx && !spans(*tensors[i], c0))
-        pb.dmaBox(true, tensors[i]->segment, 1 + i, 0, -1, lxBase[i], boxOf(*tensors[i]), i, 20, 21);
-    if (!pipelined) {
-      pb.loop(numBlocks, ddrAdv(c0, chunk), [&] { block(true, true); });
-      return;
-    }
-    pb.pipelinedSweep(
-        numBlocks, ddrAdv(c0, chunk), rCur, rOther, rSwap, half,
-        [&] {
-          for (int i : inTokens)
-            pb.dmaAsync(true, tensors[i]->segment, 1 + i, 0, rCur, lxBase[i], boxOf(*tensors[i]), i);
-        },
-        block,
-        [&] {
-          if (async[nt - 1])
-            pb.waitTokens({outTok});
-        });
-  };
-  std::function<void(size_t)> outerLoops = [&](size_t j) {
-    if (j < c0) {
-      pb.loop(len[j], ddrAdv(j, 1), [&] { outerLoops(j + 1); });
-      return;
-    }
-    sweep();
-  };
+  }
+  innerLoops(p_.c0);
+}
+
+/// One block of the sweep over dim c0. Pipelined: wait for this block's inputs, start fetching
+/// the next block's into the other half, compute, then write the result back once the previous
+/// block's write-back (same token) is done.
+void PointwiseEmitter::block(bool first, bool last) {
+  const int nt = p_.nt();
+  const auto &tensors = p_.tensors;
+  if (p_.pipelined) {
+    pb_.waitTokens(p_.inTokens);
+    if (!last)
+      for (int i : p_.inTokens)
+        pb_.dmaAsync(true, tensors[i]->segment, 1 + i, p_.chunk * p_.strideAlong(*tensors[i], p_.c0), rOther,
+                     p_.lxBase[i], p_.boxOf(*tensors[i]), i);
+  }
+  for (int i = 0; i + 1 < nt; ++i)
+    if (!tensors[i]->t->inLx && p_.spans(*tensors[i], p_.c0) && !p_.async[i])
+      pb_.dmaBox(true, tensors[i]->segment, 1 + i, 0, p_.pipelined ? rCur : -1, p_.lxBase[i], p_.boxOf(*tensors[i]), i,
+                 20, 21);
+  computeBlock();
+  if (p_.out.t->inLx)
+    return;
+  if (p_.async[nt - 1]) {
+    if (!first)
+      pb_.waitTokens({outTok});
+    pb_.dmaAsync(false, p_.out.segment, nt, 0, rCur, p_.lxBase[nt - 1], p_.boxOf(p_.out), outTok);
+  } else {
+    pb_.dmaBox(false, p_.out.segment, nt, 0, p_.pipelined ? rCur : -1, p_.lxBase[nt - 1], p_.boxOf(p_.out), outTok, 20,
+               21);
+  }
+}
+
+void PointwiseEmitter::sweep() {
+  const int nt = p_.nt();
+  const auto &tensors = p_.tensors;
+  // Tensors constant over the sweep (they do not span c0): staged once.
+  for (int i = 0; i + 1 < nt; ++i)
+    if (!tensors[i]->t->inLx && !p_.spans(*tensors[i], p_.c0))
+      pb_.dmaBox(true, tensors[i]->segment, 1 + i, 0, -1, p_.lxBase[i], p_.boxOf(*tensors[i]), i, 20, 21);
+  if (!p_.pipelined) {
+    pb_.loop(p_.numBlocks, ddrAdv(p_.c0, p_.chunk), [&] { block(true, true); });
+    return;
+  }
+  pb_.pipelinedSweep(
+      p_.numBlocks, ddrAdv(p_.c0, p_.chunk), rCur, rOther, rSwap, p_.half,
+      [&] {
+        for (int i : p_.inTokens)
+          pb_.dmaAsync(true, tensors[i]->segment, 1 + i, 0, rCur, p_.lxBase[i], p_.boxOf(*tensors[i]), i);
+      },
+      [&](bool first, bool last) { block(first, last); },
+      [&] {
+        if (p_.async[nt - 1])
+          pb_.waitTokens({outTok});
+      });
+}
+
+void PointwiseEmitter::outerLoops(size_t j) {
+  if (j < p_.c0) {
+    pb_.loop(p_.len[j], ddrAdv(j, 1), [&] { outerLoops(j + 1); });
+    return;
+  }
+  sweep();
+}
+
+Kernel PointwiseEmitter::emit() {
+  Kernel k = newKernel(s_, p_.tensors);
+  emitConstants();
   outerLoops(0);
-  pb.finishSpmd(k);
-  k.comment = "op=" + s.opFuncName + " fmt=" + std::string(formatName(computeFmt)) + " cores=" +
-              std::to_string(k.numCores) + " lx=" + std::to_string(lxCursor) + " B, " + std::to_string(numBlocks) +
-              (pipelined ? " double-buffered" : "") + " block(s) per sweep";
+  pb_.finishSpmd(k);
+  k.comment = "op=" + s_.opFuncName + " fmt=" + std::string(formatName(p_.computeFmt)) + " cores=" +
+              std::to_string(k.numCores) + " lx=" + std::to_string(p_.lxCursor) + " B, " +
+              std::to_string(p_.numBlocks) + (p_.pipelined ? " double-buffered" : "") + " block(s) per sweep";
   return k;
+}
+
+} // namespace
+
+Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
+  // ReStickifyOpHBM: a copy between layouts. Keeping the stick dim it moves whole sticks (this
+  // walk, each tensor in its own layout order); changing it goes through the PE array.
+  if (s.opFuncName == "ReStickifyOpHBM" && s.inputs.size() == 1 && s.inputs[0] >= 0 && s.outputs.size() == 1 &&
+      s.primaryDsInfo.at(s.tensor(s.inputs[0]).dsType).stickDimOrder != s.primaryDsInfo.at(s.tensor(s.outputs[0]).dsType).stickDimOrder)
+    return compileTranspose(s, opts);
+  PointwisePlan p;
+  checkOperands(s, p);
+  if (movesLanes(s, p))
+    return compileLaneShift(s, opts);
+  planSlices(s, p);
+  planBlocking(s, opts, p);
+  planLx(s, p);
+  return PointwiseEmitter(s, p).emit();
 }
 
 } // namespace spyre::backend::detail

@@ -23,7 +23,6 @@
 
 namespace spyre::backend::detail {
 
-bool isLaneReshapeOp(const std::string &op) { return op == "reshape"; }
 
 namespace {
 

@@ -8,7 +8,6 @@
 namespace spyre::backend::detail {
 
 // `swap` is torch-spyre's old name of the 2-D transpose (notes §2.8): the same kernel.
-bool isTransposeOp(const std::string &op) { return op == "transpose" || op == "swap"; }
 
 Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts) {
   if (s.inputs.size() != 1 || s.outputs.size() != 1 || s.inputs[0] < 0)

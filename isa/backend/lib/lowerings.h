@@ -1,18 +1,18 @@
-// The lowerings of the backend compiler, one per SuperDSC op class (backend_<class>.cpp), and
-// what each tells the capability queries. backend.cpp dispatches to them.
+// The lowerings of the backend compiler, one per SuperDSC op class (isa/opfuncs.def;
+// backend_<class>.cpp), and what each tells the capability queries. backend.cpp dispatches to
+// them on the op class of the table.
 #pragma once
 #include "backend_common.h"
+#include "spyre/isa/opfunc.h"
 
 namespace spyre::backend::detail {
 
 // backend_pointwise.cpp: elementwise ops on the SFP (layer norm's layernormscale /
 // layernormnorm included); hands stick-changing restickifies to compileTranspose and
 // lane-moving views to compileLaneShift.
-bool isPointwiseOp(const std::string &opFunc);
 Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts);
 
 // backend_reduce.cpp: sum / mean / max / min (stick and nonstick forms) and exx2.
-bool isReductionOp(const std::string &opFunc);
 Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts);
 /// exx2 / sum / mean with the stick dim split over cores (partials summed on the ring).
 bool isStickSplitReduction(const SuperDsc &s);
@@ -22,24 +22,20 @@ Kernel compileStickSplitReduction(const SuperDsc &s, const BackendOptions &opts)
 int64_t stickSplitStagingBytes(const SuperDsc &s);
 
 // backend_matmul.cpp: matmul / batchmatmul on the PT array.
-bool isMatmulOp(const std::string &opFunc);
 Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts);
 int64_t matmulMinStagingBytes(const SuperDsc &s);
 bool matmulLxResidentOk(const SuperDsc &s, int ldsIdx);
 
 // backend_convert.cpp: dl16tofp32 / fp32todl16.
-bool isConvertOp(const std::string &opFunc);
 Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts);
 /// LX the conversion needs to stage its operands when ldsIdx `residentIdx` is LX-resident
 /// (-1: none).
 int64_t convertMinStagingBytes(const SuperDsc &s, int residentIdx);
 
 // backend_transpose.cpp: transpose / swap and stick-changing restickifies through the PE array.
-bool isTransposeOp(const std::string &opFunc);
 Kernel compileTranspose(const SuperDsc &s, const BackendOptions &opts);
 
 // backend_reshape.cpp: the lane-moving reshape (ldu / stu).
-bool isLaneReshapeOp(const std::string &opFunc);
 Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts);
 int64_t laneReshapeMinStagingBytes(const SuperDsc &s);
 
