@@ -19,6 +19,7 @@
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -37,6 +38,23 @@ using namespace spyre;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+/// The process environment: read here, at the boundary, and nowhere in the libraries.
+const Env &processEnv() {
+  static const Env env(&std::getenv);
+  return env;
+}
+
+/// JIT options from the environment (SPYRE_JIT_TIMES, SPYRE_JIT_PASSES, ...) with the bench's
+/// own tier, dump directory and caches.
+jit::JitOptions benchJit(jit::OptTier tier, const std::string &dumpDir, const std::string &cacheDir, bool memoryCache) {
+  jit::JitOptions o = jit::JitOptions::fromEnv(processEnv());
+  o.tier = tier;
+  o.dumpDir = dumpDir;
+  o.cacheDir = cacheDir;
+  o.memoryCache = memoryCache;
+  return o;
+}
 
 std::vector<int64_t> parseShape(const std::string &s) {
   std::vector<int64_t> out;
@@ -79,7 +97,7 @@ CompileResult compileBench(const std::vector<isa::Kernel> &kernels, jit::OptTier
   std::string dir = (std::filesystem::temp_directory_path() / ("spyre-jit-bench-cache-" + std::to_string(getpid()))).string();
   std::vector<double> miss, missCpu, lower, opt, cg, cgSetup, link, lookup, mem, disk;
   {
-    jit::JitEngine cold({tier, "", "off", false});
+    jit::JitEngine cold(benchJit(tier, "", "off", false));
     for (int i = 0; i < reps; ++i)
       for (const auto &k : kernels) {
         cold.prepare(k);
@@ -96,7 +114,7 @@ CompileResult compileBench(const std::vector<isa::Kernel> &kernels, jit::OptTier
   }
   {
     jit::clearMemoryCache();
-    jit::JitEngine warm({tier, "", "off", true});
+    jit::JitEngine warm(benchJit(tier, "", "off", true));
     for (const auto &k : kernels)
       warm.prepare(k);
     for (int i = 0; i < reps; ++i)
@@ -106,10 +124,10 @@ CompileResult compileBench(const std::vector<isa::Kernel> &kernels, jit::OptTier
       }
   }
   {
-    jit::JitEngine fill({tier, "", dir, false});
+    jit::JitEngine fill(benchJit(tier, "", dir, false));
     for (const auto &k : kernels)
       fill.prepare(k);
-    jit::JitEngine fromDisk({tier, "", dir, false});
+    jit::JitEngine fromDisk(benchJit(tier, "", dir, false));
     for (int i = 0; i < reps; ++i)
       for (const auto &k : kernels) {
         fromDisk.prepare(k);
@@ -548,7 +566,7 @@ WorkloadResult runWorkload(const std::string &name, const frontend::Graph &g, co
   if (runJit) {
     progress(name + ": JIT compile (" + std::to_string(w.kernels) + " kernel(s))");
     jit::clearMemoryCache();
-    jit::JitEngine engine({o.tier, o.dumpDir, "off", true});
+    jit::JitEngine engine(benchJit(o.tier, o.dumpDir, "off", true));
     sim::Executable exe(plan, engine, o.dumpDir);
     w.backendMs = exe.compileMs();
     w.coldPrepareMs = exe.prepareMs();
@@ -835,7 +853,7 @@ double microRun(sim::Engine &engine, const MicroOp &op, int outer, int reps) {
 
 std::vector<MicroResult> microBench(const Options &o) {
   std::vector<MicroResult> out;
-  jit::JitEngine jit({o.tier, "", "off", false});
+  jit::JitEngine jit(benchJit(o.tier, "", "off", false));
   auto interp = sim::makeInterpreter();
   for (const auto &op : kMicroOps) {
     progress(std::string("micro ") + op.name);
@@ -877,6 +895,7 @@ void printMicro(const std::vector<MicroResult> &rs, bool json) {
 } // namespace
 
 int main(int argc, char **argv) {
+  sim::trace::configure(sim::trace::TraceOptions::fromEnv(processEnv())); // SPYRE_TRACE
   po::options_description opts(
       "spyre-jit-bench [options]\n\n"
       "Runs simulated Spyre workloads (graph -> frontend -> SuperDSC -> backend -> engine) repeatedly\n"
@@ -895,7 +914,8 @@ int main(int argc, char **argv) {
       "engine", po::value<std::string>()->default_value("both"), "jit, interp or both")(
       "tier", po::value<std::string>()->default_value("O2"),
       "JIT tier O0 or O2 (the compile section times both unless this is given)")(
-      "threads", po::value<int>()->default_value(sim::defaultSimThreads()), "host threads (SPYRE_SIM_THREADS)")(
+      "threads", po::value<int>()->default_value(sim::RuntimeOptions::fromEnv(processEnv()).threads),
+      "host threads (SPYRE_SIM_THREADS)")(
       "cores", po::value<int>(), "simulated cores (default SENCORES or 32)")(
       "reps", po::value<int>()->default_value(20), "timed repetitions (JIT and libtorch)")(
       "interp-reps", po::value<int>()->default_value(0), "interpreter repetitions (default reps/4, at least 1)")(
