@@ -21,7 +21,6 @@ using isa::Opcode;
 //  round:   decode(encode(x)) directly in fp32: mag rounded = (mag + 0x2000) & ~0x3FFF, then
 //           the same flush/overflow limits.
 
-
 /// DL16 -> fp32 on 64 lanes (or one scalar i16).
 Value *FunctionLowering::decode(Value *h16) {
   bool vec = h16->getType()->isVectorTy();
@@ -73,6 +72,5 @@ Value *FunctionLowering::roundTo(Format f, Value *x) {
   // f32: canonical NaN, as isa::roundTo.
   return b_.CreateSelect(b_.CreateFCmpUNO(x, x), asFloat(splat(isa::kCanonicalNaN)), x);
 }
-
 
 } // namespace spyre::jit
