@@ -7,6 +7,7 @@
 #include "spyre/backend/backend.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/frontend/graph.h"
+#include "spyre/isa/env.h"
 #include "spyre/isa/program.h"
 #include "spyre/jit/jit_engine.h"
 #include "spyre/sim/runtime.h"
@@ -101,6 +102,11 @@ std::vector<Workload> workloads();
 /// (`softmax` = both softmaxes, `vector_add` = vector_add_4096); `all` selects everything.
 std::vector<Workload> selectWorkloads(const std::string &spec);
 
+/// The process environment: read here, at the boundary (options.cpp), and nowhere in the libraries.
+const Env &processEnv();
+/// JIT options from the environment (SPYRE_JIT_TIMES, SPYRE_JIT_PASSES, ...) with the bench's own
+/// tier, dump directory and caches.
+jit::JitOptions benchJit(jit::OptTier tier, const std::string &dumpDir, const std::string &cacheDir, bool memoryCache);
 /// The frontend's options from the environment (LX_PLANNING, ..), with the bench's core count and dump dir.
 frontend::CompileOptions compileOptions(int cores, const std::string &dumpDir);
 // measure.cpp

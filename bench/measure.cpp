@@ -26,7 +26,7 @@ CompileResult compileBench(const std::vector<isa::Kernel> &kernels, jit::OptTier
   std::string dir = (std::filesystem::temp_directory_path() / ("spyre-jit-bench-cache-" + std::to_string(getpid()))).string();
   std::vector<double> miss, missCpu, lower, opt, cg, cgSetup, link, lookup, mem, disk;
   {
-    jit::JitEngine cold({tier, "", "off", false});
+    jit::JitEngine cold(benchJit(tier, "", "off", false));
     for (int i = 0; i < reps; ++i)
       for (const auto &k : kernels) {
         cold.prepare(k);
@@ -43,7 +43,7 @@ CompileResult compileBench(const std::vector<isa::Kernel> &kernels, jit::OptTier
   }
   {
     jit::clearMemoryCache();
-    jit::JitEngine warm({tier, "", "off", true});
+    jit::JitEngine warm(benchJit(tier, "", "off", true));
     for (const auto &k : kernels)
       warm.prepare(k);
     for (int i = 0; i < reps; ++i)
@@ -53,10 +53,10 @@ CompileResult compileBench(const std::vector<isa::Kernel> &kernels, jit::OptTier
       }
   }
   {
-    jit::JitEngine fill({tier, "", dir, false});
+    jit::JitEngine fill(benchJit(tier, "", dir, false));
     for (const auto &k : kernels)
       fill.prepare(k);
-    jit::JitEngine fromDisk({tier, "", dir, false});
+    jit::JitEngine fromDisk(benchJit(tier, "", dir, false));
     for (int i = 0; i < reps; ++i)
       for (const auto &k : kernels) {
         fromDisk.prepare(k);
@@ -232,7 +232,7 @@ WorkloadResult runWorkload(const std::string &name, const frontend::Graph &g, co
   if (runJit) {
     progress(name + ": JIT compile (" + std::to_string(w.kernels) + " kernel(s))");
     jit::clearMemoryCache();
-    jit::JitEngine engine({o.tier, o.dumpDir, "off", true});
+    jit::JitEngine engine(benchJit(o.tier, o.dumpDir, "off", true));
     sim::Executable exe(plan, job.kernels, engine, o.dumpDir);
     w.backendMs = job.compileMs;
     w.coldPrepareMs = exe.prepareMs();

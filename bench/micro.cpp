@@ -135,7 +135,7 @@ double microRun(sim::Engine &engine, const MicroOp &op, int outer, int reps) {
 
 std::vector<MicroResult> microBench(const Options &o) {
   std::vector<MicroResult> out;
-  jit::JitEngine jit({o.tier, "", "off", false});
+  jit::JitEngine jit(benchJit(o.tier, "", "off", false));
   auto interp = sim::makeInterpreter();
   for (const auto &op : kMicroOps) {
     progress(std::string("micro ") + op.name);

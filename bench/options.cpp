@@ -47,7 +47,7 @@ po::options_description commandLine() {
       "engine", po::value<std::string>()->default_value("both"), "jit, interp or both")(
       "tier", po::value<std::string>()->default_value("O2"),
       "JIT tier O0 or O2 (the compile section times both unless this is given)")(
-      "threads", po::value<int>()->default_value(sim::defaultSimThreads()), "host threads (SPYRE_SIM_THREADS)")(
+      "threads", po::value<int>()->default_value(sim::RuntimeOptions::fromEnv(processEnv()).threads), "host threads (SPYRE_SIM_THREADS)")(
       "cores", po::value<int>(), "simulated cores (default SENCORES or 32)")(
       "reps", po::value<int>()->default_value(20), "timed repetitions (JIT and libtorch)")(
       "interp-reps", po::value<int>()->default_value(0), "interpreter repetitions (default reps/4, at least 1)")(
@@ -69,10 +69,10 @@ po::options_description commandLine() {
 
 Options optionsFrom(const po::variables_map &vm) {
   Options o;
-  o.backendOpts = backend::BackendOptions::fromEnv(Env(&std::getenv));
+  o.backendOpts = backend::BackendOptions::fromEnv(processEnv());
   std::string tierS = vm["tier"].as<std::string>();
   o.tier = tierS == "O0" ? jit::OptTier::O0 : tierS == "O2" ? jit::OptTier::O2 : throw Error("bad --tier " + tierS);
-  o.cores = vm.count("cores") ? vm["cores"].as<int>() : frontend::CompileOptions::fromEnv(Env(&std::getenv)).maxCores;
+  o.cores = vm.count("cores") ? vm["cores"].as<int>() : frontend::CompileOptions::fromEnv(processEnv()).maxCores;
   o.reps = std::max(1, vm["reps"].as<int>());
   o.interpReps = vm["interp-reps"].as<int>();
   o.interpBudgetS = vm["interp-budget"].as<double>();
@@ -90,8 +90,22 @@ Options optionsFrom(const po::variables_map &vm) {
   return o;
 }
 
+const Env &processEnv() {
+  static const Env env(&std::getenv);
+  return env;
+}
+
+jit::JitOptions benchJit(jit::OptTier tier, const std::string &dumpDir, const std::string &cacheDir, bool memoryCache) {
+  jit::JitOptions o = jit::JitOptions::fromEnv(processEnv());
+  o.tier = tier;
+  o.dumpDir = dumpDir;
+  o.cacheDir = cacheDir;
+  o.memoryCache = memoryCache;
+  return o;
+}
+
 frontend::CompileOptions compileOptions(int cores, const std::string &dumpDir) {
-  frontend::CompileOptions c = frontend::CompileOptions::fromEnv(Env(&std::getenv));
+  frontend::CompileOptions c = frontend::CompileOptions::fromEnv(processEnv());
   c.maxCores = cores;
   c.dumpDir = dumpDir;
   return c;

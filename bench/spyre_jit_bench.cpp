@@ -9,6 +9,7 @@
 #include "spyre/backend/backend.h"
 #include "spyre/isa/listing.h"
 #include "spyre/sim/runtime.h"
+#include "spyre/sim/trace.h"
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@ using namespace spyre;
 using namespace spyre::bench;
 
 int main(int argc, char **argv) {
+  sim::trace::configure(sim::trace::TraceOptions::fromEnv(processEnv())); // SPYRE_TRACE
   po::options_description opts = commandLine();
   po::variables_map vm;
   try {

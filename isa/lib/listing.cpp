@@ -9,16 +9,16 @@ namespace spyre::isa {
 // ---------------------------------------------------------------------------------------------
 // Printer
 // ---------------------------------------------------------------------------------------------
-namespace {
-
-std::string hex(int64_t v) {
+std::string hexText(int64_t v) {
   std::ostringstream os;
   if (v < 0)
-    os << "-0x" << std::hex << -v;
+    os << "-0x" << std::hex << -static_cast<uint64_t>(v);
   else
     os << "0x" << std::hex << v;
   return os.str();
 }
+
+namespace {
 
 std::string floatText(float f) {
   char buf[64];
@@ -26,12 +26,14 @@ std::string floatText(float f) {
   return std::string(buf, r.ptr);
 }
 
+} // namespace
+
 std::string lxText(const LxAddr &a) {
   if (a.base < 0)
-    return "lx[" + hex(a.offset) + "]";
+    return "lx[" + hexText(a.offset) + "]";
   std::string s = "lx[r" + std::to_string(a.base);
   if (a.offset != 0)
-    s += (a.offset < 0 ? "-" : "+") + hex(a.offset < 0 ? -a.offset : a.offset);
+    s += (a.offset < 0 ? "" : "+") + hexText(a.offset); // "-0x.." for a negative offset
   return s + "]";
 }
 
@@ -42,7 +44,7 @@ std::string ddrText(const DdrAddr &a, const Kernel &k) {
   if (a.base >= 0)
     s += "+r" + std::to_string(a.base);
   if (a.offset != 0)
-    s += (a.offset < 0 ? "-" : "+") + hex(a.offset < 0 ? -a.offset : a.offset);
+    s += (a.offset < 0 ? "" : "+") + hexText(a.offset); // "-0x.." for a negative offset
   return s + "]";
 }
 
@@ -56,8 +58,6 @@ std::string shapeText(const DmaShape &d) {
     s += ", lx.stride=(" + std::to_string(d.lxStride[0]) + "," + std::to_string(d.lxStride[1]) + ")";
   return s;
 }
-
-} // namespace
 
 std::string printInstr(const Instr &in, const Kernel &k, int indent) {
   const OpInfo &info = opInfo(in.op);

@@ -3,49 +3,11 @@
 
 namespace spyre::isa::detail {
 
-std::string hexText(int64_t v) {
-  std::ostringstream os;
-  if (v < 0)
-    os << "-0x" << std::hex << -static_cast<uint64_t>(v);
-  else
-    os << "0x" << std::hex << v;
-  return os.str();
-}
-
 std::string mnemonicText(const Instr &in) {
   std::string m(opInfo(in.op).mnemonic);
   if (in.fmt != Format::None)
     m += "." + std::string(formatName(in.fmt));
   return m;
-}
-
-std::string lxText(const LxAddr &a) {
-  if (a.base < 0)
-    return "lx[" + hexText(a.offset) + "]";
-  std::string s = "lx[r" + std::to_string(a.base);
-  if (a.offset > 0)
-    s += "+" + hexText(a.offset);
-  else if (a.offset < 0)
-    s += hexText(a.offset);
-  return s + "]";
-}
-
-std::string ddrText(const DdrAddr &a, const Kernel &k) {
-  std::string s = "ddr[" + (a.arg >= 0 && a.arg < static_cast<int>(k.args.size())
-                                ? k.args[a.arg]
-                                : "arg" + std::to_string(a.arg));
-  if (a.base >= 0)
-    s += "+r" + std::to_string(a.base);
-  if (a.offset > 0)
-    s += "+" + hexText(a.offset);
-  else if (a.offset < 0)
-    s += hexText(a.offset);
-  return s + "]";
-}
-
-std::string shapeText(const DmaShape &d) {
-  return "shape=(" + std::to_string(d.n[0]) + "," + std::to_string(d.n[1]) + "," +
-         std::to_string(d.n[2]) + ")";
 }
 
 void instrError(const Kernel &k, int core, const Instr &in, const std::string &operand,

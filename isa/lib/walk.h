@@ -25,6 +25,7 @@
 // period <= 4 (e.g. a register doubling each iteration) are walked iteration by iteration,
 // still exactly.
 #pragma once
+#include "spyre/isa/listing.h"
 #include "spyre/isa/program.h"
 #include <array>
 #include <cstdint>
@@ -55,11 +56,6 @@ int64_t regValue(const Kernel &k, const ScalarState &s, const Instr &in, int r);
 
 /// "ld.dl16", "dma.in", ...
 std::string mnemonicText(const Instr &in);
-/// Operand text as the listing prints it: lx[r2+0x100], ddr[a+r1], shape=(1,1,2).
-std::string lxText(const LxAddr &a);
-std::string ddrText(const DdrAddr &a, const Kernel &k);
-std::string shapeText(const DmaShape &d);
-std::string hexText(int64_t v);
 
 /// Throws spyre::Error("kernel K, core C, line L, <mnemonic>[ <operand>]: <what>").
 [[noreturn]] void instrError(const Kernel &k, int core, const Instr &in, const std::string &operand,

@@ -80,44 +80,6 @@ template <typename T> void put(std::string &out, const T &v) {
   static_assert(std::is_trivially_copyable_v<T>);
   out.append(reinterpret_cast<const char *>(&v), sizeof v);
 }
-template <typename T> void putVec(std::string &out, const std::vector<T> &v) {
-  put(out, v.size());
-  if (!v.empty())
-    out.append(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(T));
-}
-void putLx(std::string &out, const isa::LxAddr &a) {
-  put(out, a.base);
-  put(out, a.offset);
-}
-void putBody(std::string &out, const std::vector<isa::Instr> &body) {
-  put(out, body.size());
-  for (const isa::Instr &in : body) {
-    // A new field in isa::Instr must be added here (or to the exclusions) or the cache may
-    // return stale code: this size check fails first.
-    static_assert(sizeof(isa::Instr) == 280, "isa::Instr changed: update appendKernelKey");
-    put(out, in.op);
-    put(out, in.fmt);
-    put(out, in.v);
-    put(out, in.r);
-    put(out, in.imm);
-    put(out, in.imms);
-    put(out, in.fimm);
-    put(out, in.fimm2);
-    putLx(out, in.lx);
-    putLx(out, in.lx2);
-    putLx(out, in.lx3);
-    put(out, in.ddr.arg);
-    put(out, in.ddr.base);
-    put(out, in.ddr.offset);
-    put(out, in.dma.n);
-    put(out, in.dma.ddrStride);
-    put(out, in.dma.lxStride);
-    put(out, in.outToken);
-    putVec(out, in.tokens);
-    putVec(out, in.table);
-    putBody(out, in.body); // in.line is not code
-  }
-}
 } // namespace
 
 void appendKernelKey(const isa::Kernel &k, const std::string &name, std::string &out) {
@@ -129,7 +91,9 @@ void appendKernelKey(const isa::Kernel &k, const std::string &name, std::string 
   for (const auto &p : k.programs) {
     put(out, p.firstCore);
     put(out, p.lastCore);
-    putBody(out, p.body);
+    put(out, p.body.size());
+    for (const isa::Instr &in : p.body)
+      isa::appendInstrIdentity(out, in); // every field but the source line
   }
 }
 
@@ -146,14 +110,14 @@ void warnOnce(const char *what, const std::string &msg) {
     std::cerr << "spyre-jit: warning: " << msg << "\n";
 }
 
-std::string defaultCacheDir() {
-  if (const char *e = std::getenv("SPYRE_CACHE_DIR"); e && *e)
-    return std::string(e) == "off" ? std::string() : std::string(e);
-  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    return std::string(x) + "/spyre-jit";
-  if (const char *h = std::getenv("HOME"); h && *h)
-    return std::string(h) + "/.cache/spyre-jit";
-  return {};
+std::string cacheDirFromEnv(const spyre::Env &env) {
+  if (std::string e = env.string("SPYRE_CACHE_DIR"); !e.empty())
+    return e; // "off" disables the disk cache
+  if (std::string x = env.string("XDG_CACHE_HOME"); !x.empty())
+    return x + "/spyre-jit";
+  if (std::string h = env.string("HOME"); !h.empty())
+    return h + "/.cache/spyre-jit";
+  return "off";
 }
 
 std::string DiskCache::pathFor(const CacheKey &k) const { return dir_ + "/" + k.hex() + ".sjo"; }

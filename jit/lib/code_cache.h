@@ -2,6 +2,7 @@
 // code depends on. Two levels: a process-wide in-memory map and an on-disk directory shared by
 // processes (atomic writes, checksummed entries). See docs/performance.md, "Code cache".
 #pragma once
+#include "spyre/isa/env.h"
 #include "spyre/isa/program.h"
 #include <atomic>
 #include <cstdint>
@@ -61,9 +62,9 @@ ObjectBytes memoryCacheLookup(const CacheKey &k);
 void memoryCacheStore(const CacheKey &k, ObjectBytes obj);
 void memoryCacheClear();
 
-/// SPYRE_CACHE_DIR, else $XDG_CACHE_HOME/spyre-jit, else ~/.cache/spyre-jit; "" when the
-/// variable is "off" (or no home directory is known).
-std::string defaultCacheDir();
+/// SPYRE_CACHE_DIR, else $XDG_CACHE_HOME/spyre-jit, else ~/.cache/spyre-jit; "off" when the
+/// variable is "off" or no home directory is known (JitOptions::fromEnv).
+std::string cacheDirFromEnv(const spyre::Env &env);
 
 /// Writes `msg` to stderr the first time it is called in the process with this `what`.
 void warnOnce(const char *what, const std::string &msg);

@@ -36,16 +36,16 @@ namespace spyre::jit {
 using namespace llvm;
 using Clock = std::chrono::steady_clock;
 
-OptTier tierFromEnv() {
-  const char *e = std::getenv("SPYRE_JIT_OPT");
-  if (!e || !*e)
-    return OptTier::O2;
-  std::string s(e);
-  if (s == "O0" || s == "0")
-    return OptTier::O0;
-  if (s == "O2" || s == "2")
-    return OptTier::O2;
-  throw spyre::Error("SPYRE_JIT_OPT must be O0 or O2, got '" + s + "'");
+JitOptions JitOptions::fromEnv(const spyre::Env &env) {
+  JitOptions o;
+  std::string tier = env.choice("SPYRE_JIT_OPT", "O2", {"O0", "O2", "0", "2"});
+  o.tier = tier == "O0" || tier == "0" ? OptTier::O0 : OptTier::O2;
+  o.cacheDir = cacheDirFromEnv(env);
+  o.passes = env.string("SPYRE_JIT_PASSES");
+  o.llvmArgs = env.string("SPYRE_JIT_LLVM_ARGS");
+  o.printTimes = env.flag("SPYRE_JIT_TIMES", false);
+  o.debug = env.flag("SPYRE_JIT_DEBUG", false);
+  return o;
 }
 
 void clearMemoryCache() { memoryCacheClear(); }
@@ -102,9 +102,9 @@ struct Host {
 /// loop has a static trip count: what matters is promoting the register allocas (SROA), local
 /// simplification and hoisting; the loop/SLP vectorisers, unrolling, inlining and the
 /// interprocedural passes of the stock O2 pipeline only cost compile time.
-const char *pipelineFor(OptTier t) {
-  if (const char *e = std::getenv("SPYRE_JIT_PASSES"); e && *e) // developer override
-    return e;
+std::string pipelineFor(OptTier t, const std::string &passes) {
+  if (!passes.empty()) // developer override
+    return passes;
   return t == OptTier::O0 ? "function(sroa)" // registers -> SSA: fast register allocation sees values
                           : "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),gvn,"
                             "instcombine<no-verify-fixpoint>,dse,simplifycfg)";
@@ -116,14 +116,14 @@ const char *pipelineFor(OptTier t) {
 /// by IR pointers that a later module may reuse.
 class Optimiser {
 public:
-  Optimiser(TargetMachine *tm, OptTier tier) : pb_(tm) {
+  Optimiser(TargetMachine *tm, const std::string &pipeline) : pb_(tm) {
     pb_.registerModuleAnalyses(mam_);
     pb_.registerCGSCCAnalyses(cgam_);
     pb_.registerFunctionAnalyses(fam_);
     pb_.registerLoopAnalyses(lam_);
     pb_.crossRegisterProxies(lam_, fam_, cgam_, mam_);
-    if (auto err = pb_.parsePassPipeline(mpm_, pipelineFor(tier)))
-      throw spyre::Error("JIT: bad pass pipeline '" + std::string(pipelineFor(tier)) + "': " + toError(std::move(err)));
+    if (auto err = pb_.parsePassPipeline(mpm_, pipeline))
+      throw spyre::Error("JIT: bad pass pipeline '" + pipeline + "': " + toError(std::move(err)));
   }
   void run(Module &m) {
     mpm_.run(m, mam_);
@@ -218,15 +218,16 @@ private:
   std::vector<std::vector<PhaseFn>> fns_;
 };
 
-orc::JITTargetMachineBuilder hostMachineBuilder(OptTier tier) {
+/// `llvmArgs` (JitOptions::llvmArgs) are parsed by the first call in the process.
+orc::JITTargetMachineBuilder hostMachineBuilder(OptTier tier, const std::string &llvmArgs = "") {
   static std::once_flag init;
-  std::call_once(init, [] {
+  std::call_once(init, [&llvmArgs] {
     InitializeNativeTarget();
     InitializeNativeTargetAsmPrinter();
     // Developer knob: LLVM command-line options, e.g. SPYRE_JIT_LLVM_ARGS="-time-passes".
-    if (const char *e = std::getenv("SPYRE_JIT_LLVM_ARGS"); e && *e) {
+    if (!llvmArgs.empty()) {
       static std::vector<std::string> words;
-      std::istringstream is(e);
+      std::istringstream is(llvmArgs);
       for (std::string w; is >> w;)
         words.push_back(w);
       static std::vector<const char *> argv{"spyre-jit"};
@@ -251,11 +252,6 @@ orc::JITTargetMachineBuilder hostMachineBuilder(OptTier tier) {
   return jtmb;
 }
 
-bool envFlag(const char *name) {
-  const char *e = std::getenv(name);
-  return e && *e && std::string(e) != "0";
-}
-
 } // namespace
 
 struct JitEngine::Impl {
@@ -270,7 +266,7 @@ struct JitEngine::Impl {
   CacheCounters counters;
   uint64_t counter = 0;
   std::string keyPrefix;
-  bool printTimes = false; // SPYRE_JIT_TIMES=1: one line per prepare on stderr
+  bool printTimes = false; // JitOptions::printTimes: one line per prepare on stderr
 
   ObjectBytes compile(const std::vector<isa::Kernel> &ks, const std::vector<std::string> &names,
                       const std::string &dumpName, CompileTimes &t) {
@@ -287,7 +283,7 @@ struct JitEngine::Impl {
     t.lowerMs = msSince(t0);
     t0 = Clock::now();
     if (!optimiser)
-      optimiser = std::make_unique<Optimiser>(tm.get(), opts.tier);
+      optimiser = std::make_unique<Optimiser>(tm.get(), pipelineFor(opts.tier, opts.passes));
     optimiser->run(*m);
     if (!opts.dumpDir.empty())
       writeModule(*m, opts.dumpDir + "/" + dumpName + ".opt.ll");
@@ -306,11 +302,11 @@ struct JitEngine::Impl {
 JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
   auto tCreate = Clock::now();
   impl_->opts = std::move(opts);
-  impl_->printTimes = envFlag("SPYRE_JIT_TIMES");
+  impl_->printTimes = impl_->opts.printTimes;
   const Host &host = Host::get();
-  orc::JITTargetMachineBuilder jtmb = hostMachineBuilder(impl_->opts.tier);
+  orc::JITTargetMachineBuilder jtmb = hostMachineBuilder(impl_->opts.tier, impl_->opts.llvmArgs);
   impl_->tm = check(jtmb.createTargetMachine(), "creating the target machine");
-  bool debug = envFlag("SPYRE_JIT_DEBUG");
+  bool debug = impl_->opts.debug;
   impl_->jit = check(orc::LLJITBuilder()
                          .setJITTargetMachineBuilder(jtmb)
                          .setObjectLinkingLayerCreator([](orc::ExecutionSession &es, const Triple &) {
@@ -363,7 +359,7 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
     if (auto err = jd.define(orc::absoluteSymbols(std::move(syms))))
       throw spyre::Error("JIT: defining runtime symbols: " + toError(std::move(err)));
   }
-  std::string dir = impl_->opts.cacheDir.empty() ? defaultCacheDir() : impl_->opts.cacheDir;
+  const std::string &dir = impl_->opts.cacheDir;
   if (!dir.empty() && dir != "off")
     impl_->disk = std::make_unique<DiskCache>(dir);
   // Everything besides the kernel the object depends on.
@@ -371,7 +367,7 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
                      LLVM_VERSION_STRING + "\nsource " + SPYRE_JIT_SOURCE_HASH + "\ntriple " + host.triple +
                      "\ncpu " + host.cpu + "\nfeatures " + host.features + "\ntier " +
                      (impl_->opts.tier == OptTier::O0 ? "O0" : "O2") + "\npasses " +
-                     pipelineFor(impl_->opts.tier) + "\n";
+                     pipelineFor(impl_->opts.tier, impl_->opts.passes) + "\n";
   if (impl_->printTimes)
     fprintf(stderr, "spyre-jit: engine (%s) created in %.3f ms (host detection, target machine, LLJIT)\n",
             impl_->opts.tier == OptTier::O0 ? "O0" : "O2", msSince(tCreate));
@@ -411,7 +407,7 @@ std::string kernelToOptimisedIR(const isa::Kernel &k, OptTier tier) {
   LLVMContext ctx;
   auto m = lowerKernel(k, ctx);
   m->setDataLayout(tm->createDataLayout());
-  Optimiser(tm.get(), tier).run(*m);
+  Optimiser(tm.get(), pipelineFor(tier, "")).run(*m);
   std::string s;
   raw_string_ostream os(s);
   m->print(os, nullptr);

@@ -25,7 +25,7 @@ extern "C" void spyre_jit_dma(uint8_t *lx, uint8_t *ddr, int64_t n0, int64_t n1,
 extern "C" void spyre_jit_pt_mm(uint8_t *C, const uint8_t *A, const uint8_t *B, int64_t M, int64_t N, int64_t K,
                                 int32_t acc);
 /// This host thread's fp32 mirror of LX (one float per DL16 lane, at float index = LX byte
-/// offset / 2), where the O2 tier keeps the decoded B tiles of pt.mm (lowering.cpp).
+/// offset / 2), where the O2 tier keeps the decoded B tiles of pt.mm (lower_pt.cpp).
 extern "C" float *spyre_jit_decoded_lx();
 extern "C" void spyre_jit_pt_out(uint8_t *D, const uint8_t *C, int64_t M, int64_t N);
 extern "C" void spyre_jit_pt_tr(uint8_t *D, const uint8_t *S, int64_t R, int64_t C);

@@ -1,7 +1,7 @@
 #include "phase_groups.h"
 #include "lowering.h"
 #include <algorithm>
-#include <cstring>
+#include <string>
 
 namespace spyre::jit {
 
@@ -10,29 +10,13 @@ using isa::Opcode;
 
 namespace {
 
-bool sameFloat(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; } // NaN payloads too
-bool sameLx(const isa::LxAddr &a, const isa::LxAddr &b) { return a.base == b.base && a.offset == b.offset; }
-
-bool sameUpToLi(const Instr &a, const Instr &b);
-
-bool sameUpToLi(const std::vector<Instr> &a, size_t aBegin, const std::vector<Instr> &b, size_t bBegin, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    if (!sameUpToLi(a[aBegin + i], b[bBegin + i]))
-      return false;
-  return true;
-}
-
-/// Every field that shapes the generated code, except the immediate of `li` (and the source line).
-bool sameUpToLi(const Instr &a, const Instr &b) {
-  if (a.op != b.op || a.fmt != b.fmt || a.v != b.v || a.r != b.r || a.imms != b.imms || !sameFloat(a.fimm, b.fimm) ||
-      !sameFloat(a.fimm2, b.fimm2) || !sameLx(a.lx, b.lx) || !sameLx(a.lx2, b.lx2) || !sameLx(a.lx3, b.lx3) ||
-      a.ddr.arg != b.ddr.arg || a.ddr.base != b.ddr.base || a.ddr.offset != b.ddr.offset || a.dma.n != b.dma.n ||
-      a.dma.ddrStride != b.dma.ddrStride || a.dma.lxStride != b.dma.lxStride || a.outToken != b.outToken ||
-      a.tokens != b.tokens || a.table != b.table || a.body.size() != b.body.size())
-    return false;
-  if (a.op != Opcode::Li && a.imm != b.imm)
-    return false;
-  return sameUpToLi(a.body, 0, b.body, 0, a.body.size());
+/// The identity of the instructions [begin, end) of `body` up to the immediates of `li`
+/// (isa::appendInstrIdentity): what shapes the generated code of a phase group.
+std::string phaseIdentity(const std::vector<Instr> &body, size_t begin, size_t end) {
+  std::string s;
+  for (size_t i = begin; i < end; ++i)
+    isa::appendInstrIdentity(s, body[i], /*skipLiImm=*/true);
+  return s;
 }
 
 void collectLi(const std::vector<Instr> &body, size_t begin, size_t end, std::vector<int64_t> &out) {
@@ -55,21 +39,23 @@ std::vector<PhaseGroup> groupPhases(const isa::Kernel &k) {
   std::vector<PhaseGroup> groups;
   for (size_t ph = 0; ph < phases; ++ph) {
     size_t first = groups.size();
+    std::vector<std::string> identities; // of groups[first + i]'s first program
     for (size_t pi = 0; pi < k.programs.size(); ++pi) {
       if (ph >= ranges[pi].size() || phaseIsEmpty(k.programs[pi], ranges[pi][ph]))
         continue;
       auto [b, e] = ranges[pi][ph];
+      std::string identity = phaseIdentity(k.programs[pi].body, b, e);
       bool joined = false;
       for (size_t g = first; g < groups.size() && !joined; ++g) {
-        size_t rep = groups[g].programs[0];
-        auto [rb, re] = ranges[rep][ph];
-        if (re - rb == e - b && sameUpToLi(k.programs[rep].body, rb, k.programs[pi].body, b, e - b)) {
+        if (identities[g - first] == identity) {
           groups[g].programs.push_back(pi);
           joined = true;
         }
       }
-      if (!joined)
+      if (!joined) {
         groups.push_back(PhaseGroup{ph, {pi}, {}});
+        identities.push_back(std::move(identity));
+      }
     }
     for (size_t g = first; g < groups.size(); ++g) {
       PhaseGroup &grp = groups[g];

@@ -7,6 +7,7 @@
 #include "spyre/isa/listing.h"
 #include "spyre/jit/jit_engine.h"
 #include "spyre/sim/executable.h"
+#include "spyre/sim/trace.h"
 #include "spyre_device.h"
 #include <chrono>
 #include <cstdlib>
@@ -24,11 +25,17 @@ struct Card {
   std::unique_ptr<sim::Engine> interp = sim::makeInterpreter();
   std::unique_ptr<jit::JitEngine> jit;
   std::mutex mu; // one kernel sequence at a time on the card
-  Card() : runtime(sim::defaultSimThreads(), 32) {}
+  Card() : runtime(sim::RuntimeOptions::fromEnv(processEnv())) {
+    sim::trace::configure(sim::trace::TraceOptions::fromEnv(processEnv()));
+  }
   jit::JitEngine &jitEngine() {
     if (!jit)
-      jit = std::make_unique<jit::JitEngine>(jit::JitOptions{jit::tierFromEnv(), ""});
+      jit = std::make_unique<jit::JitEngine>(jit::JitOptions::fromEnv(processEnv()));
     return *jit;
+  }
+  static const Env &processEnv() {
+    static const Env env(&std::getenv);
+    return env;
   }
   static Card &get() {
     static Card card;
@@ -71,7 +78,9 @@ public:
       engine = card.interp.get();
     } else if (engineName == "jit") {
       if (!dumpDir.empty()) {
-        ownJit_ = std::make_unique<jit::JitEngine>(jit::JitOptions{jit::tierFromEnv(), dumpDir});
+        jit::JitOptions jo = jit::JitOptions::fromEnv(Card::processEnv());
+        jo.dumpDir = dumpDir;
+        ownJit_ = std::make_unique<jit::JitEngine>(std::move(jo));
         engine = ownJit_.get();
       } else {
         engine = &card.jitEngine();

@@ -134,104 +134,139 @@ private:
       }
   }
 
+  /// One handler per row of instructions.def (defined below): a row without an `exec<Enum>`
+  /// fails to compile (used but never defined).
+#define INST(E, M, U, O, F, T, S) void exec##E(const Instr &in, Ctx &c) const;
+#include "spyre/isa/instructions.def"
+#undef INST
+  void execSfp(const Instr &in, Ctx &c) const;
+  void unaligned(const Instr &in, Ctx &c, bool load) const;
+
   void exec(const Instr &in, Ctx &c) const {
-    CoreState &cs = c.cs;
     count(in);
     switch (in.op) {
-    case Opcode::Li: setReg(c, in.r[0], in.imm); return;
-    case Opcode::Addi: setReg(c, in.r[0], static_cast<int64_t>(static_cast<uint64_t>(reg(c, in.r[1])) + static_cast<uint64_t>(in.imm))); return;
-    case Opcode::Muli: setReg(c, in.r[0], static_cast<int64_t>(static_cast<uint64_t>(reg(c, in.r[1])) * static_cast<uint64_t>(in.imm))); return;
-    case Opcode::Tbl:
-      if (c.core >= static_cast<int>(in.table.size()))
-        fault(in, c, "per-core table has no entry for this core");
-      setReg(c, in.r[0], in.table[c.core]);
-      return;
-    case Opcode::Loop:
-      for (int64_t i = 0; i < in.imm; ++i)
-        for (const auto &b : in.body)
-          exec(b, c);
-      return;
-    case Opcode::DmaIn:
-    case Opcode::DmaMc: dma(in, c, true); return; // every cohort member copies (verified identical)
-    case Opcode::DmaOut: dma(in, c, false); return;
-    case Opcode::Wait:
-    case Opcode::Bar:
-      return; // DMA completes synchronously in the functional model; timing counts waits.
-    case Opcode::RingSend:
-      sim::ringSend(*c.cs.ring, static_cast<int>(in.imms[0]), lxPtr(in, c, in.lx, in.imm * 128), in.imm * 128);
-      return;
-    case Opcode::RingRecv:
-    case Opcode::RingPsum:
-      sim::ringRecv(*c.cs.ring, static_cast<int>(in.imms[0]), lxPtr(in, c, in.lx, in.imm * 128), in.imm * 128,
-                    in.op == Opcode::RingRecv ? 0 : in.fmt == Format::F32 ? 1 : 2);
-      return;
-    case Opcode::PtMm: {
-      const int64_t M = in.imm, N = in.imms[0], K = in.imms[1];
-      uint8_t *C = lxPtr(in, c, in.lx, N / 32 * M * 128);
-      const uint8_t *A = lxPtr(in, c, in.lx2, K / 64 * M * 128);
-      const uint8_t *B = lxPtr(in, c, in.lx3, N / 64 * K * 128);
-      ptMm(C, A, B, M, N, K, in.imms[2] != 0);
-      return;
-    }
-    case Opcode::PtTr: {
-      const int64_t R = in.imm, C = in.imms[0];
-      uint8_t *D = lxPtr(in, c, in.lx, R * C * 2);
-      const uint8_t *S = lxPtr(in, c, in.lx2, R * C * 2);
-      ptTr(D, S, R, C);
-      return;
-    }
-    case Opcode::PtOut: {
-      const int64_t M = in.imm, N = in.imms[0];
-      uint8_t *D = lxPtr(in, c, in.lx, N / 64 * M * 128);
-      const uint8_t *C = lxPtr(in, c, in.lx2, N / 32 * M * 128);
-      ptOut(D, C, M, N);
-      return;
-    }
-    case Opcode::Ld:
-    case Opcode::LdPad: {
-      float *v = cs.v[in.v[0]];
-      const int64_t width = in.fmt == Format::DL16 ? kLanes : kLanes / 2;
-      loadLanes(in.fmt, v, lxPtr(in, c, in.lx, 128), width);
-      if (in.op == Opcode::LdPad) {
-        float fill = roundTo(in.fmt, in.fimm);
-        for (int64_t l = in.imm; l < width; ++l)
-          v[l] = fill;
-      }
-      return;
-    }
-    case Opcode::St:
-      storeLanes(in.fmt, cs.v[in.v[0]], lxPtr(in, c, in.lx, 128), in.fmt == Format::DL16 ? kLanes : kLanes / 2);
-      return;
-    case Opcode::Ldu:
-    case Opcode::Stu: {
-      const int64_t esize = in.fmt == Format::DL16 ? 2 : 4, n = in.imm;
-      const int64_t addr = reg(c, in.lx.base) + in.lx.offset;
-      if (addr % esize != 0)
-        fault(in, c, "LX address " + std::to_string(addr) + " is not element aligned");
-      uint8_t *p = lxPtr(in, c, in.lx, n * esize);
-      if (in.op == Opcode::Ldu)
-        loadLanes(in.fmt, cs.v[in.v[0]], p, n);
-      else
-        storeLanes(in.fmt, cs.v[in.v[0]], p, n);
-      return;
-    }
-    default:
-      if (isSfp(in.op)) {
-        if (in.op == Opcode::Widen || in.op == Opcode::Unpack) {
-          sfpApply(in.op, in.fmt, cs.v[in.v[0]], cs.v[in.v[1]], cs.v[in.v[2]], nullptr, nullptr, 0, 0);
-          return;
-        }
-        auto reg = [&](int r) -> float * { return r >= 0 ? cs.v[r] : nullptr; };
-        // Splat carries its lane in the integer immediate.
-        float i0 = in.op == Opcode::Splat ? static_cast<float>(in.imm) : in.fimm;
-        sfpApply(in.op, in.fmt, cs.v[in.v[0]], nullptr, reg(in.v[1]), reg(in.v[2]), reg(in.v[3]), i0, in.fimm2);
-        return;
-      }
-      break;
+#define INST(E, M, U, O, F, T, S)                                                                    \
+  case Opcode::E: exec##E(in, c); return;
+#include "spyre/isa/instructions.def"
+#undef INST
     }
     fault(in, c, "instruction not implemented by the interpreter");
   }
 };
+
+// Scalar / control.
+void Interp::execLi(const Instr &in, Ctx &c) const { setReg(c, in.r[0], in.imm); }
+void Interp::execAddi(const Instr &in, Ctx &c) const {
+  setReg(c, in.r[0], static_cast<int64_t>(static_cast<uint64_t>(reg(c, in.r[1])) + static_cast<uint64_t>(in.imm)));
+}
+void Interp::execMuli(const Instr &in, Ctx &c) const {
+  setReg(c, in.r[0], static_cast<int64_t>(static_cast<uint64_t>(reg(c, in.r[1])) * static_cast<uint64_t>(in.imm)));
+}
+void Interp::execTbl(const Instr &in, Ctx &c) const {
+  if (c.core >= static_cast<int>(in.table.size()))
+    fault(in, c, "per-core table has no entry for this core");
+  setReg(c, in.r[0], in.table[c.core]);
+}
+void Interp::execLoop(const Instr &in, Ctx &c) const {
+  for (int64_t i = 0; i < in.imm; ++i)
+    for (const auto &b : in.body)
+      exec(b, c);
+}
+
+// DMA; every cohort member of dma.mc copies (verified identical).
+void Interp::execDmaIn(const Instr &in, Ctx &c) const { dma(in, c, true); }
+void Interp::execDmaMc(const Instr &in, Ctx &c) const { dma(in, c, true); }
+void Interp::execDmaOut(const Instr &in, Ctx &c) const { dma(in, c, false); }
+
+// Sync: DMA completes synchronously in the functional model; timing counts waits.
+void Interp::execWait(const Instr &, Ctx &) const {}
+void Interp::execBar(const Instr &, Ctx &) const {}
+
+// Ring.
+void Interp::execRingSend(const Instr &in, Ctx &c) const {
+  sim::ringSend(*c.cs.ring, static_cast<int>(in.imms[0]), lxPtr(in, c, in.lx, in.imm * 128), in.imm * 128);
+}
+void Interp::execRingRecv(const Instr &in, Ctx &c) const {
+  sim::ringRecv(*c.cs.ring, static_cast<int>(in.imms[0]), lxPtr(in, c, in.lx, in.imm * 128), in.imm * 128, 0);
+}
+void Interp::execRingPsum(const Instr &in, Ctx &c) const {
+  sim::ringRecv(*c.cs.ring, static_cast<int>(in.imms[0]), lxPtr(in, c, in.lx, in.imm * 128), in.imm * 128,
+                in.fmt == Format::F32 ? 1 : 2);
+}
+
+// PT.
+void Interp::execPtMm(const Instr &in, Ctx &c) const {
+  const int64_t M = in.imm, N = in.imms[0], K = in.imms[1];
+  uint8_t *C = lxPtr(in, c, in.lx, N / 32 * M * 128);
+  const uint8_t *A = lxPtr(in, c, in.lx2, K / 64 * M * 128);
+  const uint8_t *B = lxPtr(in, c, in.lx3, N / 64 * K * 128);
+  ptMm(C, A, B, M, N, K, in.imms[2] != 0);
+}
+void Interp::execPtTr(const Instr &in, Ctx &c) const {
+  const int64_t R = in.imm, C = in.imms[0];
+  uint8_t *D = lxPtr(in, c, in.lx, R * C * 2);
+  const uint8_t *S = lxPtr(in, c, in.lx2, R * C * 2);
+  ptTr(D, S, R, C);
+}
+void Interp::execPtOut(const Instr &in, Ctx &c) const {
+  const int64_t M = in.imm, N = in.imms[0];
+  uint8_t *D = lxPtr(in, c, in.lx, N / 64 * M * 128);
+  const uint8_t *C = lxPtr(in, c, in.lx2, N / 32 * M * 128);
+  ptOut(D, C, M, N);
+}
+
+// Load / store.
+void Interp::execLd(const Instr &in, Ctx &c) const {
+  const int64_t width = in.fmt == Format::DL16 ? kLanes : kLanes / 2;
+  loadLanes(in.fmt, c.cs.v[in.v[0]], lxPtr(in, c, in.lx, 128), width);
+}
+void Interp::execLdPad(const Instr &in, Ctx &c) const {
+  execLd(in, c);
+  float *v = c.cs.v[in.v[0]];
+  const int64_t width = in.fmt == Format::DL16 ? kLanes : kLanes / 2;
+  float fill = roundTo(in.fmt, in.fimm);
+  for (int64_t l = in.imm; l < width; ++l)
+    v[l] = fill;
+}
+void Interp::execSt(const Instr &in, Ctx &c) const {
+  storeLanes(in.fmt, c.cs.v[in.v[0]], lxPtr(in, c, in.lx, 128), in.fmt == Format::DL16 ? kLanes : kLanes / 2);
+}
+void Interp::execLdu(const Instr &in, Ctx &c) const { unaligned(in, c, true); }
+void Interp::execStu(const Instr &in, Ctx &c) const { unaligned(in, c, false); }
+/// ldu (load) / stu: n elements at an element-aligned address.
+void Interp::unaligned(const Instr &in, Ctx &c, bool load) const {
+  const int64_t esize = in.fmt == Format::DL16 ? 2 : 4, n = in.imm;
+  const int64_t addr = reg(c, in.lx.base) + in.lx.offset;
+  if (addr % esize != 0)
+    fault(in, c, "LX address " + std::to_string(addr) + " is not element aligned");
+  uint8_t *p = lxPtr(in, c, in.lx, n * esize);
+  if (load)
+    loadLanes(in.fmt, c.cs.v[in.v[0]], p, n);
+  else
+    storeLanes(in.fmt, c.cs.v[in.v[0]], p, n);
+}
+
+// SFP: every row calls the one reference implementation, isa::sfpApply.
+void Interp::execSfp(const Instr &in, Ctx &c) const {
+  CoreState &cs = c.cs;
+  if (in.op == Opcode::Widen || in.op == Opcode::Unpack) {
+    sfpApply(in.op, in.fmt, cs.v[in.v[0]], cs.v[in.v[1]], cs.v[in.v[2]], nullptr, nullptr, 0, 0);
+    return;
+  }
+  auto reg = [&](int r) -> float * { return r >= 0 ? cs.v[r] : nullptr; };
+  // Splat carries its lane in the integer immediate.
+  float i0 = in.op == Opcode::Splat ? static_cast<float>(in.imm) : in.fimm;
+  sfpApply(in.op, in.fmt, cs.v[in.v[0]], nullptr, reg(in.v[1]), reg(in.v[2]), reg(in.v[3]), i0, in.fimm2);
+}
+#define SFP_EXEC(E)                                                                                \
+  void Interp::exec##E(const Instr &in, Ctx &c) const { execSfp(in, c); }
+SFP_EXEC(Add) SFP_EXEC(Sub) SFP_EXEC(Mul) SFP_EXEC(Div) SFP_EXEC(Max) SFP_EXEC(Min) SFP_EXEC(Fma)
+SFP_EXEC(Eq) SFP_EXEC(Ne) SFP_EXEC(Lt) SFP_EXEC(Le) SFP_EXEC(Gt) SFP_EXEC(Ge) SFP_EXEC(Sel)
+SFP_EXEC(Neg) SFP_EXEC(Abs) SFP_EXEC(Relu) SFP_EXEC(Floor) SFP_EXEC(Sqrt) SFP_EXEC(Rsqrt) SFP_EXEC(Recip)
+SFP_EXEC(Exp) SFP_EXEC(Log) SFP_EXEC(Tanh) SFP_EXEC(Sigmoid) SFP_EXEC(Gelu) SFP_EXEC(GeluErf) SFP_EXEC(Silu)
+SFP_EXEC(Softplus) SFP_EXEC(Clip) SFP_EXEC(Rsum) SFP_EXEC(Rmax) SFP_EXEC(Rmin) SFP_EXEC(Splat)
+SFP_EXEC(Bcast) SFP_EXEC(Iota) SFP_EXEC(Widen) SFP_EXEC(Narrow) SFP_EXEC(Unpack) SFP_EXEC(Pack) SFP_EXEC(Cvt)
+#undef SFP_EXEC
 
 class Interpreter final : public Engine {
 public:

@@ -86,14 +86,15 @@ void ThreadPool::parallelFor(int n, const std::function<void(int)> &fn) {
   }
 }
 
-int defaultSimThreads() {
-  if (const char *e = std::getenv("SPYRE_SIM_THREADS")) {
-    int n = std::atoi(e);
-    if (n > 0)
-      return n;
-  }
+int hardwareThreads() {
   unsigned h = std::thread::hardware_concurrency();
   return h ? static_cast<int>(h) : 1;
+}
+
+RuntimeOptions RuntimeOptions::fromEnv(const spyre::Env &env) {
+  RuntimeOptions o;
+  o.threads = static_cast<int>(env.integer("SPYRE_SIM_THREADS", o.threads, 1, 4096));
+  return o;
 }
 
 Runtime::Runtime(int threads, int cores) : cores_(cores), pool_(threads) {}

@@ -31,7 +31,6 @@ struct CachedReport {
 
 struct State {
   std::mutex mu;
-  bool pathInit = false;
   std::string path;
   std::FILE *file = nullptr; ///< open trace (after the first recorded launch)
   bool firstEvent = true;
@@ -40,13 +39,6 @@ struct State {
   std::set<int> namedTracks;
   std::map<const void *, CachedReport> reports;
 
-  void initPath() {
-    if (pathInit)
-      return;
-    pathInit = true;
-    const char *e = std::getenv("SPYRE_TRACE");
-    path = e ? e : "";
-  }
   void closeFile() {
     if (file)
       std::fclose(file);
@@ -62,7 +54,7 @@ State &state() {
   return *s;
 }
 std::atomic<int> g_paused{0};
-std::atomic<int> g_enabled{-1}; // -1: SPYRE_TRACE not read yet
+std::atomic<int> g_enabled{0}; // a path is set
 
 std::string jsonEscape(const std::string &s) {
   std::string o;
@@ -87,22 +79,17 @@ int trackId(int core, int unit) { return 1 + core * kUnits + kTrackOrder[unit]; 
 
 } // namespace
 
+TraceOptions TraceOptions::fromEnv(const spyre::Env &env) { return {env.string("SPYRE_TRACE")}; }
+
+void configure(const TraceOptions &o) { setPath(o.path); }
+
 bool enabled() {
-  int e = g_enabled.load(std::memory_order_relaxed);
-  if (e < 0) {
-    State &s = state();
-    std::lock_guard<std::mutex> lk(s.mu);
-    s.initPath();
-    e = s.path.empty() ? 0 : 1;
-    g_enabled.store(e);
-  }
-  return e == 1 && g_paused.load(std::memory_order_relaxed) == 0;
+  return g_enabled.load(std::memory_order_relaxed) == 1 && g_paused.load(std::memory_order_relaxed) == 0;
 }
 
 void setPath(const std::string &p) {
   State &s = state();
   std::lock_guard<std::mutex> lk(s.mu);
-  s.pathInit = true;
   s.closeFile();
   s.path = p;
   g_enabled.store(p.empty() ? 0 : 1);
@@ -111,7 +98,6 @@ void setPath(const std::string &p) {
 std::string path() {
   State &s = state();
   std::lock_guard<std::mutex> lk(s.mu);
-  s.initPath();
   return s.path;
 }
 

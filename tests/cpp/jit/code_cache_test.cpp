@@ -1,6 +1,7 @@
 // The JIT code cache: memory and disk hits, misses, corrupted and truncated entries, concurrent
 // writers sharing a directory, tiers that must not share entries, and the environment knobs.
 #include "jit_test_util.h"
+#include "spyre/isa/env.h"
 #include "spyre/isa/listing.h"
 #include "spyre/jit/jit_engine.h"
 #include <atomic>
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <gtest/gtest.h>
 #include <thread>
 #include <unistd.h>
@@ -263,27 +265,51 @@ TEST(CodeCache, ConcurrentEnginesWritingTheSameKeys) {
 
 TEST(CodeCache, EnvironmentSelectsOrDisablesTheDirectory) {
   TempDir dir;
-  const char *old = std::getenv("SPYRE_CACHE_DIR");
-  std::string saved = old ? old : "";
-  setenv("SPYRE_CACHE_DIR", dir.path().c_str(), 1);
+  auto fromEnv = [](std::map<std::string, std::string> vars) {
+    jit::JitOptions o = jit::JitOptions::fromEnv(Env::fromMap(std::move(vars)));
+    o.tier = jit::OptTier::O0;
+    o.memoryCache = false;
+    return o;
+  };
   {
-    jit::JitEngine e({jit::OptTier::O0, "", "", false});
+    jit::JitEngine e(fromEnv({{"SPYRE_CACHE_DIR", dir.path()}, {"HOME", "/nonexistent"}}));
     EXPECT_EQ(e.cacheDir(), dir.path());
     e.prepare(testKernel(4));
     EXPECT_EQ(e.cacheStats().diskWrites, 1u);
   }
-  setenv("SPYRE_CACHE_DIR", "off", 1);
   {
-    jit::JitEngine e({jit::OptTier::O0, "", "", false});
+    jit::JitEngine e(fromEnv({{"SPYRE_CACHE_DIR", "off"}, {"HOME", dir.path()}}));
     EXPECT_EQ(e.cacheDir(), "");
     e.prepare(testKernel(4));
     EXPECT_EQ(e.cacheStats().misses, 1u);
     EXPECT_EQ(e.cacheStats().diskWrites, 0u);
   }
-  if (old)
-    setenv("SPYRE_CACHE_DIR", saved.c_str(), 1);
-  else
-    unsetenv("SPYRE_CACHE_DIR");
+  EXPECT_EQ(jit::JitOptions::fromEnv(Env::fromMap({{"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}})).cacheDir,
+            "/x/spyre-jit");
+  EXPECT_EQ(jit::JitOptions::fromEnv(Env::fromMap({{"HOME", "/h"}})).cacheDir, "/h/.cache/spyre-jit");
+  EXPECT_EQ(jit::JitOptions::fromEnv(Env::fromMap({})).cacheDir, "off");
+}
+
+TEST(CodeCache, JitOptionsFromEnv) {
+  jit::JitOptions d = jit::JitOptions::fromEnv(Env::fromMap({}));
+  EXPECT_EQ(d.tier, jit::OptTier::O2);
+  EXPECT_TRUE(d.memoryCache);
+  EXPECT_TRUE(d.passes.empty());
+  EXPECT_FALSE(d.printTimes);
+  EXPECT_FALSE(d.debug);
+  EXPECT_EQ(jit::JitOptions::fromEnv(Env::fromMap({{"SPYRE_JIT_OPT", "O0"}})).tier, jit::OptTier::O0);
+  EXPECT_EQ(jit::JitOptions::fromEnv(Env::fromMap({{"SPYRE_JIT_OPT", "0"}})).tier, jit::OptTier::O0);
+  EXPECT_EQ(jit::JitOptions::fromEnv(Env::fromMap({{"SPYRE_JIT_OPT", "2"}})).tier, jit::OptTier::O2);
+  EXPECT_TRUE(jit::JitOptions::fromEnv(Env::fromMap({{"SPYRE_JIT_TIMES", "1"}})).printTimes);
+  EXPECT_EQ(jit::JitOptions::fromEnv(Env::fromMap({{"SPYRE_JIT_PASSES", "function(sroa)"}})).passes, "function(sroa)");
+  try {
+    jit::JitOptions::fromEnv(Env::fromMap({{"SPYRE_JIT_OPT", "7"}}));
+    FAIL() << "SPYRE_JIT_OPT=7 was accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("SPYRE_JIT_OPT"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("O0"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(jit::JitOptions::fromEnv(Env::fromMap({{"SPYRE_JIT_DEBUG", "maybe"}})), Error);
 }
 
 TEST(CodeCache, UnwritableDirectoryStillCompiles) {

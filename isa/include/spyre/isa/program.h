@@ -3,8 +3,10 @@
 #include "spyre/isa/error.h"
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace spyre::isa {
@@ -92,6 +94,66 @@ struct Instr {
   int line = 0;                      ///< source line in a parsed listing (0 if generated)
 };
 
+namespace detail {
+template <typename T> void appendBytes(std::string &out, const T &v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  out.append(reinterpret_cast<const char *>(&v), sizeof v);
+}
+template <typename T> void appendVector(std::string &out, const std::vector<T> &v) {
+  appendBytes(out, v.size());
+  if (!v.empty())
+    out.append(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(T));
+}
+inline void appendLx(std::string &out, const LxAddr &a) {
+  appendBytes(out, a.base);
+  appendBytes(out, a.offset);
+}
+} // namespace detail
+
+/// The identity of an instruction, the one definition of "the same instruction": every field
+/// except `line` (a source position, not code), in a fixed order, floats by bit pattern (NaN
+/// payloads count), vectors with their length, loop bodies recursively. `operator==`,
+/// `hashInstr` and the JIT's code-cache key are all this byte string; `skipLiImm` leaves out
+/// the immediate of every `li` (the JIT compiles phases equal up to those once).
+inline void appendInstrIdentity(std::string &out, const Instr &in, bool skipLiImm = false) {
+  // A new field in Instr must be added here (or excluded like `line`), or equal-looking
+  // instructions compare equal and the code cache may return stale code: this check fails first.
+  static_assert(sizeof(Instr) == 280, "isa::Instr changed: update appendInstrIdentity");
+  using detail::appendBytes;
+  appendBytes(out, in.op);
+  appendBytes(out, in.fmt);
+  appendBytes(out, in.v);
+  appendBytes(out, in.r);
+  appendBytes(out, skipLiImm && in.op == Opcode::Li ? int64_t{0} : in.imm);
+  appendBytes(out, in.imms);
+  appendBytes(out, in.fimm);
+  appendBytes(out, in.fimm2);
+  detail::appendLx(out, in.lx);
+  detail::appendLx(out, in.lx2);
+  detail::appendLx(out, in.lx3);
+  appendBytes(out, in.ddr.arg);
+  appendBytes(out, in.ddr.base);
+  appendBytes(out, in.ddr.offset);
+  appendBytes(out, in.dma.n);
+  appendBytes(out, in.dma.ddrStride);
+  appendBytes(out, in.dma.lxStride);
+  appendBytes(out, in.outToken);
+  detail::appendVector(out, in.tokens);
+  detail::appendVector(out, in.table);
+  appendBytes(out, in.body.size());
+  for (const Instr &b : in.body)
+    appendInstrIdentity(out, b, skipLiImm);
+}
+inline std::string instrIdentity(const Instr &in, bool skipLiImm = false) {
+  std::string s;
+  appendInstrIdentity(s, in, skipLiImm);
+  return s;
+}
+/// Same identity (appendInstrIdentity): every field but `line`.
+inline bool operator==(const Instr &a, const Instr &b) { return instrIdentity(a) == instrIdentity(b); }
+/// A hash consistent with ==.
+inline size_t hashInstr(const Instr &in) { return std::hash<std::string>{}(instrIdentity(in)); }
+
 /// DDR bytes one execution of a DMA charges its core. A multicast (dma.mc) reads DDR once for
 /// its cohort of k = imm cores, so each member is charged 1/k of the transfer (sticks are 128
 /// bytes and k <= 8 divides 128: exact).
@@ -124,3 +186,7 @@ struct Kernel {
 std::vector<std::pair<size_t, size_t>> phaseRanges(const CoreProgram &p);
 
 } // namespace spyre::isa
+
+template <> struct std::hash<spyre::isa::Instr> {
+  size_t operator()(const spyre::isa::Instr &in) const { return spyre::isa::hashInstr(in); }
+};

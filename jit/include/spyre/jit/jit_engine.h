@@ -2,6 +2,7 @@
 // the CoreState ABI, optimises it, compiles it to an object file and links that in-process with
 // LLJIT/JITLink. Object files are cached in memory and on disk (see docs/performance.md).
 #pragma once
+#include "spyre/isa/env.h"
 #include "spyre/sim/engine.h"
 #include <cstdint>
 #include <memory>
@@ -17,15 +18,25 @@ struct JitOptions {
   /// If non-empty, writes <kernel>.ll (before), <kernel>.opt.ll (after optimisation) and
   /// <kernel>.o (the object file). Dumping bypasses cache lookups (entries are still written).
   std::string dumpDir;
-  /// On-disk object cache: "" = SPYRE_CACHE_DIR if set (SPYRE_CACHE_DIR=off disables it), else
-  /// $XDG_CACHE_HOME/spyre-jit or ~/.cache/spyre-jit; "off" = no disk cache.
+  /// Directory of the on-disk object cache; "" or "off" = no disk cache. fromEnv resolves it:
+  /// SPYRE_CACHE_DIR (off disables it), else $XDG_CACHE_HOME/spyre-jit, else ~/.cache/spyre-jit.
   std::string cacheDir;
   /// The process-wide in-memory object cache (shared by all engines).
   bool memoryCache = true;
-};
+  /// Developer knobs. `passes` replaces the tier's IR pass pipeline (part of the cache key);
+  /// `llvmArgs` are LLVM command-line options (e.g. "-time-passes"), parsed once per process
+  /// by the first engine; `printTimes` prints one line per engine creation and per prepare on
+  /// stderr; `debug` registers JIT code with GDB and perf.
+  std::string passes;
+  std::string llvmArgs;
+  bool printTimes = false;
+  bool debug = false;
 
-/// SPYRE_JIT_OPT=O0|O2 (default O2).
-OptTier tierFromEnv();
+  /// SPYRE_JIT_OPT=O0|O2 (also 0|2; default O2), SPYRE_CACHE_DIR / XDG_CACHE_HOME / HOME (the
+  /// cache directory), SPYRE_JIT_PASSES, SPYRE_JIT_LLVM_ARGS, SPYRE_JIT_TIMES, SPYRE_JIT_DEBUG.
+  /// Invalid values throw spyre::Error naming the variable and the accepted values.
+  static JitOptions fromEnv(const spyre::Env &env);
+};
 
 /// Where the last prepare() spent its time, in milliseconds.
 struct CompileTimes {

@@ -1,6 +1,7 @@
 // Runs kernels as BSP phases: the cores of a phase in any order on a host thread pool, then a
 // barrier, then the next phase. Results are identical for any thread count.
 #pragma once
+#include "spyre/isa/env.h"
 #include "spyre/sim/engine.h"
 #include <condition_variable>
 #include <functional>
@@ -32,8 +33,16 @@ private:
   std::exception_ptr error_;
 };
 
-/// SPYRE_SIM_THREADS or the host's core count.
-int defaultSimThreads();
+/// The host's core count (at least 1).
+int hardwareThreads();
+
+struct RuntimeOptions {
+  int threads = hardwareThreads(); ///< host threads running the cores of a phase
+  int cores = 32;
+  /// SPYRE_SIM_THREADS (an integer >= 1; default: the host's core count). An invalid value
+  /// throws spyre::Error naming the variable.
+  static RuntimeOptions fromEnv(const spyre::Env &env);
+};
 
 /// Host time of one launch, recorded when profiling is on (the bench's --profile): the wall
 /// time and the sum over cores of the time spent in the engine's phase code. With T host
@@ -48,7 +57,8 @@ struct LaunchTimes {
 
 class Runtime {
 public:
-  explicit Runtime(int threads = defaultSimThreads(), int cores = 32);
+  explicit Runtime(int threads = hardwareThreads(), int cores = 32);
+  explicit Runtime(const RuntimeOptions &o) : Runtime(o.threads, o.cores) {}
   Cores &cores() { return cores_; }
   ThreadPool &pool() { return pool_; }
   /// Runs every phase of the kernel on all its cores.

@@ -1,4 +1,4 @@
-// SPYRE_TRACE=file.json: a Chrome / Perfetto trace of *simulated* device time. Every
+// SPYRE_TRACE=file.json (TraceOptions::fromEnv, at the boundary): a Chrome / Perfetto trace of *simulated* device time. Every
 // Executable::run appends its launches: one slice per kernel on a "kernels" track (with the
 // launch overhead and each BSP phase nested in it), and on one track per (core, unit) the busy
 // time of DMA, LSU, SFP, PT (and RING when used) in each phase, from the static timing report
@@ -10,6 +10,7 @@
 // after every launch (the closing "]}" is rewritten on each append). Open it in
 // https://ui.perfetto.dev or chrome://tracing.
 #pragma once
+#include "spyre/isa/env.h"
 #include "spyre/isa/program.h"
 #include "spyre/sim/engine.h"
 #include <memory>
@@ -17,10 +18,19 @@
 
 namespace spyre::sim::trace {
 
-/// True when launches are being recorded: a trace path is set (SPYRE_TRACE, or setPath) and
-/// no Pause is alive.
+/// What the boundary configures (tracing is off until then).
+struct TraceOptions {
+  std::string path; ///< "" = no trace
+  /// SPYRE_TRACE=file.json.
+  static TraceOptions fromEnv(const spyre::Env &env);
+};
+/// Sets the trace path from `o` (as setPath).
+void configure(const TraceOptions &o);
+
+/// True when launches are being recorded: a trace path is configured (configure or setPath)
+/// and no Pause is alive.
 bool enabled();
-/// Overrides SPYRE_TRACE ("" turns tracing off). Starts a new file on the next launch.
+/// Sets the trace path ("" turns tracing off). Starts a new file on the next launch.
 void setPath(const std::string &path);
 std::string path();
 /// While a Pause object lives, launches are not recorded (benchmarks trace one run, not all).

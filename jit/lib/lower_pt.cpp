@@ -1,0 +1,204 @@
+// pt.mm (a micro-kernel on B sticks decoded once per phase), pt.out and pt.tr.
+#include "function_lowering.h"
+#include <algorithm>
+
+namespace spyre::jit {
+
+using namespace llvm;
+using isa::Format;
+using isa::Instr;
+using isa::Opcode;
+
+namespace {
+
+/// The LX bytes an instruction writes, as [first, second) relative to its `lx` operand (every
+/// LX-writing instruction writes at `lx`); nullopt if it writes no LX. The decoded-B cache of
+/// pt.mm relies on this covering every writer: a new instruction that writes LX needs a row here.
+std::optional<std::pair<int64_t, int64_t>> lxWriteExtent(const Instr &in) {
+  switch (in.op) {
+  case Opcode::St: return std::pair<int64_t, int64_t>{0, 128};
+  case Opcode::Stu: return std::pair<int64_t, int64_t>{0, in.imm * (in.fmt == isa::Format::DL16 ? 2 : 4)};
+  case Opcode::DmaIn:
+  case Opcode::DmaMc: {
+    int64_t lo = 0, hi = 0;
+    for (int j = 0; j < 2; ++j) {
+      int64_t span = (in.dma.n[j] - 1) * in.dma.lxStride[j];
+      lo += std::min<int64_t>(span, 0);
+      hi += std::max<int64_t>(span, 0);
+    }
+    return std::pair{lo, hi + in.dma.n[2] * 128};
+  }
+  case Opcode::PtMm: return std::pair<int64_t, int64_t>{0, in.imms[0] / 32 * in.imm * 128};
+  case Opcode::PtOut: return std::pair<int64_t, int64_t>{0, in.imms[0] / 64 * in.imm * 128};
+  case Opcode::PtTr: return std::pair<int64_t, int64_t>{0, in.imm * in.imms[0] * 2};
+  case Opcode::RingRecv:
+  case Opcode::RingPsum: return std::pair<int64_t, int64_t>{0, in.imm * 128};
+  default: return std::nullopt;
+  }
+}
+
+} // namespace
+
+/// The decoded-B cache starts empty in every invocation of the phase function: within a
+/// phase only this core's own instructions write its LX, so they are all the invalidation
+/// needs to see (other cores, the host and the runtime act between phases).
+void FunctionLowering::setUpDecodedB() {
+  decodedLx_ = b_.CreateCall(m_.getOrInsertFunction("spyre_jit_decoded_lx", FunctionType::get(ptr_, {}, false)),
+                             {}, "decoded.lx");
+  bLo_ = b_.CreateAlloca(i64_, nullptr, "b.lo");
+  bHi_ = b_.CreateAlloca(i64_, nullptr, "b.hi");
+  b_.CreateStore(b_.getInt64(0), bLo_);
+  b_.CreateStore(b_.getInt64(0), bHi_);
+}
+/// Empties the decoded-B cache if the LX bytes `in` writes overlap it.
+void FunctionLowering::invalidateDecodedB(const Instr &in) {
+  auto ext = lxWriteExtent(in);
+  if (!bHi_ || !ext)
+    return;
+  Value *at = lxOffset(in.lx);
+  Value *lo = b_.CreateAdd(at, b_.getInt64(ext->first)), *hi = b_.CreateAdd(at, b_.getInt64(ext->second));
+  Value *cached = b_.CreateLoad(i64_, bHi_);
+  Value *overlap = b_.CreateAnd(b_.CreateICmpSLT(lo, cached), b_.CreateICmpSLT(b_.CreateLoad(i64_, bLo_), hi));
+  b_.CreateStore(b_.CreateSelect(overlap, b_.getInt64(0), cached), bHi_);
+}
+
+// pt.mm: C[i][n] accumulates fma(A[i][k], B[k][n], .) over k = 0..K-1 in order (the
+// interpreter's per-element order), 64 columns per <64 x float> accumulator.
+//
+// B is decoded once per phase, not once per pt.mm: pipelined matmuls call pt.mm on small row
+// blocks of A (8 rows for 64x2048x8192) against the same resident B, and decoding B cost as
+// much as the multiply. The decoded sticks live in this host thread's fp32 mirror of LX
+// (setUpDecodedB); a pt.mm whose B range lies inside the cached range uses them, otherwise it
+// decodes its B there first. Every LX write of the phase empties an overlapping cache
+// (invalidateDecodedB), so results stay those of the interpreter.
+//
+// The micro-kernel is one internal function per (M, N, K, acc) and module, called with the
+// tile addresses: kernels with one program per core (K-split matmuls: 32 pt.mm of the same
+// shape) compile it once instead of once per core.
+void FunctionLowering::lowerPtMm(const Instr &in) {
+  const int64_t M = in.imm, N = in.imms[0], K = in.imms[1];
+  const bool acc = in.imms[2] != 0;
+  const int64_t bSticks = N / 64 * K;
+  Value *bOff = lxOffset(in.lx3);
+  Value *bEnd = b_.CreateAdd(bOff, b_.getInt64(bSticks * 128));
+  Value *bDec = b_.CreateInBoundsGEP(i8_, decodedLx_, b_.CreateShl(bOff, 1)); // 4 bytes per 2
+  Value *hit = b_.CreateAnd(b_.CreateICmpSLE(b_.CreateLoad(i64_, bLo_), bOff),
+                            b_.CreateICmpSLE(bEnd, b_.CreateLoad(i64_, bHi_)));
+  BasicBlock *miss = BasicBlock::Create(ctx_, "ptb.decode", f_);
+  BasicBlock *join = BasicBlock::Create(ctx_, "ptb.ready", f_);
+  b_.CreateCondBr(hit, join, miss);
+  b_.SetInsertPoint(miss);
+  Function *dec = outlined("spyre_dl16_decode_" + std::to_string(bSticks), 2, [&](ArrayRef<Value *> a) {
+    countedLoop(bSticks, "dec", [&](Value *s) {
+      Value *src = b_.CreateInBoundsGEP(i8_, a[1], b_.CreateMul(s, b_.getInt64(128)));
+      Value *dst = b_.CreateInBoundsGEP(vf_, a[0], s);
+      b_.CreateAlignedStore(decode(b_.CreateAlignedLoad(vi16_, src, Align(2))), dst, Align(64));
+    });
+  });
+  b_.CreateCall(dec, {bDec, lxAddr(in.lx3)});
+  b_.CreateStore(bOff, bLo_);
+  b_.CreateStore(bEnd, bHi_);
+  b_.CreateBr(join);
+  b_.SetInsertPoint(join);
+  std::string name = "spyre_ptmm_" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+                     (acc ? "_acc" : "");
+  Function *mm = outlined(name, 3, [&](ArrayRef<Value *> a) { emitPtMm(M, N, K, acc, a[0], a[1], a[2]); });
+  b_.CreateCall(mm, {lxAddr(in.lx), lxAddr(in.lx2), bDec});
+}
+
+/// The micro-kernel on decoded B sticks (`bDec`: stick (n/64, k) at float (n/64*K + k)*64).
+/// Per 64-column tile and 64-wide k tile, rows go 4 at a time (16 zmm accumulators), with the
+/// A values of the k tile decoded once per row, so the inner loop is 4 B loads and 16 fma
+/// with a broadcast operand per k. Partial sums live in C between k tiles (fp32, exact).
+void FunctionLowering::emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value *C, Value *A, Value *bDec) {
+  constexpr int kRows = 4;
+  auto *v32 = FixedVectorType::get(f32_, 32);
+  if (!ptScratch_.aDec) { // one set of scratch buffers per function, shared by its pt.mm's
+    IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+    ptScratch_.aDec = eb.CreateAlloca(ArrayType::get(f32_, kRows * kLanes));
+    ptScratch_.aDec->setAlignment(Align(64));
+    for (auto &a : ptScratch_.accs) {
+      a = eb.CreateAlloca(vf_);
+      a->setAlignment(Align(64));
+    }
+  }
+  AllocaInst *aDec = ptScratch_.aDec, *const *accs = ptScratch_.accs;
+  SmallVector<int, 64> cat, lo, hi;
+  for (unsigned l = 0; l < kLanes; ++l)
+    cat.push_back(static_cast<int>(l));
+  for (unsigned l = 0; l < 32; ++l) {
+    lo.push_back(static_cast<int>(l));
+    hi.push_back(static_cast<int>(32 + l));
+  }
+  Function *fma = Intrinsic::getDeclaration(&m_, Intrinsic::fma, {vf_});
+  auto c64 = [&](int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); };
+  countedLoop(N / 64, "pt.n", [&](Value *nt) {
+    countedLoop(K / 64, "pt.kt", [&](Value *kt) {
+      // The k tile's 64 decoded B rows: sticks (nt, kt*64 + kk).
+      Value *bTile = b_.CreateInBoundsGEP(vf_, bDec, b_.CreateAdd(b_.CreateMul(nt, c64(K)), b_.CreateMul(kt, c64(64))));
+      Value *first = b_.CreateICmpEQ(kt, c64(0));
+      // Rows i0 .. i0+rows-1 over this k tile.
+      auto block = [&](Value *i0, int rows) {
+        Value *c0[kRows], *c1[kRows];
+        for (int r = 0; r < rows; ++r) {
+          // C sticks (2nt, i) and (2nt+1, i); A stick (kt, i), decoded.
+          Value *i = b_.CreateAdd(i0, c64(r));
+          c0[r] = b_.CreateInBoundsGEP(i8_, C, b_.CreateMul(b_.CreateAdd(b_.CreateMul(nt, c64(2 * M)), i), c64(128)));
+          c1[r] = b_.CreateInBoundsGEP(i8_, c0[r], c64(M * 128));
+          Value *cur = b_.CreateShuffleVector(b_.CreateAlignedLoad(v32, c0[r], Align(4)),
+                                              b_.CreateAlignedLoad(v32, c1[r], Align(4)), cat);
+          if (!acc)
+            cur = b_.CreateSelect(first, Constant::getNullValue(vf_), cur);
+          b_.CreateAlignedStore(cur, accs[r], Align(64));
+          Value *aAddr = b_.CreateInBoundsGEP(i8_, A, b_.CreateMul(b_.CreateAdd(b_.CreateMul(kt, c64(M)), i), c64(128)));
+          Value *dst = b_.CreateConstInBoundsGEP1_64(f32_, aDec, static_cast<uint64_t>(r) * kLanes);
+          b_.CreateAlignedStore(decode(b_.CreateAlignedLoad(vi16_, aAddr, Align(2))), dst, Align(64));
+        }
+        countedLoop(64, "pt.k", [&](Value *kk) {
+          Value *bV = b_.CreateAlignedLoad(vf_, b_.CreateInBoundsGEP(vf_, bTile, kk), Align(64));
+          for (int r = 0; r < rows; ++r) {
+            Value *aP = b_.CreateInBoundsGEP(f32_, aDec, b_.CreateAdd(c64(static_cast<int64_t>(r) * kLanes), kk));
+            Value *aV = b_.CreateVectorSplat(kLanes, b_.CreateAlignedLoad(f32_, aP, Align(4)));
+            Value *sum = b_.CreateCall(fma, {aV, bV, b_.CreateAlignedLoad(vf_, accs[r], Align(64))});
+            b_.CreateAlignedStore(sum, accs[r], Align(64));
+          }
+        });
+        for (int r = 0; r < rows; ++r) {
+          Value *res = b_.CreateAlignedLoad(vf_, accs[r], Align(64));
+          b_.CreateAlignedStore(b_.CreateShuffleVector(res, lo), c0[r], Align(4));
+          b_.CreateAlignedStore(b_.CreateShuffleVector(res, hi), c1[r], Align(4));
+        }
+      };
+      countedLoop(M / kRows, "pt.ib", [&](Value *ib) { block(b_.CreateMul(ib, c64(kRows)), kRows); });
+      countedLoop(M % kRows, "pt.ir", [&](Value *ir) { block(b_.CreateAdd(ir, c64(M / kRows * kRows)), 1); });
+    });
+  });
+}
+
+/// pt.tr moves 16-bit words only: the reference's 64 x 64 tile transpose (isa::ptTr, SSE2
+/// unpacks) beats a per-word loop of IR, and a call per instruction costs nothing next to it.
+/// The same call at every tier.
+void FunctionLowering::lowerPtTr(const Instr &in) {
+  b_.CreateCall(helper("spyre_jit_pt_tr", {ptr_, ptr_, i64_, i64_}),
+                {lxAddr(in.lx), lxAddr(in.lx2), b_.getInt64(in.imm), b_.getInt64(in.imms[0])});
+}
+
+void FunctionLowering::lowerPtOut(const Instr &in) {
+  const int64_t M = in.imm, N = in.imms[0];
+  Value *D = lxAddr(in.lx), *C = lxAddr(in.lx2);
+  auto *v32 = FixedVectorType::get(f32_, 32);
+  SmallVector<int, 64> cat;
+  for (unsigned l = 0; l < kLanes; ++l)
+    cat.push_back(l);
+  countedLoop(M, "ptout.i", [&](Value *i) {
+    countedLoop(N / 64, "ptout.n", [&](Value *nt) {
+      Value *c0 = b_.CreateInBoundsGEP(i8_, C, b_.CreateMul(b_.CreateAdd(b_.CreateMul(b_.CreateMul(nt, b_.getInt64(2)), b_.getInt64(M)), i), b_.getInt64(128)));
+      Value *c1 = b_.CreateInBoundsGEP(i8_, c0, b_.getInt64(M * 128));
+      Value *v = b_.CreateShuffleVector(b_.CreateAlignedLoad(v32, c0, Align(4)), b_.CreateAlignedLoad(v32, c1, Align(4)), cat);
+      Value *d = b_.CreateInBoundsGEP(i8_, D, b_.CreateMul(b_.CreateAdd(b_.CreateMul(nt, b_.getInt64(M)), i), b_.getInt64(128)));
+      b_.CreateAlignedStore(encode(v), d, Align(2));
+    });
+  });
+}
+
+} // namespace spyre::jit

@@ -1,0 +1,267 @@
+// The SFP vector ops as vector IR: the same fp32 operations as isa::sfpApply (isa/lib/sfp.cpp),
+// so results are bit-identical; log, tanh, gelu, gelu.erf and softplus call the shared
+// implementation (they use the host libm).
+#include "function_lowering.h"
+#include "spyre/isa/semantics.h"
+#include <cmath>
+
+namespace spyre::jit {
+
+using namespace llvm;
+using isa::Format;
+using isa::Instr;
+using isa::Opcode;
+
+void FunctionLowering::lowerBcast(const Instr &in) { writeV(in.v[0], fsplat(isa::roundTo(in.fmt, in.fimm))); }
+
+void FunctionLowering::lowerSplat(const Instr &in) {
+  SmallVector<int, 64> mask(kLanes, static_cast<int>(in.imm & (kLanes - 1)));
+  writeV(in.v[0], b_.CreateShuffleVector(readV(in.v[1]), mask));
+}
+
+void FunctionLowering::lowerIota(const Instr &in) {
+  std::vector<Constant *> lanes;
+  for (unsigned i = 0; i < kLanes; ++i)
+    lanes.push_back(ConstantFP::get(f32_, static_cast<float>(i)));
+  writeV(in.v[0], ConstantVector::get(lanes));
+}
+
+void FunctionLowering::lowerWiden(const Instr &in) {
+  Value *a = readV(in.v[2]);
+  SmallVector<int, 64> even, odd;
+  for (unsigned i = 0; i < kLanes; ++i) {
+    even.push_back(i < kLanes / 2 ? 2 * i : kLanes);
+    odd.push_back(i < kLanes / 2 ? 2 * i + 1 : kLanes);
+  }
+  Value *zero = Constant::getNullValue(vf_);
+  Value *e = b_.CreateShuffleVector(a, zero, even), *o = b_.CreateShuffleVector(a, zero, odd);
+  writeV(in.v[0], e);
+  writeV(in.v[1], o);
+}
+
+void FunctionLowering::lowerUnpack(const Instr &in) {
+  Value *a = readV(in.v[2]), *zero = Constant::getNullValue(vf_);
+  SmallVector<int, 64> lo, hi;
+  for (unsigned i = 0; i < kLanes; ++i) {
+    lo.push_back(i < kLanes / 2 ? i : kLanes);
+    hi.push_back(i < kLanes / 2 ? kLanes / 2 + i : kLanes);
+  }
+  Value *l = b_.CreateShuffleVector(a, zero, lo), *h = b_.CreateShuffleVector(a, zero, hi);
+  writeV(in.v[0], l);
+  writeV(in.v[1], h);
+}
+
+void FunctionLowering::lowerPack(const Instr &in) {
+  auto V = [&](int i) { return readV(in.v[i]); };
+  Value *ra = roundTo(Format::DL16, V(1)), *rb = roundTo(Format::DL16, V(2));
+  SmallVector<int, 64> mask;
+  for (unsigned i = 0; i < kLanes; ++i)
+    mask.push_back(i < kLanes / 2 ? i : kLanes + i - kLanes / 2);
+  writeV(in.v[0], b_.CreateShuffleVector(ra, rb, mask));
+}
+
+void FunctionLowering::lowerNarrow(const Instr &in) {
+  auto V = [&](int i) { return readV(in.v[i]); };
+  Value *ra = roundTo(Format::DL16, V(1)), *rb = roundTo(Format::DL16, V(2));
+  SmallVector<int, 64> mask;
+  for (unsigned i = 0; i < kLanes / 2; ++i) {
+    mask.push_back(i);
+    mask.push_back(kLanes + i);
+  }
+  writeV(in.v[0], b_.CreateShuffleVector(ra, rb, mask));
+}
+
+void FunctionLowering::lowerCvt(const Instr &in) {
+  auto V = [&](int i) { return readV(in.v[i]); };
+  if (in.fmt == Format::I32)
+    writeV(in.v[0], asFloat(intrinsic(Intrinsic::fptosi_sat, {V(1)}, {vi32_, vf_})));
+  else
+    writeV(in.v[0], b_.CreateSIToFP(asInt(V(1)), vf_));
+}
+
+void FunctionLowering::lowerSel(const Instr &in) {
+  auto V = [&](int i) { return readV(in.v[i]); };
+  Value *m = V(1);
+  Value *cond = in.fmt == Format::I32 ? b_.CreateICmpNE(asInt(m), splat(0)) : b_.CreateFCmpUNE(m, fsplat(0.0f));
+  writeV(in.v[0], b_.CreateSelect(cond, V(2), V(3)));
+}
+
+void FunctionLowering::lowerFma(const Instr &in) {
+  auto V = [&](int i) { return readV(in.v[i]); };
+  writeV(in.v[0], roundTo(in.fmt, intrinsic(Intrinsic::fma, {V(1), V(2), V(3)}, {vf_})));
+}
+
+// Compares: 1.0 where the IEEE predicate holds, else 0.0.
+void FunctionLowering::lowerEq(const Instr &in) { writeV(in.v[0], select01(b_.CreateFCmpOEQ(readV(in.v[1]), readV(in.v[2])))); }
+void FunctionLowering::lowerNe(const Instr &in) { writeV(in.v[0], select01(b_.CreateFCmpUNE(readV(in.v[1]), readV(in.v[2])))); }
+void FunctionLowering::lowerLt(const Instr &in) { writeV(in.v[0], select01(b_.CreateFCmpOLT(readV(in.v[1]), readV(in.v[2])))); }
+void FunctionLowering::lowerLe(const Instr &in) { writeV(in.v[0], select01(b_.CreateFCmpOLE(readV(in.v[1]), readV(in.v[2])))); }
+void FunctionLowering::lowerGt(const Instr &in) { writeV(in.v[0], select01(b_.CreateFCmpOGT(readV(in.v[1]), readV(in.v[2])))); }
+void FunctionLowering::lowerGe(const Instr &in) { writeV(in.v[0], select01(b_.CreateFCmpOGE(readV(in.v[1]), readV(in.v[2])))); }
+
+// The binary arithmetic ops share one lowering (i32 lanes wrap; fp results are rounded).
+void FunctionLowering::lowerAdd(const Instr &in) { lowerSfpBinary(in); }
+void FunctionLowering::lowerSub(const Instr &in) { lowerSfpBinary(in); }
+void FunctionLowering::lowerMul(const Instr &in) { lowerSfpBinary(in); }
+void FunctionLowering::lowerDiv(const Instr &in) { lowerSfpBinary(in); }
+void FunctionLowering::lowerMax(const Instr &in) { lowerSfpBinary(in); }
+void FunctionLowering::lowerMin(const Instr &in) { lowerSfpBinary(in); }
+
+void FunctionLowering::lowerSfpBinary(const Instr &in) {
+  auto V = [&](int i) { return readV(in.v[i]); };
+  if (in.fmt == Format::I32 && in.op != Opcode::Div) {
+    Value *a = asInt(V(1)), *b = asInt(V(2)), *r;
+    switch (in.op) {
+    case Opcode::Add: r = b_.CreateAdd(a, b); break;
+    case Opcode::Sub: r = b_.CreateSub(a, b); break;
+    case Opcode::Mul: r = b_.CreateMul(a, b); break;
+    case Opcode::Max: r = b_.CreateSelect(b_.CreateICmpSGT(a, b), a, b); break;
+    default: r = b_.CreateSelect(b_.CreateICmpSLT(a, b), a, b); break;
+    }
+    writeV(in.v[0], asFloat(r));
+    return;
+  }
+  Value *a = V(1), *b = V(2), *r;
+  switch (in.op) {
+  case Opcode::Add: r = b_.CreateFAdd(a, b); break;
+  case Opcode::Sub: r = b_.CreateFSub(a, b); break;
+  case Opcode::Mul: r = b_.CreateFMul(a, b); break;
+  case Opcode::Div: r = b_.CreateFDiv(a, b); break;
+  case Opcode::Max: r = nanMaxMin(a, b, true); break;
+  default: r = nanMaxMin(a, b, false); break;
+  }
+  writeV(in.v[0], roundTo(in.fmt, r));
+}
+
+void FunctionLowering::lowerNeg(const Instr &in) { writeV(in.v[0], roundTo(in.fmt, b_.CreateFNeg(readV(in.v[1])))); }
+void FunctionLowering::lowerAbs(const Instr &in) {
+  writeV(in.v[0], roundTo(in.fmt, asFloat(b_.CreateAnd(asInt(readV(in.v[1])), splat(0x7FFFFFFF)))));
+}
+void FunctionLowering::lowerRelu(const Instr &in) {
+  Value *a = readV(in.v[1]), *zero = Constant::getNullValue(vf_);
+  writeV(in.v[0], roundTo(in.fmt, b_.CreateSelect(b_.CreateFCmpOGT(a, zero), a, zero)));
+}
+void FunctionLowering::lowerFloor(const Instr &in) {
+  writeV(in.v[0], roundTo(in.fmt, intrinsic(Intrinsic::floor, {readV(in.v[1])}, {vf_})));
+}
+void FunctionLowering::lowerSqrt(const Instr &in) {
+  writeV(in.v[0], roundTo(in.fmt, intrinsic(Intrinsic::sqrt, {readV(in.v[1])}, {vf_})));
+}
+void FunctionLowering::lowerRsqrt(const Instr &in) {
+  writeV(in.v[0], roundTo(in.fmt, b_.CreateFDiv(fsplat(1.0f), intrinsic(Intrinsic::sqrt, {readV(in.v[1])}, {vf_}))));
+}
+void FunctionLowering::lowerRecip(const Instr &in) {
+  writeV(in.v[0], roundTo(in.fmt, b_.CreateFDiv(fsplat(1.0f), readV(in.v[1]))));
+}
+void FunctionLowering::lowerClip(const Instr &in) {
+  Value *r = nanMaxMin(nanMaxMin(readV(in.v[1]), fsplat(in.fimm), true), fsplat(in.fimm2), false);
+  writeV(in.v[0], roundTo(in.fmt, r));
+}
+void FunctionLowering::lowerExp(const Instr &in) { writeV(in.v[0], roundTo(in.fmt, expApprox(readV(in.v[1])))); }
+void FunctionLowering::lowerSigmoid(const Instr &in) {
+  Value *e = expApprox(b_.CreateFNeg(readV(in.v[1])));
+  writeV(in.v[0], roundTo(in.fmt, b_.CreateFDiv(fsplat(1.0f), b_.CreateFAdd(fsplat(1.0f), e))));
+}
+void FunctionLowering::lowerSilu(const Instr &in) {
+  Value *a = readV(in.v[1]), *e = expApprox(b_.CreateFNeg(a));
+  writeV(in.v[0], roundTo(in.fmt, b_.CreateFDiv(a, b_.CreateFAdd(fsplat(1.0f), e))));
+}
+void FunctionLowering::lowerRsum(const Instr &in) { writeV(in.v[0], reduceStick(in.op, in.fmt, readV(in.v[1]))); }
+void FunctionLowering::lowerRmax(const Instr &in) { writeV(in.v[0], reduceStick(in.op, in.fmt, readV(in.v[1]))); }
+void FunctionLowering::lowerRmin(const Instr &in) { writeV(in.v[0], reduceStick(in.op, in.fmt, readV(in.v[1]))); }
+
+// log, tanh, gelu, gelu.erf, softplus use the host libm: the shared implementation.
+void FunctionLowering::lowerLog(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
+void FunctionLowering::lowerTanh(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
+void FunctionLowering::lowerGelu(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
+void FunctionLowering::lowerGeluErf(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
+void FunctionLowering::lowerSoftplus(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
+
+/// An i32 constant shaped like the float value `like`.
+Constant *FunctionLowering::ic(Value *like, uint32_t x) {
+  Type *t = like->getType();
+  if (auto *vt = dyn_cast<FixedVectorType>(t))
+    return ConstantInt::get(FixedVectorType::get(i32_, vt->getNumElements()), x);
+  return ConstantInt::get(i32_, x);
+}
+
+Value *FunctionLowering::nanMaxMin(Value *a, Value *b, bool isMax) {
+  Value *uno = b_.CreateFCmpUNO(a, b);
+  Value *pick = isMax ? b_.CreateFCmpOGT(a, b) : b_.CreateFCmpOLT(a, b);
+  Value *r = b_.CreateSelect(pick, a, b);
+  return b_.CreateSelect(uno, b_.CreateBitCast(ic(a, isa::kCanonicalNaN), a->getType()), r);
+}
+
+/// isa::sfpExp (expApprox in isa/lib/sfp.cpp) as vector IR: the same fp32 operations in the
+/// same order (separate multiplies and adds: the C++ is compiled without FMA contraction), so
+/// the results are bit-identical. The Dl16Codec/differential tests compare it with the
+/// interpreter.
+Value *FunctionLowering::expApprox(Value *x) {
+  const float hi = 88.72283f, lo = -87.33654f;
+  Value *xc = b_.CreateSelect(b_.CreateFCmpOGT(x, fc(x, hi)), fc(x, hi),
+                              b_.CreateSelect(b_.CreateFCmpOLT(x, fc(x, lo)), fc(x, lo), x));
+  Value *t = b_.CreateFMul(xc, fc(x, 1.44269504f));
+  Value *n = b_.CreateFSub(b_.CreateFAdd(t, fc(x, 12582912.0f)), fc(x, 12582912.0f));
+  Value *r = b_.CreateFSub(xc, b_.CreateFMul(n, fc(x, 0.693359375f)));
+  r = b_.CreateFAdd(r, b_.CreateFMul(n, fc(x, 2.12194440e-4f)));
+  Value *p = fc(x, 1.0f / 720.0f);
+  for (float c : {1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f})
+    p = b_.CreateFAdd(b_.CreateFMul(p, r), fc(x, c));
+  // fptosi of a NaN n is poison, but every NaN lane is replaced by the canonical NaN below.
+  Value *e = b_.CreateAdd(b_.CreateFPToSI(n, ic(x, 0)->getType()), ic(x, 127));
+  e = b_.CreateSelect(b_.CreateICmpSLT(e, ic(x, 1)), ic(x, 1), e);
+  Value *scale = b_.CreateBitCast(b_.CreateShl(e, ic(x, 23)), x->getType());
+  Value *y = b_.CreateFMul(p, scale);
+  y = b_.CreateSelect(b_.CreateFCmpOGT(x, fc(x, hi)), fc(x, INFINITY), y);
+  y = b_.CreateSelect(b_.CreateFCmpOLT(x, fc(x, lo)), fc(x, 0.0f), y);
+  return b_.CreateSelect(b_.CreateFCmpUNO(x, x), b_.CreateBitCast(ic(x, isa::kCanonicalNaN), x->getType()), y);
+}
+
+/// rsum/rmax/rmin: the pairwise halving tree of isa::sfpApply (x[i] op= x[i + s] for s = n/2
+/// .. 1) as vector ops on the halves, then the rounded lane 0 in lanes 0..n-1 and 0 above.
+Value *FunctionLowering::reduceStick(Opcode op, Format f, Value *a) {
+  unsigned n = f == Format::DL16 ? kLanes : kLanes / 2;
+  Value *x = a;
+  for (unsigned s = n / 2; s >= 1; s /= 2) {
+    SmallVector<int, 64> lo, hi;
+    for (unsigned i = 0; i < s; ++i) {
+      lo.push_back(static_cast<int>(i));
+      hi.push_back(static_cast<int>(i + s));
+    }
+    Value *l = b_.CreateShuffleVector(x, lo), *h = b_.CreateShuffleVector(x, hi);
+    x = op == Opcode::Rsum ? b_.CreateFAdd(l, h) : nanMaxMin(l, h, op == Opcode::Rmax);
+  }
+  Value *r = b_.CreateExtractElement(x, uint64_t{0});
+  // isa::roundTo on the scalar: DL16 rounding through the 64-lane path keeps one codec.
+  Value *rv = roundTo(f, b_.CreateVectorSplat(kLanes, r));
+  SmallVector<Constant *, 64> keep;
+  for (unsigned l = 0; l < kLanes; ++l)
+    keep.push_back(b_.getInt1(l < n));
+  return b_.CreateSelect(ConstantVector::get(keep), rv, Constant::getNullValue(vf_));
+}
+
+/// Calls the shared reference implementation (isa/lib/sfp.cpp) through temporaries.
+void FunctionLowering::callSfp(const Instr &in, int d, int d2, int a, int b, int c) {
+  FunctionCallee fn = m_.getOrInsertFunction(
+      "spyre_sfp_apply", FunctionType::get(b_.getVoidTy(), {i32_, i32_, ptr_, ptr_, ptr_, ptr_, ptr_, f32_, f32_}, false));
+  IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
+  auto tmp = [&](int r) -> Value * {
+    if (r < 0)
+      return ConstantPointerNull::get(PointerType::getUnqual(ctx_));
+    AllocaInst *t = eb.CreateAlloca(vf_);
+    t->setAlignment(Align(64));
+    b_.CreateStore(readV(r), t);
+    return t;
+  };
+  Value *pa = tmp(a), *pb = tmp(b), *pc = tmp(c);
+  AllocaInst *pd = eb.CreateAlloca(vf_), *pd2 = eb.CreateAlloca(vf_);
+  pd->setAlignment(Align(64));
+  pd2->setAlignment(Align(64));
+  b_.CreateCall(fn, {b_.getInt32(static_cast<uint32_t>(in.op)), b_.getInt32(static_cast<uint32_t>(in.fmt)), pd, pd2,
+                     pa, pb, pc, ConstantFP::get(f32_, in.fimm), ConstantFP::get(f32_, in.fimm2)});
+  writeV(d, b_.CreateLoad(vf_, pd));
+  if (d2 >= 0)
+    writeV(d2, b_.CreateLoad(vf_, pd2));
+}
+
+} // namespace spyre::jit
