@@ -173,7 +173,7 @@ _KNOB_LIST = [
     _string("SPYRE_TRACE", "simulator trace, `spyre-jit-bench`",
             "`file.json`: writes a Chrome/Perfetto trace of simulated device time (a track per "
             "core and unit)", default_text="off"),
-    _int("SPYRE_SIM_THREADS", 0, 1, 1024, "simulator `Runtime` (once, when the card is first used)",
+    _int("SPYRE_SIM_THREADS", 0, 1, 4096, "simulator `Runtime` (once, when the card is first used)",
          "host threads running simulated cores", default_text="host core count", compile_time=True),
 ]
 

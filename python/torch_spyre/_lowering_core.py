@@ -223,8 +223,8 @@ def check_text(text: str) -> str:
     spells out op, shapes, dtypes and attributes."""
     from . import _C
 
+    _config.check_compile()  # an invalid knob of the C++ compile path is an error, not a reason
     key = f"{_C.sencores()}\n{text}"  # raises for an invalid SENCORES: a setup error, not a fallback
-    _config.check_compile()  # likewise an invalid knob of the C++ compile path (not a reason)
     with _check_lock:
         hit = _check_cache.get(key)
     if hit is not None:

@@ -41,7 +41,7 @@ INVALID = [
     ("SPYRE_JIT_OPT", "7", "invalid SPYRE_JIT_OPT value '7' (expected one of O0, O2, 0, 2)"),
     ("SPYRE_JIT_TIMES", "-1", f"invalid SPYRE_JIT_TIMES value '-1' {FLAGS}"),
     ("SPYRE_JIT_DEBUG", "gdb", f"invalid SPYRE_JIT_DEBUG value 'gdb' {FLAGS}"),
-    ("SPYRE_SIM_THREADS", "many", "invalid SPYRE_SIM_THREADS value 'many' (expected an integer in 1..1024)"),
+    ("SPYRE_SIM_THREADS", "many", "invalid SPYRE_SIM_THREADS value 'many' (expected an integer in 1..4096)"),
 ]
 COMPILE_TIME = [case for case in INVALID if _config.KNOBS[case[0]].compile_time]
 
