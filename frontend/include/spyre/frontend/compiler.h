@@ -32,7 +32,7 @@ struct CompileOptions {
   /// A sum, mean or exx2 over the stick dim whose kept dims leave cores idle also splits the
   /// stick dim over them, wherever it has 512 sticks per core (SPYRE_SPLIT_REDUCTIONS=1;
   /// default off: only past work-division pass 1's 256 MiB span, since the serial ring chain
-  /// and the split's staging measured slower; docs/architecture.md §7).
+  /// and the split's staging measured slower; docs/frontend-passes.md).
   bool splitReductions = false;
   /// If set: receives the graph text after each pass (also passes.txt in dumpDir).
   std::vector<PassSnapshot> *passLog = nullptr;
