@@ -24,7 +24,7 @@ from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 from . import _config, _fallback
 from ._decompositions import DECOMPOSITIONS
 from ._errors import Unsupported
-from ._lowering import Env, check_text, is_lowerable, lower, lowerable_ops, single_node_text, type_text
+from ._lowering import Env, bind_arguments, check_text, is_lowerable, lower, lowerable_ops, single_node_text, type_text
 
 aten = torch.ops.aten
 
@@ -220,22 +220,10 @@ def _functional_of(op: Any) -> Any:
     return result
 
 
-def _bind_by_name(op: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    pos = 0
-    for a in op._schema.arguments:
-        if not a.kwarg_only and pos < len(args):
-            out[a.name] = args[pos]
-            pos += 1
-        elif a.name in kwargs:
-            out[a.name] = kwargs[a.name]
-    return out
-
-
 def _boxed_fallback(op: Any, *args: Any, **kwargs: Any) -> Any:
     fop = _functional_of(op)
     if fop is not None:
-        bound = _bind_by_name(op, args, kwargs)
+        bound = bind_arguments(op, args, kwargs, fill_defaults=False)
         writes = [a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
         fnames = {a.name for a in fop._schema.arguments}
         res = fop(**{k: v for k, v in bound.items() if k in fnames})

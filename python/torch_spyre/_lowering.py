@@ -20,6 +20,7 @@ from ._lowering_core import (
     Env,
     Lowered,
     Tmp,
+    bind_arguments,
     check_text,
     format_attr,
     ir_dtype,
@@ -32,4 +33,4 @@ from ._lowering_core import (
 )
 
 __all__ = ["Unsupported", "FallbackWarning", "Tmp", "Lowered", "lower", "is_lowerable", "check_text",
-           "ir_dtype", "type_text", "format_attr", "Env", "node_lines", "single_node_text", "lowerable_ops"]
+           "ir_dtype", "type_text", "format_attr", "Env", "node_lines", "single_node_text", "lowerable_ops", "bind_arguments"]

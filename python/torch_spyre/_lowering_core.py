@@ -106,7 +106,10 @@ class Env:
         raise NotImplementedError
 
 
-def _bind(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> dict[str, Any]:
+def bind_arguments(op: torch._ops.OpOverload, args: tuple, kwargs: dict, *,
+                   fill_defaults: bool = True) -> dict[str, Any]:
+    """The call's arguments by schema name. With ``fill_defaults`` every argument is present (its
+    default, or None); without, only those the caller passed."""
     out: dict[str, Any] = {}
     pos = 0
     for a in op._schema.arguments:
@@ -115,11 +118,12 @@ def _bind(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> dict[str, Any
             pos += 1
         elif a.name in kwargs:
             out[a.name] = kwargs[a.name]
-        elif a.has_default_value():
-            out[a.name] = a.default_value
-        else:
-            out[a.name] = None
+        elif fill_defaults:
+            out[a.name] = a.default_value if a.has_default_value() else None
     return out
+
+
+_bind = bind_arguments
 
 
 def _scalar_value(env: Env, x: Any, what: str) -> float:

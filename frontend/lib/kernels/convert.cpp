@@ -13,21 +13,15 @@ using isa::SdscTensor;
 using isa::SuperDsc;
 
 KernelDraft convertKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
-  const Value &out = g.values[n.output];
-  std::string where = "node %" + out.name + " = " + n.op;
-  checkAttrs(n, where);
-  if (n.inputs.size() != 1)
-    throw Error(where + ": to_dtype takes one tensor operand");
-  const Value &in = g.values[n.inputs[0]];
+  const UnaryNode u = unaryNode(g, n, "to_dtype");
+  const Value &in = u.in, &out = u.out;
+  const std::string &where = u.where;
   if (in.shape != out.shape)
     throw Error(where + ": to_dtype keeps the shape");
   DataFormat fi = deviceFormat(in.dtype, where), fo = deviceFormat(out.dtype, where);
   if (in.dtype == HostType::Bool || out.dtype == HostType::Bool)
     throw Unsupported("bool conversions (" + where + ")");
-  std::vector<int64_t> N = in.shape.empty() ? std::vector<int64_t>{1} : in.shape;
-  for (int64_t d : N)
-    if (d == 0)
-      throw Unsupported("empty tensors in " + where);
+  std::vector<int64_t> N = iterationSizes(in.shape, where);
   size_t r = N.size();
   auto labels = dimLabels(r);
   std::vector<bool> splittable(r, true);

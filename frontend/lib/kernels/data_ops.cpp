@@ -113,9 +113,7 @@ std::vector<KernelDraft> copyIntoKernels(const Graph &g, const Node &n, size_t i
   if (r == 0 || offsets[r - 1] != 0 || x.shape[r - 1] != out.shape[r - 1])
     throw Unsupported("copy_into a view that starts or ends inside the stick dim (" + where +
                       "; the copy would overwrite the output's lanes past the source)");
-  for (int64_t d : x.shape)
-    if (d == 0)
-      throw Unsupported("empty tensors in " + where);
+  requireNonEmpty(x.shape, where);
   std::vector<KernelDraft> kds;
   // 1: the fill (the first operand broadcast to the whole output).
   Node fill{"expand", {n.inputs[0]}, n.output, {}, {}};
@@ -140,12 +138,9 @@ std::vector<KernelDraft> copyIntoKernels(const Graph &g, const Node &n, size_t i
 }
 
 KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
-  const Value &out = g.values[n.output];
-  const std::string where = "node %" + out.name + " = " + n.op;
-  checkAttrs(n, where);
-  if (n.inputs.size() != 1)
-    throw Error(where + ": slice takes one tensor operand");
-  const Value &x = g.values[n.inputs[0]];
+  const UnaryNode u = unaryNode(g, n, "slice");
+  const Value &x = u.in, &out = u.out;
+  const std::string &where = u.where;
   const size_t r = x.shape.size();
   if (r == 0)
     throw Error(where + ": slice of a 0-d tensor");
@@ -163,9 +158,7 @@ KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCore
   if (out.shape != expect || out.dtype != x.dtype)
     throw Error(where + ": the output of a slice must be x's dtype with dim " + std::to_string(dim) + " of size " +
                 std::to_string(expect[dim]));
-  for (int64_t d : x.shape)
-    if (d == 0)
-      throw Unsupported("empty tensors in " + where);
+  requireNonEmpty(x.shape, where);
   const DataFormat fmt = deviceFormat(x.dtype, where);
   const int64_t eps = elemsPerStick(fmt);
   const bool laneShift = static_cast<size_t>(dim) == r - 1 && start % eps != 0;
@@ -194,12 +187,9 @@ KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCore
 }
 
 KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
-  const Value &out = g.values[n.output];
-  const std::string where = "node %" + out.name + " = " + n.op;
-  checkAttrs(n, where);
-  if (n.inputs.size() != 1)
-    throw Error(where + ": permute takes one tensor operand");
-  const Value &x = g.values[n.inputs[0]];
+  const UnaryNode u = unaryNode(g, n, "permute");
+  const Value &x = u.in, &out = u.out;
+  const std::string &where = u.where;
   const size_t r = x.shape.size();
   auto it = n.attrs.find("dims");
   if (it == n.attrs.end() || it->second.values.size() != r)
@@ -217,9 +207,7 @@ KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCo
     expect.push_back(x.shape[p]);
   if (out.shape != expect || out.dtype != x.dtype)
     throw Error(where + ": the output of a permute must be x's dtype with the permuted shape");
-  for (int64_t d : x.shape)
-    if (d == 0)
-      throw Unsupported("empty tensors in " + where);
+  requireNonEmpty(x.shape, where);
   const DataFormat fmt = deviceFormat(x.dtype, where);
   const int64_t eps = elemsPerStick(fmt);
   const size_t cDim = r - 1, rDim = perm[r - 1]; // input and output stick dims (input dim ids)
@@ -273,9 +261,7 @@ std::vector<KernelDraft> catKernels(const Graph &g, const Node &n, size_t index,
     expect[dim] = x.shape.size() == r ? x.shape[dim] : -1;
     if (x.shape != expect || x.dtype != out.dtype)
       throw Error(where + ": operand %" + x.name + " does not match the output but for dim " + std::to_string(dim));
-    for (int64_t d : x.shape)
-      if (d == 0)
-        throw Unsupported("empty tensors in " + where);
+    requireNonEmpty(x.shape, where);
     // Along the stick dim at an offset inside a stick the copy moves lanes (PE array, 16-bit words) and
     // merges the boundary stick with what earlier operands wrote; the stick dim stays whole.
     const bool laneShift = static_cast<size_t>(dim) == r - 1 && offset % eps != 0;

@@ -154,6 +154,26 @@ void checkAttrs(const Node &n, const std::string &where, std::initializer_list<c
   }
 }
 
+void requireNonEmpty(const std::vector<int64_t> &shape, const std::string &where) {
+  for (int64_t d : shape)
+    if (d == 0)
+      throw Unsupported("empty tensors in " + where);
+}
+
+std::vector<int64_t> iterationSizes(const std::vector<int64_t> &shape, const std::string &where) {
+  requireNonEmpty(shape, where);
+  return shape.empty() ? std::vector<int64_t>{1} : shape;
+}
+
+UnaryNode unaryNode(const Graph &g, const Node &n, const char *opName) {
+  const Value &out = g.values[n.output];
+  std::string where = "node %" + out.name + " = " + n.op;
+  checkAttrs(n, where);
+  if (n.inputs.size() != 1)
+    throw Error(where + ": " + opName + " takes one tensor operand");
+  return {g.values[n.inputs[0]], out, std::move(where)};
+}
+
 void checkAttrs(const Node &n, const std::string &where) {
   const OpInfo &op = opInfo(n.op);
   for (const auto &[k, v] : n.attrs) {

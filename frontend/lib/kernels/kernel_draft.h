@@ -41,4 +41,17 @@ void checkAttrs(const Node &n, const std::string &where, std::initializer_list<c
 /// The same against the attributes ops.def lists for n's op.
 void checkAttrs(const Node &n, const std::string &where);
 
+/// A node with one tensor operand, as its builder sees it: `where` ("node %out = op") names it in
+/// messages; the attributes are checked against ops.def and the operand count is one.
+/// Unsupported("empty tensors in <where>") if a dim of `shape` is 0.
+void requireNonEmpty(const std::vector<int64_t> &shape, const std::string &where);
+/// An op's iteration sizes: `shape`, or {1} for a 0-d tensor; requireNonEmpty.
+std::vector<int64_t> iterationSizes(const std::vector<int64_t> &shape, const std::string &where);
+
+struct UnaryNode {
+  const Value &in, &out;
+  std::string where;
+};
+UnaryNode unaryNode(const Graph &g, const Node &n, const char *opName);
+
 } // namespace spyre::frontend::detail

@@ -26,11 +26,6 @@ void requireFloat(const Value &v, const std::string &where) {
     throw Unsupported(std::string(dtypeShortName(v.dtype)) + " tensors in " + where);
 }
 
-void requireNonEmpty(const std::vector<int64_t> &shape, const std::string &where) {
-  for (int64_t d : shape)
-    if (d == 0)
-      throw Unsupported("empty tensors in " + where);
-}
 
 /// The row shape [.., 1|2] of a statistic of x.
 bool isStatOf(const Value &st, const Value &x, int64_t last) {

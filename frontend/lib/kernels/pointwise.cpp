@@ -128,10 +128,7 @@ KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int max
   const std::vector<Operand> ops = pointwiseOperands(n, op, where);
   const DataFormat outFmt = checkedOutputFormat(g, n, op, ops, where);
 
-  std::vector<int64_t> N = out.shape.empty() ? std::vector<int64_t>{1} : out.shape;
-  for (int64_t d : N)
-    if (d == 0)
-      throw Unsupported("empty tensors in " + where);
+  std::vector<int64_t> N = iterationSizes(out.shape, where);
   size_t r = N.size();
   auto labels = dimLabels(r);
   int64_t eps = elemsPerStick(outFmt);

@@ -76,22 +76,16 @@ void stickFastCores(SuperDsc &s) {
 }
 
 KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int maxCores, bool splitReductions) {
-  const Value &out = g.values[n.output];
-  std::string where = "node %" + out.name + " = " + n.op;
-  checkAttrs(n, where);
-  if (n.inputs.size() != 1)
-    throw Error(where + ": a reduction takes one tensor operand");
-  const Value &in = g.values[n.inputs[0]];
+  const UnaryNode u = unaryNode(g, n, "a reduction");
+  const Value &in = u.in, &out = u.out;
+  const std::string &where = u.where;
   if (in.dtype != out.dtype)
     throw Unsupported("reductions that change dtype (" + where + ")");
   if (in.dtype != HostType::F16 && in.dtype != HostType::BF16 && in.dtype != HostType::F32)
     throw Unsupported(std::string(dtypeShortName(in.dtype)) + " reductions (" + where + ")");
   DataFormat fmt = deviceFormat(in.dtype, where);
   int64_t eps = elemsPerStick(fmt);
-  std::vector<int64_t> N = in.shape.empty() ? std::vector<int64_t>{1} : in.shape;
-  for (int64_t d : N)
-    if (d == 0)
-      throw Unsupported("empty tensors in " + where);
+  std::vector<int64_t> N = iterationSizes(in.shape, where);
   size_t r = N.size();
   auto red = reducedDims(n, in.shape.size(), where);
   if (in.shape.empty())

@@ -13,12 +13,9 @@ using isa::SdscTensor;
 using isa::SuperDsc;
 
 KernelDraft transposeKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
-  const Value &out = g.values[n.output];
-  std::string where = "node %" + out.name + " = " + n.op;
-  checkAttrs(n, where);
-  if (n.inputs.size() != 1)
-    throw Error(where + ": transpose takes one tensor operand");
-  const Value &in = g.values[n.inputs[0]];
+  const UnaryNode u = unaryNode(g, n, "transpose");
+  const Value &in = u.in, &out = u.out;
+  const std::string &where = u.where;
   size_t r = in.shape.size();
   if (r < 2 || r > 4)
     throw Unsupported("transpose of a rank-" + std::to_string(r) + " tensor (" + where + ")");
@@ -28,9 +25,7 @@ KernelDraft transposeKernel(const Graph &g, const Node &n, size_t index, int max
     throw Error(where + ": transpose swaps the last two dims");
   if (in.dtype != HostType::F16 && in.dtype != HostType::BF16)
     throw Unsupported(std::string(dtypeShortName(in.dtype)) + " transpose (" + where + "); fp16/bf16 only");
-  for (int64_t d : in.shape)
-    if (d == 0)
-      throw Unsupported("empty tensors in " + where);
+  requireNonEmpty(in.shape, where);
   static const char *batchNames[] = {"y", "x"};
   std::vector<std::string> labels(batchNames + (4 - r), batchNames + 2);
   labels.push_back("mb");
