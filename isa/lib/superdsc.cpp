@@ -246,16 +246,8 @@ int parseLdsRef(const Reader &r, const std::string &ref, const std::string &path
   }
 }
 
-} // namespace
-
-SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
-  Reader r{file};
-  if (!root.is_object() || root.size() != 1)
-    r.fail("/", "expected an object with exactly one kernel entry");
-  SuperDsc s;
-  s.name = root.begin().key();
-  const ojson &top = root.begin().value();
-  std::string tp = "/" + s.name;
+/// numCoresUsed_ and the optional lxReservedBytes_ of the kernel entry `top` (at `tp`).
+void parseKernelCounts(const Reader &r, const ojson &top, const std::string &tp, SuperDsc &s) {
   s.numCoresUsed = static_cast<int>(r.integer(r.field(top, tp, "numCoresUsed_"), tp + "/numCoresUsed_"));
   if (s.numCoresUsed < 1 || s.numCoresUsed > 32)
     r.fail(tp + "/numCoresUsed_", "expected 1..32, got " + std::to_string(s.numCoresUsed));
@@ -265,16 +257,10 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
       r.fail(tp + "/lxReservedBytes_", "expected a multiple of 128 in [0, 1677721], got " +
                                           std::to_string(s.lxReservedBytes));
   }
-  const ojson &dscs = r.field(top, tp, "dscs_");
-  if (!dscs.is_array() || dscs.size() != 1)
-    r.fail(tp + "/dscs_", "expected an array with exactly one DSC");
-  if (!dscs[0].is_object() || dscs[0].size() != 1)
-    r.fail(tp + "/dscs_/0", "expected an object {<opFuncName>: {...}}");
-  std::string op = dscs[0].begin().key();
-  const ojson &dsc = dscs[0].begin().value();
-  std::string dp = tp + "/dscs_/0/" + op;
+}
 
-  // Iteration space.
+/// The iteration space: N_ of the DSC `dsc` (at `dp`) gives dims and N.
+void parseDims(const Reader &r, const ojson &dsc, const std::string &dp, SuperDsc &s) {
   const ojson &n = r.field(dsc, dp, "N_");
   if (!n.is_object())
     r.fail(dp + "/N_", "expected an object");
@@ -293,8 +279,11 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
   }
   if (s.dims.empty())
     r.fail(dp + "/N_", "expected at least one dimension");
+}
 
-  // Work division.
+/// The work division of the kernel entry `top` (at `tp`): numWkSlicesPerDim_ and
+/// coreIdToWkSlice_.
+void parseWorkSlices(const Reader &r, const ojson &top, const std::string &tp, SuperDsc &s) {
   const ojson &slices = r.field(top, tp, "numWkSlicesPerDim_");
   s.numWkSlicesPerDim.assign(s.dims.size(), 1);
   int64_t product = 1;
@@ -327,8 +316,11 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
     }
     s.coreIdToWkSlice.push_back(idx);
   }
+}
 
-  // Layout classes.
+/// The layout classes: primaryDsInfo_ of the DSC `dsc` (at `dp`) of op `op`.
+void parsePrimaryDsInfo(const Reader &r, const ojson &dsc, const std::string &dp, const std::string &op,
+                        SuperDsc &s) {
   const ojson &pdi = r.field(dsc, dp, "primaryDsInfo_");
   if (!pdi.is_object() || pdi.empty())
     r.fail(dp + "/primaryDsInfo_", "expected a non-empty object");
@@ -350,8 +342,10 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
         r.fail(lp + "/stickDimOrder_", "dimension '" + d + "' is not in N_");
     s.primaryDsInfo[it.key()] = l;
   }
+}
 
-  // Tensors.
+/// The tensors: labeledDs_ of the DSC `dsc` (at `dp`).
+void parseLabeledDs(const Reader &r, const ojson &dsc, const std::string &dp, SuperDsc &s) {
   const ojson &lds = r.field(dsc, dp, "labeledDs_");
   if (!lds.is_array() || lds.empty())
     r.fail(dp + "/labeledDs_", "expected a non-empty array");
@@ -383,8 +377,62 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
     t.inLx = mem.is_object() && mem.contains("lx") && !mem.contains("hbm");
     s.labeledDs.push_back(t);
   }
+}
 
-  // Start addresses from the schedule tree's allocate nodes.
+/// maxDimSizes_ / offsets_ / steps_ (layoutDimOrder_ order) of the allocate node `node` (at
+/// `np`): a view of a larger allocation, stored in tensor `t` in N_ order.
+void parseAllocateView(const Reader &r, const ojson &node, const std::string &np, const SuperDsc &s, SdscTensor &t) {
+  auto ms = node.find("maxDimSizes_");
+  if (ms == node.end())
+    return;
+  const auto &order = s.primaryDsInfo.at(t.dsType).layoutDimOrder;
+  std::vector<int64_t> sizes = r.integers(*ms, np + "/maxDimSizes_");
+  std::vector<int64_t> offs(sizes.size(), 0), steps(sizes.size(), 1);
+  if (auto os = node.find("offsets_"); os != node.end())
+    offs = r.integers(*os, np + "/offsets_");
+  bool stepped = false;
+  if (auto ss = node.find("steps_"); ss != node.end()) {
+    steps = r.integers(*ss, np + "/steps_");
+    if (steps.size() != sizes.size())
+      r.fail(np + "/steps_", "expected " + std::to_string(sizes.size()) + " entries (one per layoutDimOrder_ dim)");
+    for (size_t k = 0; k < steps.size(); ++k) {
+      if (steps[k] < 1)
+        r.fail(np + "/steps_", "step " + std::to_string(steps[k]) + " is not >= 1");
+      stepped |= steps[k] != 1;
+    }
+  }
+  if (sizes.size() != order.size() || offs.size() != order.size())
+    r.fail(np + "/maxDimSizes_", "expected " + std::to_string(order.size()) +
+                                     " entries (one per layoutDimOrder_ dim) in maxDimSizes_ and offsets_");
+  bool view = stepped;
+  for (size_t k = 0; k < sizes.size(); ++k)
+    view |= sizes[k] != -1 || offs[k] != 0;
+  if (!view)
+    return;
+  t.maxDimSizes.assign(s.dims.size(), -1);
+  t.offsets.assign(s.dims.size(), 0);
+  if (stepped)
+    t.steps.assign(s.dims.size(), 1);
+  for (size_t k = 0; k < order.size(); ++k) {
+    int d = s.dimIndex(order[k]);
+    int64_t size = sizes[k] == -1 ? s.N[d] : sizes[k];
+    // The view's last element: offset + (N - 1) * step (overflow-safe: N and step are
+    // bounded by the int64 JSON integers, the product may not be).
+    __int128 last = static_cast<__int128>(offs[k]) + static_cast<__int128>(s.N[d] - 1) * steps[k];
+    if (offs[k] < 0 || last + 1 > size)
+      r.fail(np + "/offsets_", "the view from " + std::to_string(offs[k]) + " (" + std::to_string(s.N[d]) +
+                                   " elements, step " + std::to_string(steps[k]) + ") of dim " + order[k] +
+                                   " does not fit its allocation of " + std::to_string(size));
+    t.maxDimSizes[d] = sizes[k];
+    t.offsets[d] = offs[k];
+    if (stepped)
+      t.steps[d] = steps[k];
+  }
+}
+
+/// Start addresses (and views) from the allocate nodes of scheduleTree_ in the DSC `dsc` (at
+/// `dp`); every tensor needs one.
+void parseScheduleTree(const Reader &r, const ojson &dsc, const std::string &dp, SuperDsc &s) {
   const ojson &tree = r.field(dsc, dp, "scheduleTree_");
   if (!tree.is_array())
     r.fail(dp + "/scheduleTree_", "expected an array");
@@ -399,52 +447,7 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
         t = &x;
     if (!t)
       r.fail(np + "/ldsIdx_", "no labeledDs_ entry with ldsIdx_ " + std::to_string(idx));
-    // maxDimSizes_ / offsets_ (layoutDimOrder_ order): a view of a larger allocation.
-    if (auto ms = tree[i].find("maxDimSizes_"); ms != tree[i].end()) {
-      const auto &order = s.primaryDsInfo.at(t->dsType).layoutDimOrder;
-      std::vector<int64_t> sizes = r.integers(*ms, np + "/maxDimSizes_");
-      std::vector<int64_t> offs(sizes.size(), 0), steps(sizes.size(), 1);
-      if (auto os = tree[i].find("offsets_"); os != tree[i].end())
-        offs = r.integers(*os, np + "/offsets_");
-      bool stepped = false;
-      if (auto ss = tree[i].find("steps_"); ss != tree[i].end()) {
-        steps = r.integers(*ss, np + "/steps_");
-        if (steps.size() != sizes.size())
-          r.fail(np + "/steps_", "expected " + std::to_string(sizes.size()) + " entries (one per layoutDimOrder_ dim)");
-        for (size_t k = 0; k < steps.size(); ++k) {
-          if (steps[k] < 1)
-            r.fail(np + "/steps_", "step " + std::to_string(steps[k]) + " is not >= 1");
-          stepped |= steps[k] != 1;
-        }
-      }
-      if (sizes.size() != order.size() || offs.size() != order.size())
-        r.fail(np + "/maxDimSizes_", "expected " + std::to_string(order.size()) +
-                                         " entries (one per layoutDimOrder_ dim) in maxDimSizes_ and offsets_");
-      bool view = stepped;
-      for (size_t k = 0; k < sizes.size(); ++k)
-        view |= sizes[k] != -1 || offs[k] != 0;
-      if (view) {
-        t->maxDimSizes.assign(s.dims.size(), -1);
-        t->offsets.assign(s.dims.size(), 0);
-        if (stepped)
-          t->steps.assign(s.dims.size(), 1);
-        for (size_t k = 0; k < order.size(); ++k) {
-          int d = s.dimIndex(order[k]);
-          int64_t size = sizes[k] == -1 ? s.N[d] : sizes[k];
-          // The view's last element: offset + (N - 1) * step (overflow-safe: N and step are
-          // bounded by the int64 JSON integers, the product may not be).
-          __int128 last = static_cast<__int128>(offs[k]) + static_cast<__int128>(s.N[d] - 1) * steps[k];
-          if (offs[k] < 0 || last + 1 > size)
-            r.fail(np + "/offsets_", "the view from " + std::to_string(offs[k]) + " (" + std::to_string(s.N[d]) +
-                                         " elements, step " + std::to_string(steps[k]) + ") of dim " + order[k] +
-                                         " does not fit its allocation of " + std::to_string(size));
-          t->maxDimSizes[d] = sizes[k];
-          t->offsets[d] = offs[k];
-          if (stepped)
-            t->steps[d] = steps[k];
-        }
-      }
-    }
+    parseAllocateView(r, tree[i], np, s, *t);
     const ojson &sa = r.field(tree[i], np, "startAddressCoreCorelet_");
     const ojson &data = r.field(sa, np + "/startAddressCoreCorelet_", "data_");
     t->startAddress.assign(s.numCoresUsed, 0);
@@ -457,7 +460,10 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
   for (const auto &t : s.labeledDs)
     if (t.startAddress.empty())
       r.fail(dp + "/scheduleTree_", "no allocate node for " + t.dsName + " (ldsIdx_ " + std::to_string(t.ldsIdx) + ")");
+}
 
+/// The optional constantInfo_ of the DSC `dsc` (at `dp`).
+void parseConstants(const Reader &r, const ojson &dsc, const std::string &dp, SuperDsc &s) {
   if (auto it = dsc.find("constantInfo_"); it != dsc.end() && it->is_object()) {
     for (auto c = it->begin(); c != it->end(); ++c) {
       std::string kp = dp + "/constantInfo_/" + c.key();
@@ -468,7 +474,36 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
       s.constants[cname] = v.get<double>();
     }
   }
-  // Compute op.
+}
+
+/// The operand list `key` of the compute op `cop` (at `cp`) into `out`: ldsIdx_ values, -1 for
+/// a "Constant-<name>" input (its name recorded in inputConsts).
+void parseOperandRefs(const Reader &r, const ojson &cop, const std::string &cp, const char *key, SuperDsc &s,
+                      std::vector<int> &out) {
+  auto list = r.strings(r.field(cop, cp, key), cp + "/" + key);
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string p = cp + "/" + key + "/" + std::to_string(i);
+    if (std::string_view(key) == "inputLabeledDs" && list[i].rfind("Constant-", 0) == 0) {
+      std::string cname = list[i].substr(9);
+      if (!s.constants.count(cname))
+        r.fail(p, "constant '" + cname + "' is not in constantInfo_");
+      out.push_back(-1);
+      s.inputConsts.resize(out.size());
+      s.inputConsts.back() = cname;
+      continue;
+    }
+    int idx = parseLdsRef(r, list[i], p);
+    bool found = false;
+    for (const auto &t : s.labeledDs)
+      found |= t.ldsIdx == idx;
+    if (!found)
+      r.fail(p, "no labeledDs_ entry with ldsIdx_ " + std::to_string(idx));
+    out.push_back(idx);
+  }
+}
+
+/// The single computeOp_ of the DSC `dsc` (at `dp`) keyed `op`.
+void parseComputeOp(const Reader &r, const ojson &dsc, const std::string &dp, const std::string &op, SuperDsc &s) {
   const ojson &cops = r.field(dsc, dp, "computeOp_");
   if (!cops.is_array() || cops.size() != 1)
     r.fail(dp + "/computeOp_", "expected exactly one compute op");
@@ -479,34 +514,40 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
   s.opFuncName = r.string(r.field(cops[0], cp, "opFuncName"), cp + "/opFuncName");
   if (s.opFuncName != op)
     r.fail(cp + "/opFuncName", "'" + s.opFuncName + "' does not match the DSC key '" + op + "'");
-  auto refs = [&](const char *key, std::vector<int> &out) {
-    auto list = r.strings(r.field(cops[0], cp, key), cp + "/" + key);
-    for (size_t i = 0; i < list.size(); ++i) {
-      std::string p = cp + "/" + key + "/" + std::to_string(i);
-      if (std::string_view(key) == "inputLabeledDs" && list[i].rfind("Constant-", 0) == 0) {
-        std::string cname = list[i].substr(9);
-        if (!s.constants.count(cname))
-          r.fail(p, "constant '" + cname + "' is not in constantInfo_");
-        out.push_back(-1);
-        s.inputConsts.resize(out.size());
-        s.inputConsts.back() = cname;
-        continue;
-      }
-      int idx = parseLdsRef(r, list[i], p);
-      bool found = false;
-      for (const auto &t : s.labeledDs)
-        found |= t.ldsIdx == idx;
-      if (!found)
-        r.fail(p, "no labeledDs_ entry with ldsIdx_ " + std::to_string(idx));
-      out.push_back(idx);
-    }
-  };
-  refs("inputLabeledDs", s.inputs);
+  parseOperandRefs(r, cops[0], cp, "inputLabeledDs", s, s.inputs);
   s.inputConsts.resize(s.inputs.size());
-  refs("outputLabeledDs", s.outputs);
+  parseOperandRefs(r, cops[0], cp, "outputLabeledDs", s, s.outputs);
   if (s.outputs.empty())
     r.fail(cp + "/outputLabeledDs", "expected at least one output");
+}
 
+} // namespace
+
+SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
+  Reader r{file};
+  if (!root.is_object() || root.size() != 1)
+    r.fail("/", "expected an object with exactly one kernel entry");
+  SuperDsc s;
+  s.name = root.begin().key();
+  const ojson &top = root.begin().value();
+  std::string tp = "/" + s.name;
+  parseKernelCounts(r, top, tp, s);
+  const ojson &dscs = r.field(top, tp, "dscs_");
+  if (!dscs.is_array() || dscs.size() != 1)
+    r.fail(tp + "/dscs_", "expected an array with exactly one DSC");
+  if (!dscs[0].is_object() || dscs[0].size() != 1)
+    r.fail(tp + "/dscs_/0", "expected an object {<opFuncName>: {...}}");
+  std::string op = dscs[0].begin().key();
+  const ojson &dsc = dscs[0].begin().value();
+  std::string dp = tp + "/dscs_/0/" + op;
+
+  parseDims(r, dsc, dp, s);
+  parseWorkSlices(r, top, tp, s);
+  parsePrimaryDsInfo(r, dsc, dp, op, s);
+  parseLabeledDs(r, dsc, dp, s);
+  parseScheduleTree(r, dsc, dp, s);
+  parseConstants(r, dsc, dp, s);
+  parseComputeOp(r, dsc, dp, op, s);
   return s;
 }
 
