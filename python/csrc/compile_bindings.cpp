@@ -3,6 +3,7 @@
 #include "compile_bindings.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/frontend/graph.h"
+#include "spyre/frontend/ops.h"
 #include "spyre/backend/backend.h"
 #include "spyre/isa/listing.h"
 #include "spyre/jit/jit_engine.h"
@@ -238,6 +239,21 @@ void registerCompileBindings(pyb::module_ &m) {
       },
       pyb::arg("graph"), pyb::arg("cores") = 0,
       "Compile a graph through frontend and backend without running it; returns '' or the error");
+  m.def(
+      "plain_unary_ops",
+      [] {
+        // The rows of ops.def that _lowering registers generically: elementwise, one tensor
+        // operand, no attribute but `scalar`. Python maps the ATen overload of the same name to it.
+        std::vector<std::string> names;
+#define OP(Id, name, minIn, maxIn, cls, opFunc, attrs)                                                   \
+  if (frontend::OpClass::cls == frontend::OpClass::Pointwise && (minIn) == 1 && (maxIn) == 1 &&          \
+      std::string_view(attrs) == "scalar")                                                             \
+    names.emplace_back(name);
+#include "spyre/frontend/ops.def"
+#undef OP
+        return names;
+      },
+      "Names of the graph-IR ops with one tensor operand and no attributes (from ops.def)");
   m.def("sencores", [] { return withTorchErrors([] { return frontend::CompileOptions::fromEnv(spyre::Env(&std::getenv)).maxCores; }); });
 }
 

@@ -14,7 +14,7 @@ registers every lowering, in that order.
 
 from __future__ import annotations
 
-from . import _lowering_arith, _lowering_data  # noqa: F401  (register the lowerings)
+from . import _C, _lowering_arith, _lowering_data  # noqa: F401  (register the lowerings)
 from ._errors import FallbackWarning, Unsupported
 from ._lowering_core import (
     Env,
@@ -31,6 +31,9 @@ from ._lowering_core import (
     single_node_text,
     type_text,
 )
+
+# Unary ops of ops.def without attributes need no Python of their own: the table is the one list.
+_lowering_arith.register_plain_unaries(_C.plain_unary_ops())
 
 __all__ = ["Unsupported", "FallbackWarning", "Tmp", "Lowered", "lower", "is_lowerable", "check_text",
            "ir_dtype", "type_text", "format_attr", "Env", "node_lines", "single_node_text", "lowerable_ops", "bind_arguments"]

@@ -8,7 +8,7 @@ from typing import Any, Callable
 import torch
 
 from ._errors import Unsupported
-from ._lowering_core import Env, Lowered, _alpha, _describe, _is_operand, _reg, _scalar_value, _unary
+from ._lowering_core import _LOWERINGS, Env, Lowered, _alpha, _describe, _is_operand, _reg, _scalar_value, _unary
 
 aten = torch.ops.aten
 
@@ -98,11 +98,6 @@ def _where(env: Env, b: dict) -> Lowered:
     L.add("where", operands, **attrs)
     return L
 
-
-_UNARY = ["neg", "abs", "relu", "floor", "sqrt", "rsqrt", "reciprocal", "exp", "log", "tanh", "sigmoid",
-          "silu"]
-for _name in _UNARY:
-    _reg(getattr(aten, _name).default)(lambda env, b, _n=_name: _unary(env, _n, b["self"]))
 
 
 
@@ -230,3 +225,19 @@ def _matmul(env: Env, b: dict) -> Lowered:
     L = Lowered()
     L.add("matmul", [x, y])
     return L
+
+
+def register_plain_unaries(names: list[str]) -> list[str]:
+    """Gives every graph-IR op of ``names`` (ops.def: elementwise, one operand, no attributes)
+    the ATen overload of the same name, unless a module registered a lowering of its own (clone,
+    expand). Called once all lowering modules are imported; returns the names registered."""
+    done = []
+    for name in names:
+        packet = getattr(aten, name, None)
+        op = getattr(packet, "default", None)
+        if op is None or op in _LOWERINGS:
+            continue
+        _reg(op)(lambda env, b, _n=name: _unary(env, _n, b["self"]))
+        done.append(name)
+    return done
+
