@@ -49,22 +49,28 @@ at::Tensor cpuOptionsLike(const at::Tensor &t) {
 
 namespace detail {
 
-void writeStorage(const Allocation &a, const at::Tensor &src) {
+namespace {
+/// One host<->device copy of an allocation's storage (nothing for an empty one), logged.
+template <typename Copy>
+void transfer(const char *direction, const Allocation &a, const at::Tensor &host, Copy copy) {
   const StorageGeometry &g = *a.geom;
   if (isEmpty(g))
     return;
-  logTransfer("H2D", a, src);
-  auto map = sim::mapLayout(g.layout, g.sizes, g.strides);
-  sim::copyHostToDevice(hostView(src), g.layout, map, ddrOf(a));
+  logTransfer(direction, a, host);
+  copy(g, sim::mapLayout(g.layout, g.sizes, g.strides));
+}
+} // namespace
+
+void writeStorage(const Allocation &a, const at::Tensor &src) {
+  transfer("H2D", a, src, [&](const StorageGeometry &g, const auto &map) {
+    sim::copyHostToDevice(hostView(src), g.layout, map, ddrOf(a));
+  });
 }
 
 void readStorage(const Allocation &a, const at::Tensor &dst) {
-  const StorageGeometry &g = *a.geom;
-  if (isEmpty(g))
-    return;
-  logTransfer("D2H", a, dst);
-  auto map = sim::mapLayout(g.layout, g.sizes, g.strides);
-  sim::copyDeviceToHost(ddrOf(a), g.layout, map, hostView(dst));
+  transfer("D2H", a, dst, [&](const StorageGeometry &g, const auto &map) {
+    sim::copyDeviceToHost(ddrOf(a), g.layout, map, hostView(dst));
+  });
 }
 
 int64_t storageElems(const at::Tensor &t, const StorageGeometry &g) {

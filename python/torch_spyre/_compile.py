@@ -7,6 +7,8 @@ text, and hands it to the C++ frontend/backend/JIT (``torch_spyre._C.CompiledGra
 
 from __future__ import annotations
 
+import functools
+
 import itertools
 import operator
 import os
@@ -452,15 +454,11 @@ def _has_spyre_tensor(xs: Sequence[Any]) -> bool:
     return any(isinstance(x, torch.Tensor) and x.device.type == "spyre" for x in xs)
 
 
-_registered = False
 
 
+@functools.cache  # once per process
 def register() -> None:
     """Registers the "spyre" dynamo backend and routes the default backend to it for spyre inputs."""
-    global _registered
-    if _registered:
-        return
-    _registered = True
     from torch._dynamo.backends import registry
 
     if "spyre" not in registry._COMPILER_FNS:

@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import threading
 from typing import Any, Callable
 
@@ -245,15 +247,11 @@ def _boxed_fallback(op: Any, *args: Any, **kwargs: Any) -> Any:
 _DECOMPOSED = [op for op in DECOMPOSITIONS if op not in (aten.rms_norm.default,) and
                not str(op).startswith("aten._fused_rms_norm")]
 _libs: list = []
-_registered = False
 
 
+@functools.cache  # once per process
 def register() -> None:
     """Registers the eager PrivateUse1 kernels and the boxed CPU fallback (idempotent)."""
-    global _registered
-    if _registered:
-        return
-    _registered = True
     lib = torch.library.Library("aten", "IMPL", "PrivateUse1")
     for op in lowerable_ops():
         if op in (aten.matmul.default, aten.clone.default, aten._to_copy.default, aten.t.default,

@@ -11,14 +11,18 @@ namespace {
 double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
+
+/// The executable was handed `got` of what it needs `want` of (one per launch / plan buffer).
+void requireCount(const char *what, size_t want, size_t got) {
+  if (got != want)
+    throw Error("executable needs " + std::to_string(want) + " " + what + ", got " + std::to_string(got));
+}
 } // namespace
 
 Executable::Executable(isa::JobPlan plan, std::vector<isa::CompiledKernel> kernels, Engine &engine,
                        const std::string &dumpDir)
     : plan_(std::move(plan)) {
-  if (kernels.size() != plan_.launches.size())
-    throw Error("executable needs " + std::to_string(plan_.launches.size()) + " compiled kernels, got " +
-                std::to_string(kernels.size()));
+  requireCount("compiled kernels", plan_.launches.size(), kernels.size());
   for (size_t i = 0; i < kernels.size(); ++i) {
     const auto &l = plan_.launches[i];
     CompiledLaunch cl;
@@ -45,9 +49,7 @@ double Executable::simulatedUs() const {
 }
 
 void Executable::run(Runtime &rt, uint8_t *ddr, uint64_t ddrSize, const std::vector<uint64_t> &bufferAddr) const {
-  if (bufferAddr.size() != plan_.buffers.size())
-    throw Error("executable needs " + std::to_string(plan_.buffers.size()) + " buffer addresses, got " +
-                std::to_string(bufferAddr.size()));
+  requireCount("buffer addresses", plan_.buffers.size(), bufferAddr.size());
   for (size_t i = 0; i < launches_.size(); ++i) {
     const auto &l = plan_.launches[i];
     LaunchArgs args;

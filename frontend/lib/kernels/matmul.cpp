@@ -8,7 +8,6 @@
 
 namespace spyre::frontend::detail {
 
-using isa::SdscLayout;
 using isa::SdscTensor;
 using isa::SuperDsc;
 
