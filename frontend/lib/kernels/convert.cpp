@@ -12,9 +12,7 @@ using isa::SdscTensor;
 using isa::SuperDsc;
 
 KernelDraft convertKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
-  const UnaryNode u = unaryNode(g, n, "to_dtype");
-  const Value &in = u.in, &out = u.out;
-  const std::string &where = u.where;
+  const auto &[in, out, where] = unaryNode(g, n, "to_dtype");
   if (in.shape != out.shape)
     throw Error(where + ": to_dtype keeps the shape");
   DataFormat fi = deviceFormat(in.dtype, where), fo = deviceFormat(out.dtype, where);

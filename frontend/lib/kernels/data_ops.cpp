@@ -138,9 +138,7 @@ std::vector<KernelDraft> copyIntoKernels(const Graph &g, const Node &n, size_t i
 }
 
 KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
-  const UnaryNode u = unaryNode(g, n, "slice");
-  const Value &x = u.in, &out = u.out;
-  const std::string &where = u.where;
+  const auto &[x, out, where] = unaryNode(g, n, "slice");
   const size_t r = x.shape.size();
   if (r == 0)
     throw Error(where + ": slice of a 0-d tensor");
@@ -187,9 +185,7 @@ KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCore
 }
 
 KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
-  const UnaryNode u = unaryNode(g, n, "permute");
-  const Value &x = u.in, &out = u.out;
-  const std::string &where = u.where;
+  const auto &[x, out, where] = unaryNode(g, n, "permute");
   const size_t r = x.shape.size();
   auto it = n.attrs.find("dims");
   if (it == n.attrs.end() || it->second.values.size() != r)

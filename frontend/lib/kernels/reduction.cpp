@@ -76,9 +76,7 @@ void stickFastCores(SuperDsc &s) {
 }
 
 KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int maxCores, bool splitReductions) {
-  const UnaryNode u = unaryNode(g, n, "a reduction");
-  const Value &in = u.in, &out = u.out;
-  const std::string &where = u.where;
+  const auto &[in, out, where] = unaryNode(g, n, "a reduction");
   if (in.dtype != out.dtype)
     throw Unsupported("reductions that change dtype (" + where + ")");
   if (in.dtype != HostType::F16 && in.dtype != HostType::BF16 && in.dtype != HostType::F32)

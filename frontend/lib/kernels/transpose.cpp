@@ -12,9 +12,7 @@ using isa::SdscTensor;
 using isa::SuperDsc;
 
 KernelDraft transposeKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
-  const UnaryNode u = unaryNode(g, n, "transpose");
-  const Value &in = u.in, &out = u.out;
-  const std::string &where = u.where;
+  const auto &[in, out, where] = unaryNode(g, n, "transpose");
   size_t r = in.shape.size();
   if (r < 2 || r > 4)
     throw Unsupported("transpose of a rank-" + std::to_string(r) + " tensor (" + where + ")");
