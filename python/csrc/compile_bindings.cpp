@@ -20,6 +20,13 @@ namespace {
 
 namespace pyb = pybind11;
 
+/// The process environment, read here at the boundary: every option struct comes from it (an Env
+/// looks a variable up when asked, so a variable set after start-up is seen).
+const Env &processEnv() {
+  static const Env env(&std::getenv);
+  return env;
+}
+
 /// The simulated card's cores and the default engines, created on first use.
 struct Card {
   sim::Runtime runtime;
@@ -33,10 +40,6 @@ struct Card {
     if (!jit)
       jit = std::make_unique<jit::JitEngine>(jit::JitOptions::fromEnv(processEnv()));
     return *jit;
-  }
-  static const Env &processEnv() {
-    static const Env env(&std::getenv);
-    return env;
   }
   static Card &get() {
     static Card card;
@@ -65,7 +68,7 @@ public:
       : dumpDir_(dumpDir) {
     auto t0 = std::chrono::steady_clock::now();
     frontend::Graph g = frontend::parseGraph(graphText, "<fx graph>");
-    frontend::CompileOptions opts = frontend::CompileOptions::fromEnv(spyre::Env(&std::getenv));
+    frontend::CompileOptions opts = frontend::CompileOptions::fromEnv(processEnv());
     if (cores > 0)
       opts.maxCores = cores;
     opts.dumpDir = dumpDir;
@@ -79,7 +82,7 @@ public:
       engine = card.interp.get();
     } else if (engineName == "jit") {
       if (!dumpDir.empty()) {
-        jit::JitOptions jo = jit::JitOptions::fromEnv(Card::processEnv());
+        jit::JitOptions jo = jit::JitOptions::fromEnv(processEnv());
         jo.dumpDir = dumpDir;
         ownJit_ = std::make_unique<jit::JitEngine>(std::move(jo));
         engine = ownJit_.get();
@@ -89,8 +92,7 @@ public:
     } else {
       throw Error("unknown engine '" + engineName + "' (expected 'jit' or 'interp')");
     }
-    const Env env(&std::getenv);
-    backend::CompiledJob job = backend::compileJobPlan(plan, backend::BackendOptions::fromEnv(env));
+    backend::CompiledJob job = backend::compileJobPlan(plan, backend::BackendOptions::fromEnv(processEnv()));
     backendMs_ = job.compileMs;
     exe_ = std::make_unique<sim::Executable>(std::move(plan), std::move(job.kernels), *engine, dumpDir);
   }
@@ -225,11 +227,11 @@ void registerCompileBindings(pyb::module_ &m) {
         // reason (what the partitioner needs to decide what runs on spyre).
         try {
           frontend::Graph g = frontend::parseGraph(text, "<fx graph>");
-          frontend::CompileOptions opts = frontend::CompileOptions::fromEnv(spyre::Env(&std::getenv));
+          frontend::CompileOptions opts = frontend::CompileOptions::fromEnv(processEnv());
           if (cores > 0)
             opts.maxCores = cores;
           isa::JobPlan plan = frontend::compileGraph(g, opts);
-          const backend::BackendOptions backendOpts = backend::BackendOptions::fromEnv(Env(&std::getenv));
+          const backend::BackendOptions backendOpts = backend::BackendOptions::fromEnv(processEnv());
           for (const auto &l : plan.launches)
             (void)backend::compileSuperDsc(l.sdsc, backendOpts);
           return "";
@@ -254,7 +256,7 @@ void registerCompileBindings(pyb::module_ &m) {
         return names;
       },
       "Names of the graph-IR ops with one tensor operand and no attributes (from ops.def)");
-  m.def("sencores", [] { return withTorchErrors([] { return frontend::CompileOptions::fromEnv(spyre::Env(&std::getenv)).maxCores; }); });
+  m.def("sencores", [] { return withTorchErrors([] { return frontend::CompileOptions::fromEnv(processEnv()).maxCores; }); });
 }
 
 } // namespace spyre::py

@@ -47,10 +47,7 @@ KernelDraft convertKernel(const Graph &g, const Node &n, size_t index, int maxCo
   };
   place(0, fi, fi == fo ? "OUTPUT" : "KERNEL");
   place(1, fo, "OUTPUT");
-  s.inputs = {0};
-  s.inputConsts = {""};
-  s.outputs = {1};
-  kd.tensorValues = {n.inputs[0], n.output};
+  setUnaryOperands(kd, n.inputs[0], n.output);
   return kd;
 }
 

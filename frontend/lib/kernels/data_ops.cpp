@@ -51,10 +51,7 @@ void addCopyOperands(KernelDraft &kd, int in, int out, DataFormat fmt, const cha
     placeTensor(s, t, perCore);
     s.labeledDs.push_back(t);
   }
-  s.inputs = {0};
-  s.inputConsts = {""};
-  s.outputs = {1};
-  kd.tensorValues = {in, out};
+  setUnaryOperands(kd, in, out);
 }
 
 } // namespace

@@ -165,6 +165,13 @@ std::vector<int64_t> iterationSizes(const std::vector<int64_t> &shape, const std
   return shape.empty() ? std::vector<int64_t>{1} : shape;
 }
 
+void setUnaryOperands(KernelDraft &kd, int inValue, int outValue) {
+  kd.s.inputs = {0};
+  kd.s.inputConsts = {""};
+  kd.s.outputs = {1};
+  kd.tensorValues = {inValue, outValue};
+}
+
 UnaryNode unaryNode(const Graph &g, const Node &n, const char *opName) {
   const Value &out = g.values[n.output];
   std::string where = "node %" + out.name + " = " + n.op;

@@ -17,6 +17,9 @@ struct KernelDraft {
   std::vector<int> tensorValues;
 };
 
+/// The operand lists of a draft with labeledDs_ 0 = input, 1 = output: the graph values behind them.
+void setUnaryOperands(KernelDraft &kd, int inValue, int outValue);
+
 DataFormat deviceFormat(HostType t, const std::string &where);
 /// torch-spyre's positional dim labels: [mb, x, y][:rank-1] + [out].
 std::vector<std::string> dimLabels(size_t rank);

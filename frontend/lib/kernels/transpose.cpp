@@ -61,10 +61,7 @@ KernelDraft transposeKernel(const Graph &g, const Node &n, size_t index, int max
   };
   place(0, "INPUT");
   place(1, "OUTPUT");
-  s.inputs = {0};
-  s.inputConsts = {""};
-  s.outputs = {1};
-  kd.tensorValues = {n.inputs[0], n.output};
+  setUnaryOperands(kd, n.inputs[0], n.output);
   return kd;
 }
 
