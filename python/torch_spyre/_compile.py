@@ -274,7 +274,7 @@ def _check_static(gm: torch.fx.GraphModule) -> None:
             type_text(val.shape, val.dtype, f"node {node.name}")
         elif val is not None and not isinstance(val, (int, float, bool)):
             raise Unsupported(f"non-tensor value {type(val).__name__} at node {node.name} "
-                              f"({node.format_node()}); compile with dynamic=False")
+                              f"({node.format_node()})")
 
 
 def partition_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
