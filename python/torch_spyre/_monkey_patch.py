@@ -23,6 +23,7 @@ import torch
 
 from . import _C
 from ._C import SpyreTensorLayout
+from ._no_trace import no_trace
 
 _applied = False
 _orig_to = torch._C.TensorBase.to
@@ -78,6 +79,7 @@ def _to_with_layout(self: torch.Tensor, args: tuple, kwargs: dict, layout: Any) 
     raise error
 
 
+@no_trace  # as a frame of its own (called from untraced code); dynamo still inlines it
 def _to(self: torch.Tensor, *args: Any, device_layout: Any = None, **kwargs: Any) -> torch.Tensor:
     if device_layout is None:
         return _orig_to(self, *args, **kwargs)
@@ -91,6 +93,7 @@ def _has_spyre_data(t: torch.Tensor) -> bool:
             and not torch._is_functional_tensor(t) and not torch._C._functorch.is_functorch_wrapped_tensor(t))
 
 
+@no_trace  # repr of a tensor is a graph break anyway; its frame runs untraced, like torch's
 def _repr(self: torch.Tensor, *, tensor_contents: Any = None) -> str:
     if tensor_contents is None and _has_spyre_data(self):
         host = self.detach().cpu()
