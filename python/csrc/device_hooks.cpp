@@ -1,5 +1,6 @@
 // The "spyre" device, part 4: device selection (one simulated card), the default generator,
-// the PrivateUse1 hooks and the device guard, registered when _C is loaded.
+// the pinned host allocator, the PrivateUse1 hooks and the device guard, registered when _C is
+// loaded.
 #include "device_internal.h"
 
 #include "spyre/isa/error.h"
@@ -7,9 +8,11 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/core/impl/alloc_cpu.h>
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 namespace spyre::py {
@@ -49,6 +52,57 @@ void checkIndex(c10::DeviceIndex index) {
               int(index), ": the simulator has ", kDeviceCount, " device (valid index: 0)");
 }
 
+/// Host memory for Tensor.pin_memory() and DataLoader(pin_memory=True). The simulated card
+/// reads host memory directly, so "pinned" memory is ordinary aligned CPU memory; the allocator
+/// remembers its blocks so that is_pinned() is true exactly for tensors it allocated (views
+/// included: any address inside a live block).
+class PinnedHostAllocator final : public c10::Allocator {
+public:
+  static PinnedHostAllocator &instance() {
+    static PinnedHostAllocator *alloc = new PinnedHostAllocator(); // outlives static tensors
+    return *alloc;
+  }
+
+  c10::DataPtr allocate(size_t n) override {
+    size_t bytes = std::max<size_t>(n, 1); // an empty pinned tensor is still pinned
+    void *p = c10::alloc_cpu(bytes);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      blocks_[static_cast<const char *>(p)] = bytes;
+    }
+    return {p, p, &release, c10::Device(c10::DeviceType::CPU)};
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
+
+  void copy_data(void *dest, const void *src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+
+  bool contains(const void *ptr) const {
+    const char *p = static_cast<const char *>(ptr);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = blocks_.upper_bound(p);
+    if (it == blocks_.begin())
+      return false;
+    --it;
+    return p >= it->first && p < it->first + it->second;
+  }
+
+private:
+  static void release(void *p) {
+    PinnedHostAllocator &self = instance();
+    {
+      std::lock_guard<std::mutex> lock(self.mutex_);
+      self.blocks_.erase(static_cast<const char *>(p));
+    }
+    c10::free_cpu(p);
+  }
+
+  mutable std::mutex mutex_;
+  std::map<const char *, size_t> blocks_; // block start -> size
+};
+
 struct SpyreHooks final : public at::PrivateUse1HooksInterface {
   bool isBuilt() const override { return true; }
   bool isAvailable() const override { return true; }
@@ -71,6 +125,12 @@ struct SpyreHooks final : public at::PrivateUse1HooksInterface {
   at::Generator getNewGenerator(c10::DeviceIndex d) const override {
     checkIndex(d);
     return at::make_generator<SpyreGeneratorImpl>();
+  }
+  bool isPinnedPtr(const void *data) const override {
+    return data != nullptr && PinnedHostAllocator::instance().contains(data);
+  }
+  c10::Allocator *getPinnedMemoryAllocator() const override {
+    return &PinnedHostAllocator::instance();
   }
   at::Device getDeviceFromPtr(void *data) const override {
     TORCH_CHECK(deviceMemory().contains(data), "pointer is not in the simulated spyre DDR");

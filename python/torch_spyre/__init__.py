@@ -2,7 +2,9 @@
 
 Importing the package (or plain ``import torch`` once the package is installed, through the
 ``torch.backends`` entry point) renames PrivateUse1 to "spyre", registers ``torch.spyre`` and
-the Tensor helpers, and registers the ``torch.compile`` backend from ``torch_spyre._compile``.
+the Tensor helpers and the eager kernels. torch.compile's "spyre" backend
+(``torch_spyre._compile``) is registered through the ``torch_dynamo_backends`` entry point and
+imported, like dynamo and inductor, only when something compiles.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import sys
 import threading
 import warnings
+from typing import Any
 
 _lock = threading.RLock()
 _loaded = False
@@ -46,18 +49,35 @@ def _autoload() -> None:
     except Exception as e:  # noqa: BLE001 - the device must stay usable without eager compute
         warnings.warn(f"torch_spyre: the spyre eager kernels failed to register: {e!r}", RuntimeWarning,
                       stacklevel=2)
-    try:
-        from . import _compile
+    # torch.compile machinery (dynamo, inductor, our _compile) is imported on first use only:
+    # the "spyre" backend is found through the `torch_dynamo_backends` entry point, and the
+    # default backend reaches it through _route_default_backend. `import torch` stays cheap.
+    _route_default_backend()
 
-        register = getattr(_compile, "register", None)
-        if callable(register):
-            register()
-    except Exception as e:  # noqa: BLE001 - the device must stay usable without compile
-        warnings.warn(
-            f"torch_spyre: the spyre torch.compile backend failed to register: {e!r}",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+
+def _has_spyre_tensor(xs: Any) -> bool:
+    return any(isinstance(x, torch.Tensor) and x.device.type == "spyre" for x in xs)
+
+
+def _route_default_backend() -> None:
+    """``torch.compile(fn)`` (the default "inductor" backend) compiles graphs whose inputs are
+    spyre tensors with the "spyre" backend; other graphs go to inductor unchanged. Wraps
+    torch's inductor backend object, which imports inductor only when it is called."""
+    wrapper = getattr(torch, "_TorchCompileInductorWrapper", None)
+    if wrapper is None or getattr(wrapper.__call__, "_spyre_routed", False):
+        return
+    original = wrapper.__call__
+
+    def __call__(self: Any, model_: Any, inputs_: Any, *args: Any, **kwargs: Any) -> Any:
+        if _has_spyre_tensor(inputs_):
+            from ._compile import spyre_backend
+
+            return spyre_backend(model_, inputs_)
+        return original(self, model_, inputs_, *args, **kwargs)
+
+    __call__._spyre_routed = True  # type: ignore[attr-defined]
+    __call__.__wrapped__ = original  # type: ignore[attr-defined]
+    wrapper.__call__ = __call__
 
 
 # _autoload must exist before this import: torch's entry point looks it up on this module.

@@ -7,13 +7,14 @@ text, and hands it to the C++ frontend/backend/JIT (``torch_spyre._C.CompiledGra
 
 from __future__ import annotations
 
+import collections
 import functools
-
 import itertools
 import operator
 import os
 import sys
 import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -21,6 +22,7 @@ import torch
 
 from . import _config, _fallback
 from ._errors import FallbackWarning, Unsupported, strict_unsupported
+from ._no_trace import no_trace
 from ._lowering import (
     Env,
     check_text,
@@ -236,6 +238,7 @@ def _on_spyre(x: Any) -> Any:
 
 
 def _compiled_runner(compiled: Any, single: bool) -> Callable:
+    @no_trace
     def run(*args: Any) -> Any:
         outs = compiled.run([_on_spyre(a) for a in args])
         return outs[0] if single else tuple(outs)
@@ -247,6 +250,7 @@ def _compiled_runner(compiled: Any, single: bool) -> Callable:
 def _cpu_partition_runner(sub: torch.fx.GraphModule, name: str, reason: str) -> Callable:
     """A partition whose graph failed to compile as a whole runs on the CPU."""
 
+    @no_trace
     def run(*args: Any) -> Any:
         _fallback.note_fallback(f"partition {name}", reason)
         cpu = [a.cpu() if isinstance(a, torch.Tensor) else a for a in args]
@@ -270,7 +274,7 @@ def _check_static(gm: torch.fx.GraphModule) -> None:
             type_text(val.shape, val.dtype, f"node {node.name}")
         elif val is not None and not isinstance(val, (int, float, bool)):
             raise Unsupported(f"non-tensor value {type(val).__name__} at node {node.name} "
-                              f"({node.format_node()}); compile with dynamic=False")
+                              f"({node.format_node()})")
 
 
 def partition_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
@@ -396,6 +400,7 @@ def _compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any])
     if not consts:
         return fn
 
+    @no_trace
     def run(*args: Any) -> Any:
         return fn(*args, *consts)
 
@@ -428,6 +433,7 @@ def _compile_aten_graph_inputs(gm: torch.fx.GraphModule) -> Callable:
                 compile_stats.partitions = 1
                 compile_stats.fallback_nodes = 0
 
+            @no_trace
             def run(*args: torch.Tensor) -> tuple:
                 return tuple(compiled.run([_on_spyre(a) for a in args]))
 
@@ -440,40 +446,103 @@ def _no_backward(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Cal
     raise Unsupported("backward graphs (training) on spyre")
 
 
-def spyre_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
-    """The dynamo backend "spyre"."""
+# torch.compile's modes: the simulator has one way to compile (no autotuning; a compiled graph
+# already runs without Python between kernels, which is what "reduce-overhead" buys on CUDA).
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# Specialised compiles kept per graph that dynamo traced with symbolic shapes (LRU).
+SHAPE_CACHE_SIZE = 32
+
+
+def check_backend_args(mode: Any, options: Any) -> None:
+    """torch.compile(backend="spyre", mode=..., options=...): every torch.compile mode is
+    accepted (they all compile the same way here); options have no spyre meaning and are
+    ignored with a warning naming them."""
+    if mode is not None and mode not in MODES:
+        raise RuntimeError(f"Unrecognized mode={mode!r}, should be one of: {', '.join(MODES)}")
+    if options is None:
+        return
+    if not isinstance(options, dict):
+        raise TypeError(f"torch.compile(backend=\"spyre\") options must be a dict, got {type(options).__name__}")
+    if options:
+        warnings.warn(f"torch.compile(backend=\"spyre\") ignores options {sorted(options)}: the spyre "
+                      f"backend has no options (configure it with the SPYRE_* environment variables)",
+                      UserWarning, stacklevel=3)
+
+
+def _is_symbolic(x: Any) -> bool:
+    if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return True
+    if isinstance(x, torch.Tensor):
+        return any(isinstance(d, torch.SymInt) for d in (*x.shape, *x.stride(), x.storage_offset()))
+    return False
+
+
+def _input_key(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return (tuple(x.shape), tuple(x.stride()), x.storage_offset(), x.dtype, x.device.type, x.requires_grad)
+    return (type(x).__name__, x)
+
+
+def _compile_static(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
     from torch._dynamo.backends.common import aot_autograd
 
-    from ._decompositions import spyre_decompositions, substitute_sdpa
+    from ._decompositions import spyre_decompositions
 
     return aot_autograd(fw_compiler=_compile_aten_graph, bw_compiler=_no_backward,
-                        decompositions=spyre_decompositions())(substitute_sdpa(gm), example_inputs)
+                        decompositions=spyre_decompositions())(gm, example_inputs)
+
+
+def _per_shape(gm: torch.fx.GraphModule) -> Callable:
+    """A graph dynamo traced with symbolic sizes (automatic dynamic shapes after a second
+    shape, ``dynamic=True``, ``mark_dynamic``): the graph IR has static shapes, so each call
+    compiles (once, LRU-cached by the inputs' shapes, strides, dtypes and integer values) the
+    graph specialised to its concrete inputs. A failed compile is not cached."""
+    cache: collections.OrderedDict = collections.OrderedDict()
+    lock = threading.Lock()
+
+    def run(*args: Any) -> Any:
+        key = tuple(_input_key(a) for a in args)
+        with lock:
+            fn = cache.get(key)
+            if fn is not None:
+                cache.move_to_end(key)
+        if fn is None:
+            fn = _compile_static(gm, list(args))
+            with lock:
+                cache[key] = fn
+                while len(cache) > SHAPE_CACHE_SIZE:
+                    cache.popitem(last=False)
+        return fn(*args)
+
+    run._spyre_shape_cache = cache  # type: ignore[attr-defined]
+    return no_trace(run)
+
+
+def spyre_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, mode: str | None = None,
+                  options: dict | None = None) -> Callable:
+    """The dynamo backend "spyre" (``torch.compile(fn, backend="spyre", mode=..., options=...)``)."""
+    from ._decompositions import substitute_sdpa
+
+    check_backend_args(mode, options)
+    gm = substitute_sdpa(gm)
+    if any(_is_symbolic(x) for x in example_inputs):
+        return _per_shape(gm)
+    return _compile_static(gm, example_inputs)
 
 
 def _has_spyre_tensor(xs: Sequence[Any]) -> bool:
     return any(isinstance(x, torch.Tensor) and x.device.type == "spyre" for x in xs)
 
 
-
-
 @functools.cache  # once per process
 def register() -> None:
-    """Registers the "spyre" dynamo backend and routes the default backend to it for spyre inputs."""
+    """Registers the "spyre" dynamo backend now (it is also found lazily through the
+    ``torch_dynamo_backends`` entry point) and routes the default backend to it for spyre inputs
+    (done at autoload already)."""
     from torch._dynamo.backends import registry
+
+    import torch_spyre
 
     if "spyre" not in registry._COMPILER_FNS:
         registry.register_backend(name="spyre")(spyre_backend)
-
-    import torch._inductor.compile_fx as cfx
-
-    original = cfx.compile_fx
-    if getattr(original, "_spyre_wrapped", False):
-        return
-
-    def compile_fx(model_: Any, example_inputs_: Sequence[Any], *args: Any, **kwargs: Any) -> Callable:
-        if _has_spyre_tensor(example_inputs_):
-            return spyre_backend(model_, example_inputs_)
-        return original(model_, example_inputs_, *args, **kwargs)
-
-    compile_fx._spyre_wrapped = True  # type: ignore[attr-defined]
-    cfx.compile_fx = compile_fx
+    torch_spyre._route_default_backend()

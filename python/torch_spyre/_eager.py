@@ -26,6 +26,7 @@ from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 from . import _config, _fallback
 from ._decompositions import DECOMPOSITIONS
 from ._errors import Unsupported
+from ._no_trace import no_trace
 from ._lowering import Env, bind_arguments, check_text, is_lowerable, lower, lowerable_ops, single_node_text, type_text
 
 aten = torch.ops.aten
@@ -120,6 +121,7 @@ def _run_lowered(op: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def _lowered_kernel(op: Any) -> Callable:
+    @no_trace
     def kernel(*args: Any, **kwargs: Any) -> Any:
         out, reason = _run_lowered(op, args, kwargs)
         if out is NotImplemented:
@@ -147,6 +149,7 @@ def _unmeta_factories(gm: torch.fx.GraphModule, device: torch.device) -> None:
 
 
 def _decomposed_kernel(op: Any, decomp: Callable) -> Callable:
+    @no_trace
     def kernel(*args: Any, **kwargs: Any) -> Any:
         from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -222,6 +225,7 @@ def _functional_of(op: Any) -> Any:
     return result
 
 
+@no_trace
 def _boxed_fallback(op: Any, *args: Any, **kwargs: Any) -> Any:
     fop = _functional_of(op)
     if fop is not None:

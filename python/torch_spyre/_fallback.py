@@ -19,6 +19,7 @@ from torch.utils._pytree import tree_map
 
 from . import _config
 from ._errors import FallbackWarning, strict_unsupported
+from ._no_trace import no_trace
 
 __all__ = ["FallbackWarning", "fallback_counts", "count_fallbacks", "strict", "run_on_cpu", "cpu_fallback_fn"]
 
@@ -77,6 +78,7 @@ def _to_spyre(x: Any) -> Any:
     return x.to("spyre") if isinstance(x, torch.Tensor) and x.device.type == "cpu" else x
 
 
+@no_trace
 def run_on_cpu(op: Any, args: tuple, kwargs: dict) -> Any:
     """Runs an ATen op on CPU copies of its spyre arguments and returns spyre results. Mutated
     arguments (in-place and out= variants) are written back into the original spyre tensors,
@@ -120,6 +122,7 @@ def op_name(op: Any) -> str:
 def cpu_fallback_fn(op: Any, reason: str) -> Any:
     """A callable that runs ``op`` through the CPU fallback (for FX graphs)."""
 
+    @no_trace
     def fallback(*args: Any, **kwargs: Any) -> Any:
         note_fallback(op_name(op), reason)
         return run_on_cpu(op, args, kwargs)

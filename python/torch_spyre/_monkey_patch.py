@@ -5,6 +5,14 @@
 * ``Tensor.to(..., device_layout=stl)``: copy to spyre into a storage tiled by ``stl``;
 * ``repr`` of spyre tensors: printed from a host copy, since printing runs compute ops that the
   device only has through torch.compile.
+
+Both replacements are plain Python functions that dynamo inlines: without a ``device_layout``
+the patched ``Tensor.to`` calls the original method descriptor, which dynamo traces as the
+tensor method it is only while it is an attribute of ``torch.Tensor`` (dynamo lists the
+tensor methods it puts in graphs from ``dir(torch.Tensor)``), so the original stays reachable
+as ``Tensor._spyre_base_to``. Without that alias every ``.to()`` in any compiled model would be
+a graph break once torch_spyre is installed (tests/python/test_citizen.py checks the graph
+counts with and without the package).
 """
 
 from __future__ import annotations
@@ -15,9 +23,10 @@ import torch
 
 from . import _C
 from ._C import SpyreTensorLayout
+from ._no_trace import no_trace
 
 _applied = False
-_orig_to = torch.Tensor.to
+_orig_to = torch._C.TensorBase.to
 _orig_repr = torch.Tensor.__repr__
 
 
@@ -70,14 +79,23 @@ def _to_with_layout(self: torch.Tensor, args: tuple, kwargs: dict, layout: Any) 
     raise error
 
 
+@no_trace  # as a frame of its own (called from untraced code); dynamo still inlines it
 def _to(self: torch.Tensor, *args: Any, device_layout: Any = None, **kwargs: Any) -> torch.Tensor:
     if device_layout is None:
         return _orig_to(self, *args, **kwargs)
     return _to_with_layout(self, args, kwargs, device_layout)
 
 
+def _has_spyre_data(t: torch.Tensor) -> bool:
+    """A real spyre tensor (not a FakeTensor, functional or functorch wrapper, meta or other
+    subclass, which torch prints without their data)."""
+    return (type(t) in (torch.Tensor, torch.nn.Parameter) and t.device.type == "spyre"
+            and not torch._is_functional_tensor(t) and not torch._C._functorch.is_functorch_wrapped_tensor(t))
+
+
+@no_trace  # repr of a tensor is a graph break anyway; its frame runs untraced, like torch's
 def _repr(self: torch.Tensor, *, tensor_contents: Any = None) -> str:
-    if self.device.type == "spyre" and tensor_contents is None:
+    if tensor_contents is None and _has_spyre_data(self):
         host = self.detach().cpu()
         tensor_contents = torch._tensor_str._tensor_str(host, len("tensor("))
     return _orig_repr(self, tensor_contents=tensor_contents)
@@ -88,6 +106,8 @@ def apply() -> None:
     if _applied:
         return
     torch.Tensor.device_tensor_layout = device_tensor_layout
+    # Keep the original method a tensor method for dynamo (see the module docstring).
+    torch.Tensor._spyre_base_to = _orig_to
     _to.__doc__ = _orig_to.__doc__
     torch.Tensor.to = _to
     torch.Tensor.__repr__ = _repr
