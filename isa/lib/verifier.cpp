@@ -1,4 +1,5 @@
 #include "spyre/isa/verifier.h"
+#include "spyre/isa/limits.h"
 #include <array>
 #include <functional>
 #include "verifier_checks.h"
@@ -288,7 +289,19 @@ void checkMulticastCohorts(const Kernel &k) {
 }
 } // namespace
 
+namespace {
+/// Whether a program executes ring or multicast instructions.
+struct UnitScan final : detail::WalkVisitor {
+  bool ring = false, multicast = false;
+  void visit(const Instr &in, const detail::ScalarState &, uint64_t, int) override {
+    ring |= opInfo(in.op).unit == Unit::Ring;
+    multicast |= in.op == Opcode::DmaMc;
+  }
+};
+} // namespace
+
 void verifyKernel(const Kernel &k, const std::vector<uint64_t> &argBytes, int64_t lxBytes) {
+  checkKernelLimits(k); // first: every walk below relies on its depth bound
   if (k.numCores < 1 || k.numCores > 32)
     kernelError(k, "cores=" + std::to_string(k.numCores) + " is outside 1..32");
   if (argBytes.size() != k.args.size())
@@ -321,20 +334,16 @@ void verifyKernel(const Kernel &k, const std::vector<uint64_t> &argBytes, int64_
                          std::to_string(topLevelBarriers(p)) + " barriers but cores " +
                          rangeText(p0.firstCore, p0.lastCore) + " reach " +
                          std::to_string(topLevelBarriers(p0)) + "; every core must reach the same number");
-  bool anyRing = false, anyMulticast = false;
+  UnitScan kinds;
   for (const auto &p : k.programs) {
-    for (int c = p.firstCore; c <= p.lastCore; ++c) {
-      detail::checkDynamic(k, p, c, argBytes, lxBytes);
-    }
-    std::function<void(const std::vector<Instr> &)> scan = [&](const std::vector<Instr> &b) {
-      for (const auto &in : b) {
-        anyRing |= opInfo(in.op).unit == Unit::Ring;
-        anyMulticast |= in.op == Opcode::DmaMc;
-        scan(in.body);
-      }
-    };
-    scan(p.body);
+    // The symbolic pass proves the common case in time linear in the program; the exact dry run
+    // decides (and words the error) when it cannot.
+    for (int c = p.firstCore; c <= p.lastCore; ++c)
+      if (std::optional<std::string> why = detail::proveDynamic(k, p, c, argBytes, lxBytes))
+        detail::checkDynamic(k, p, c, argBytes, lxBytes, *why);
+    detail::walkStructure(k, p, p.firstCore, kinds);
   }
+  const bool anyRing = kinds.ring, anyMulticast = kinds.multicast;
   if (anyMulticast)
     checkMulticastCohorts(k);
   // Ring pairing: what core c receives from direction d in phase p is exactly what its
@@ -343,7 +352,7 @@ void verifyKernel(const Kernel &k, const std::vector<uint64_t> &argBytes, int64_
     const int n = k.numCores;
     std::vector<RingTally> tally(n);
     for (int c = 0; c < n; ++c)
-      detail::walkProgram(k, *k.programFor(c), c, tally[c]);
+      detail::walkStructure(k, *k.programFor(c), c, tally[c]); // counts: weights only
     for (int c = 0; c < n; ++c)
       for (int d = 0; d < 2; ++d) {
         int from = d == 0 ? (c + n - 1) % n : (c + 1) % n;
