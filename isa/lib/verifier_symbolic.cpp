@@ -16,7 +16,8 @@
 // The pass is sound, not complete: anything outside that model (a loop whose registers rotate
 // or double, a DMA left in flight across iterations as double buffering does, an overlap the
 // box cannot rule out, a possible overflow) makes it give up with a reason, and the verifier
-// falls back to the exact dry run of walk.h, which reports the exact message.
+// falls back to the exact dry run of walk.h, which reports the exact message. verifyKernel runs
+// the dry run first with a budget linear in the program and this pass only past it.
 #include "verifier_checks.h"
 #include "walk.h"
 #include <algorithm>
@@ -65,27 +66,53 @@ Aff axpy(const Aff &a, i128 f, const Aff &b) {
 Aff constant(i128 c) { return Aff{c, {}}; }
 Aff plus(const Aff &a, i128 c) { return axpy(a, 1, constant(c)); }
 
-/// The registers after a code block as an affine function of the registers before it:
-/// out[r] = m[r][kNumSRegs] + Σ_q m[r][q]·in[q].
+/// One register after a code block as an affine function of the registers before it:
+/// c + Σ coeff·in[reg], sparse (most rows name one or two registers).
+struct Row {
+  i128 c = 0;
+  std::vector<std::pair<int, i128>> k;
+  static Row of(int r) { return Row{0, {{r, 1}}}; }
+  /// this + f·o
+  Row &axpy(i128 f, const Row &o) {
+    c = add(c, mul(f, o.c));
+    for (const auto &[q, v] : o.k) {
+      auto it = std::find_if(k.begin(), k.end(), [q = q](const auto &e) { return e.first == q; });
+      if (it == k.end())
+        k.emplace_back(q, mul(f, v));
+      else
+        it->second = add(it->second, mul(f, v));
+    }
+    std::erase_if(k, [](const auto &e) { return e.second == 0; });
+    return *this;
+  }
+};
+
+/// The registers after a code block as affine functions of those before it; only the rows of
+/// registers the block changes are stored, so a summary costs memory in proportion to its body.
 struct RegMap {
-  std::array<std::array<i128, kNumSRegs + 1>, kNumSRegs> m{};
-  static RegMap identity() {
-    RegMap id;
-    for (int r = 0; r < kNumSRegs; ++r)
-      id.m[r][r] = 1;
-    return id;
+  std::vector<std::pair<int, Row>> rows;
+  Row rowOf(int r) const {
+    for (const auto &[q, row] : rows)
+      if (q == r)
+        return row;
+    return Row::of(r);
+  }
+  void set(int r, Row row) {
+    for (auto &[q, old] : rows)
+      if (q == r) {
+        old = std::move(row);
+        return;
+      }
+    rows.emplace_back(r, std::move(row));
   }
   /// (this ∘ before): this map applied after `before`.
   RegMap after(const RegMap &before) const {
-    RegMap out;
-    for (int r = 0; r < kNumSRegs; ++r) {
-      out.m[r][kNumSRegs] = m[r][kNumSRegs];
-      for (int q = 0; q < kNumSRegs; ++q) {
-        if (m[r][q] == 0)
-          continue;
-        for (int j = 0; j <= kNumSRegs; ++j)
-          out.m[r][j] = add(out.m[r][j], mul(m[r][q], before.m[q][j]));
-      }
+    RegMap out = before;
+    for (const auto &[r, row] : rows) {
+      Row composed{row.c, {}};
+      for (const auto &[q, f] : row.k)
+        composed.axpy(f, before.rowOf(q));
+      out.set(r, std::move(composed));
     }
     return out;
   }
@@ -96,7 +123,7 @@ struct LoopSummary {
   std::array<bool, kNumSRegs> live{};    ///< read in the body before written
   std::array<bool, kNumSRegs> defined{}; ///< written on every execution of the body
   std::array<i128, kNumSRegs> step{};    ///< per-iteration increment of each live register
-  RegMap body, loop;                     ///< one iteration; all n iterations (n >= 1)
+  RegMap loop;                           ///< all n iterations (n >= 1)
 };
 
 class Prover {
@@ -193,7 +220,7 @@ private:
     if (auto it = summaries_.find(&loopIn); it != summaries_.end())
       return it->second;
     LoopSummary sum;
-    RegMap b = RegMap::identity();
+    RegMap b;
     for (const Instr &in : loopIn.body) {
       if (in.op == Opcode::Loop) {
         if (in.imm <= 0)
@@ -208,36 +235,33 @@ private:
       }
       reads(in, sum.live, sum.defined);
       const int rd = in.r[0];
-      if (rd <= 0 || opInfo(in.op).unit != Unit::Scalar || in.op == Opcode::Loop)
+      if (rd <= 0 || opInfo(in.op).unit != Unit::Scalar)
         continue;
-      std::array<i128, kNumSRegs + 1> row{};
+      Row row;
       if (in.op == Opcode::Li)
-        row[kNumSRegs] = in.imm;
+        row.c = in.imm;
       else if (in.op == Opcode::Tbl)
-        row[kNumSRegs] = in.table[core_];
+        row.c = in.table[core_];
       else
-        for (int j = 0; j <= kNumSRegs; ++j)
-          row[j] = in.op == Opcode::Addi ? b.m[in.r[1]][j] : mul(b.m[in.r[1]][j], in.imm);
+        row.axpy(in.op == Opcode::Addi ? 1 : in.imm, b.rowOf(in.r[1]));
       if (in.op == Opcode::Addi)
-        row[kNumSRegs] = add(row[kNumSRegs], in.imm);
-      b.m[rd] = row;
+        row.c = add(row.c, in.imm);
+      b.set(rd, std::move(row));
       sum.defined[rd] = true;
     }
-    // Every live register must advance by a constant: its row is the unit row plus a constant.
+    // Every live register must advance by a constant: its row is itself plus a constant.
+    RegMap shift; // the live registers advanced n - 1 times
     for (int r = 0; r < kNumSRegs; ++r) {
       if (!sum.live[r])
         continue;
-      for (int q = 0; q < kNumSRegs; ++q)
-        if (b.m[r][q] != (q == r ? 1 : 0))
-          giveUp(loopIn, "register r" + std::to_string(r) + " does not advance by a constant per iteration");
-      sum.step[r] = b.m[r][kNumSRegs];
+      Row row = b.rowOf(r);
+      if (row.k.size() != 1 || row.k[0].first != r || row.k[0].second != 1)
+        giveUp(loopIn, "register r" + std::to_string(r) + " does not advance by a constant per iteration");
+      sum.step[r] = row.c;
+      if (row.c != 0)
+        shift.set(r, Row{mul(loopIn.imm - 1, row.c), {{r, 1}}});
     }
     // n iterations = one iteration entered with the live registers advanced n - 1 times.
-    RegMap shift = RegMap::identity();
-    for (int r = 0; r < kNumSRegs; ++r)
-      if (sum.live[r])
-        shift.m[r][kNumSRegs] = mul(loopIn.imm - 1, sum.step[r]);
-    sum.body = b;
     sum.loop = b.after(shift);
     return summaries_.emplace(&loopIn, sum).first->second;
   }
@@ -263,15 +287,14 @@ private:
         giveUp(*outstanding_[t], "its token t" + std::to_string(t) +
                                      " is still outstanding at the end of the loop body it is issued in");
     range_.pop_back();
-    std::array<Aff, kNumSRegs> out;
-    for (int r = 0; r < kNumSRegs; ++r) {
-      Aff v = constant(sum.loop.m[r][kNumSRegs]);
-      for (int q = 0; q < kNumSRegs; ++q)
-        if (sum.loop.m[r][q] != 0)
-          v = axpy(v, sum.loop.m[r][q], s[q]);
-      out[r] = v;
+    std::array<Aff, kNumSRegs> out = s;
+    for (const auto &[r, row] : sum.loop.rows) {
+      Aff v = constant(row.c);
+      for (const auto &[q, f] : row.k)
+        v = axpy(v, f, s[q]);
+      out[r] = std::move(v);
     }
-    s = out;
+    s = std::move(out);
   }
 
   // ---- the dynamic rules (verifier_dynamic.cpp), over every value of each form -----------------

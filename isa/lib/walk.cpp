@@ -1,5 +1,4 @@
 #include "walk.h"
-#include "spyre/isa/limits.h"
 #include <sstream>
 
 namespace spyre::isa::detail {
@@ -34,7 +33,7 @@ namespace {
 class Walker {
 public:
   Walker(const Kernel &k, WalkVisitor &v, uint64_t maxVisits, std::string_view why)
-      : k_(k), v_(v), visitsLeft_(maxVisits), why_(why) {}
+      : k_(k), v_(v), maxVisits_(maxVisits), visitsLeft_(maxVisits), why_(why) {}
 
   void body(const std::vector<Instr> &b, ScalarState &s, uint64_t w, int depth) {
     for (const auto &in : b)
@@ -44,16 +43,15 @@ public:
 private:
   const Kernel &k_;
   WalkVisitor &v_;
-  uint64_t visitsLeft_;
+  uint64_t maxVisits_, visitsLeft_;
   std::string_view why_;
 
   [[noreturn]] void tooCostly(const ScalarState &s) const {
     std::string msg = "kernel " + k_.name + ", core " + std::to_string(s.core) + ": the dry run needs more than " +
-                      std::to_string(kKernelLimits.maxDryRunVisits) +
-                      " instruction visits (KernelLimits::maxDryRunVisits)";
+                      std::to_string(maxVisits_) + " instruction visits (KernelLimits::maxDryRunVisits)";
     if (!why_.empty())
       msg += "; the symbolic check could not summarise it: " + std::string(why_);
-    throw Error(msg);
+    throw DryRunBudgetExceeded(msg);
   }
 
   [[noreturn]] void overflow(const Instr &in, const ScalarState &s) const {
@@ -165,11 +163,12 @@ private:
 
 } // namespace
 
-void walkProgram(const Kernel &k, const CoreProgram &p, int core, WalkVisitor &v, std::string_view why) {
+void walkProgram(const Kernel &k, const CoreProgram &p, int core, WalkVisitor &v, std::string_view why,
+                 uint64_t maxVisits) {
   ScalarState s;
   s.core = core;
   s.r[0] = core;
-  Walker(k, v, kKernelLimits.maxDryRunVisits, why).body(p.body, s, 1, 0);
+  Walker(k, v, maxVisits, why).body(p.body, s, 1, 0);
 }
 
 void walkStructure(const Kernel &k, const CoreProgram &p, int core, WalkVisitor &v) {

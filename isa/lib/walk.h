@@ -25,6 +25,7 @@
 // period <= 4 (e.g. a register doubling each iteration) are walked iteration by iteration,
 // still exactly.
 #pragma once
+#include "spyre/isa/limits.h"
 #include "spyre/isa/listing.h"
 #include "spyre/isa/program.h"
 #include <array>
@@ -53,7 +54,14 @@ public:
 /// when it needs more than KernelLimits::maxDryRunVisits visits (a deep nest of loops costs the
 /// product of a few visits per level; `why`, when given, is added to that error: the reason the
 /// symbolic check could not do without the dry run).
-void walkProgram(const Kernel &k, const CoreProgram &p, int core, WalkVisitor &v, std::string_view why = {});
+void walkProgram(const Kernel &k, const CoreProgram &p, int core, WalkVisitor &v, std::string_view why = {},
+                 uint64_t maxVisits = kKernelLimits.maxDryRunVisits);
+
+/// What walkProgram throws when it runs out of visits (a spyre::Error with the message above).
+class DryRunBudgetExceeded : public Error {
+public:
+  using Error::Error;
+};
 
 /// Shows every instruction of `p` once, in program order, with `weight` = its exact dynamic
 /// execution count (the product of the trip counts around it; bodies of loops that run 0 times

@@ -15,7 +15,7 @@ struct KernelLimits {
   /// nest may recurse this deep and no deeper.
   int maxLoopDepth = 64;
   /// Static instructions in one kernel, all core programs and loop bodies together.
-  int64_t maxInstructions = int64_t{1} << 20;
+  int64_t maxInstructions = int64_t{1} << 18;
   /// The product of the trip counts of the loops around any instruction (its dynamic execution
   /// count per entry of the program): products are computed exactly and must fit in int64.
   int64_t maxTripProduct = INT64_MAX;
