@@ -221,7 +221,7 @@ public:
       if (in.op == Opcode::Loop) {
         if (static_cast<int>(stack.size()) >= limits_.maxLoopDepth)
           failAt(start, "loop nesting deeper than " + std::to_string(limits_.maxLoopDepth));
-        int64_t outer = stack.empty() ? 1 : trips_.back(), trips = 0;
+        int64_t outer = stack.empty() ? 1 : trips_[stack.size() - 1], trips = 0;
         if (__builtin_mul_overflow(outer, in.imm, &trips) || trips > limits_.maxTripProduct)
           failAt(start, "the trip counts of this loop and the loops around it multiply to more than " +
                             std::to_string(limits_.maxTripProduct) + " iterations");
