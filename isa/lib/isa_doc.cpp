@@ -1,4 +1,5 @@
 #include "spyre/isa/isa_doc.h"
+#include "spyre/isa/limits.h"
 #include "spyre/isa/timing.h"
 #include <algorithm>
 #include <cstdio>
@@ -349,6 +350,26 @@ std::string dl16Choices() {
          "| `gelu` (tanh form) | 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) with `tanhf` | as `tanh` plus 5 roundings |\n\n";
 }
 
+/// The bounds of limits.h, from the values themselves.
+std::string limitsText() {
+  const KernelLimits &l = kKernelLimits;
+  return "**Limits** (`KernelLimits` in `spyre/isa/limits.h`; the parser and `verifyKernel` enforce\n"
+         "them, with an error naming the listing line, or the kernel, core and line):\n\n"
+         "| bound | value | error |\n|---|---|---|\n"
+         "| loop nesting depth | " + std::to_string(l.maxLoopDepth) + " | `loop nesting deeper than " +
+         std::to_string(l.maxLoopDepth) + "` |\n"
+         "| instructions per kernel (all programs, loop bodies included) | " + std::to_string(l.maxInstructions) +
+         " | `more than " + std::to_string(l.maxInstructions) + " instructions` |\n"
+         "| product of the trip counts around an instruction | " + std::to_string(l.maxTripProduct) +
+         " (int64) | `the trip counts of this loop and the loops around it multiply to more than …` |\n"
+         "| listing line length | " + std::to_string(l.maxListingLineBytes) + " bytes | `line longer than " +
+         std::to_string(l.maxListingLineBytes) + " bytes` |\n"
+         "| visits of the exact dry run of one core (only where the symbolic pass gives up) | " +
+         std::to_string(l.maxDryRunVisits) + " | `the dry run needs more than " + std::to_string(l.maxDryRunVisits) +
+         " instruction visits` and the reason the symbolic pass gave |\n\n"
+         "Real kernels nest loops at most 3 deep. Listings may use LF or CRLF line endings.\n\n";
+}
+
 /// Section 6: the verifier's rules and why its checks are exact.
 std::string verifierRules(const HardwareConfig &hw) {
   return "## 6. Verifier rules\n\n"
@@ -385,6 +406,21 @@ std::string verifierRules(const HardwareConfig &hw) {
          "   address, shape, strides and cohort size) as any member. That is what makes one DDR read\n"
          "   delivered to every member's LX equal to the per-core copies the engines perform.\n\n"
          "Reading a vector register before writing it is allowed: registers persist across phases.\n\n"
+         "**How it stays fast.** The exact dry run below costs a few visits per instruction for the\n"
+         "kernels we generate, but a deep loop nest makes it exponential in the depth. Past a budget\n"
+         "of 16 visits per instruction a symbolic pass decides instead, for every iteration at once, in\n"
+         "time linear in the program (not in executed iterations, not exponential in the depth): each\n"
+         "register is an affine form c + Σ kᵢ·tᵢ over the induction variables tᵢ ∈ [0, nᵢ − 1] of the\n"
+         "loops around an instruction. That is exact for loops whose live-in registers (read before\n"
+         "written in the body) advance by a constant per iteration; every other register is then a\n"
+         "function of those. Each such body is walked once and its effect on the registers is an\n"
+         "affine map computed once per loop; a range holds when it holds at the extremes of the form\n"
+         "over the box of the tᵢ, alignment when the constant and the coefficients are multiples. A\n"
+         "body that waits every DMA it issues starts each later iteration with fewer DMAs in flight\n"
+         "than the first, so one walk decides the token rules. Anything outside that model (rotating\n"
+         "or doubling registers, a DMA in flight across iterations as in double buffering, an overlap\n"
+         "the box cannot exclude) makes it give up, and the dry run decides with its full budget (see\n"
+         "Limits) and words the error.\n\n"
          "**How it is exact.** The verifier dry-runs the scalar part of each core's program (registers\n"
          "start at 0, r0 = core id) and checks each address with the register values it would have. DMA\n"
          "row starts are affine in the row index, so the corner rows bound them and base plus strides\n"
@@ -398,7 +434,8 @@ std::string verifierRules(const HardwareConfig &hw) {
          "a time covers states that become a translation with period p ≤ 4 (double and triple\n"
          "buffering alternate addresses): the walker then visits 2p consecutive iterations and the\n"
          "last p. Loops whose state never becomes such a translation (e.g. a register doubling each\n"
-         "iteration) are walked iteration by iteration, still exactly.\n\n";
+         "iteration) are walked iteration by iteration, still exactly.\n\n" +
+         limitsText();
 }
 
 /// Section 7: the timing model's unit costs and its three phase times.

@@ -1,4 +1,6 @@
 #include "spyre/isa/listing.h"
+#include "spyre/isa/limits.h"
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <map>
@@ -211,16 +213,34 @@ public:
         fail(".kernel directive before instructions");
       if (!cur)
         fail(".core directive before instructions");
+      const size_t start = col_;
       Instr in = instruction(k);
+      if (++instructions_ > limits_.maxInstructions)
+        failAt(start, "more than " + std::to_string(limits_.maxInstructions) + " instructions in the kernel");
       std::vector<Instr> &dst = stack.empty() ? cur->body : *stack.back();
+      if (in.op == Opcode::Loop) {
+        if (static_cast<int>(stack.size()) >= limits_.maxLoopDepth)
+          failAt(start, "loop nesting deeper than " + std::to_string(limits_.maxLoopDepth));
+        int64_t outer = stack.empty() ? 1 : trips_[stack.size() - 1], trips = 0;
+        if (__builtin_mul_overflow(outer, in.imm, &trips) || trips > limits_.maxTripProduct)
+          failAt(start, "the trip counts of this loop and the loops around it multiply to more than " +
+                            std::to_string(limits_.maxTripProduct) + " iterations");
+        trips_.resize(stack.size());
+        trips_.push_back(trips);
+      }
       dst.push_back(std::move(in));
       if (dst.back().op == Opcode::Loop)
         stack.push_back(&dst.back().body);
     }
     if (!stack.empty())
       fail("'}' before end of input");
-    if (!sawKernel)
-      fail(".kernel directive");
+    if (!sawKernel) {
+      // Point at the last line (line 1 of an empty listing), never at a line 0 that does not exist.
+      lineNo_ = std::max(lineNo_, 1);
+      failAt(0, text_.find_first_not_of(" \t\r\n") == std::string_view::npos
+                    ? "expected .kernel directive, got an empty listing"
+                    : "expected .kernel directive, got end of input");
+    }
     return k;
   }
 
@@ -228,6 +248,9 @@ private:
   std::string_view text_, source_, line_;
   size_t next_ = 0, col_ = 0;
   int lineNo_ = 0;
+  const KernelLimits &limits_ = kKernelLimits;
+  int64_t instructions_ = 0;
+  std::vector<int64_t> trips_; ///< per open loop: the product of its trip count and its parents'
 
   bool nextLine() {
     if (next_ >= text_.size())
@@ -236,10 +259,17 @@ private:
     if (e == std::string_view::npos)
       e = text_.size();
     line_ = text_.substr(next_, e - next_);
+    if (!line_.empty() && line_.back() == '\r') // CRLF line endings
+      line_.remove_suffix(1);
     next_ = e + 1;
     col_ = 0;
     ++lineNo_;
+    if (line_.size() > limits_.maxListingLineBytes)
+      failAt(0, "line longer than " + std::to_string(limits_.maxListingLineBytes) + " bytes");
     return true;
+  }
+  [[noreturn]] void failAt(size_t col, const std::string &what) const {
+    throw Error(std::string(source_) + ":" + std::to_string(lineNo_) + ":" + std::to_string(col + 1) + ": " + what);
   }
   bool atEnd() const { return col_ >= line_.size(); }
   char peek() const { return atEnd() ? '\0' : line_[col_]; }

@@ -40,16 +40,19 @@
 // iterations are skipped by extrapolation, and the jump is verified by replaying the next
 // iteration (it must advance by the same vector again, else half the jump is tried). Timing
 // depends only on the program's structure (trip counts and shapes are immediates), so one
-// replay per distinct core program suffices.
+// replay per distinct core program suffices. A phase that replays more than 2^20 instructions
+// (a deep loop nest, never a generated kernel) times its remaining loops in closed form: the
+// n-th max-plus power of the body's matrix.
 #include "spyre/isa/timing.h"
+#include "spyre/isa/limits.h"
 #include "walk.h"
 #include <algorithm>
 #include <cstdio>
+#include <limits>
+#include <map>
 
 namespace spyre::isa {
 
-double UnitCycles::overlapped() const { return std::max({dma, lsu, sfp, pt, ring, scalar, sync}); }
-double UnitCycles::serial() const { return dma + lsu + sfp + pt + ring + scalar + sync; }
 
 namespace {
 
@@ -110,6 +113,7 @@ public:
     perUnit_.fill(0);
     last_.fill(-1);
     busy_.fill(0);
+    steps_ = 0;
     for (size_t i = begin; i < end; ++i)
       step(body[i]);
     rec_ = nullptr;
@@ -179,36 +183,52 @@ private:
     }
   }
 
-  void step(const Instr &in) {
+  /// The unit and cycles of a compute instruction (LSU, SFP, PT, ring classes); -1 for others.
+  int computeCost(const Instr &in, double &cost, const char *&what) const {
     const double c = corelets();
+    switch (opInfo(in.op).timing) {
+    case TimingClass::Lsu: cost = 1.0 / (hw_.lsuSticksPerCycle * c), what = "ld/st"; return Lsu;
+    case TimingClass::Sfp: cost = 1.0 / (hw_.sfpSticksPerCycle * c), what = "sfp"; return Sfp;
+    case TimingClass::SfpTrans:
+      cost = hw_.transcendentalCyclesPerStick / (hw_.sfpSticksPerCycle * c), what = "sfp";
+      return Sfp;
+    case TimingClass::Pt:
+      cost = static_cast<double>(in.imm) * static_cast<double>(in.imms[0]) * static_cast<double>(in.imms[1]) /
+             hw_.ptMacsPerCycle;
+      what = "pt.mm";
+      return Pt;
+    case TimingClass::PtOut:
+      cost = static_cast<double>(in.imm) * static_cast<double>(in.imms[0] / 64) / (hw_.sfpSticksPerCycle * c);
+      what = "pt.out";
+      return Sfp;
+    case TimingClass::Ring:
+      cost = static_cast<double>(in.imm) * 128 / hw_.ringBytesPerCyclePerHop, what = "ring";
+      return Ring;
+    default: return -1;
+    }
+  }
+  double dmaCost(const Instr &in) const {
+    return hw_.nsToCycles(hw_.dmaStartupNs) +
+           static_cast<double>(dmaDdrBytes(in)) / hw_.ddrBytesPerCyclePerCore(activeCores_);
+  }
+
+  void step(const Instr &in) {
+    ++steps_;
+    double cost = 0;
+    const char *what = nullptr;
+    if (int u = computeCost(in, cost, what); u >= 0) {
+      unit(u, cost, what);
+      return;
+    }
     switch (opInfo(in.op).timing) {
     case TimingClass::Scalar:
       t_[Seq] += hw_.scalarCycles;
       if (in.op == Opcode::Loop)
         loop(in);
       return;
-    case TimingClass::Lsu: unit(Lsu, 1.0 / (hw_.lsuSticksPerCycle * c), "ld/st"); return;
-    case TimingClass::Sfp: unit(Sfp, 1.0 / (hw_.sfpSticksPerCycle * c), "sfp"); return;
-    case TimingClass::SfpTrans:
-      unit(Sfp, hw_.transcendentalCyclesPerStick / (hw_.sfpSticksPerCycle * c), "sfp");
-      return;
-    case TimingClass::Pt:
-      unit(Pt,
-           static_cast<double>(in.imm) * static_cast<double>(in.imms[0]) * static_cast<double>(in.imms[1]) /
-               hw_.ptMacsPerCycle,
-           "pt.mm");
-      return;
-    case TimingClass::PtOut:
-      unit(Sfp, static_cast<double>(in.imm) * static_cast<double>(in.imms[0] / 64) / (hw_.sfpSticksPerCycle * c),
-           "pt.out");
-      return;
-    case TimingClass::Ring:
-      unit(Ring, static_cast<double>(in.imm) * 128 / hw_.ringBytesPerCyclePerHop, "ring");
-      return;
     case TimingClass::Dma: {
       double start = std::max({t_[Seq], t_[Dma], t_[Lsu], t_[Sfp], t_[Pt], t_[Ring]});
-      double bytes = static_cast<double>(dmaDdrBytes(in));
-      t_[Dma] = start + hw_.nsToCycles(hw_.dmaStartupNs) + bytes / hw_.ddrBytesPerCyclePerCore(activeCores_);
+      t_[Dma] = start + dmaCost(in);
       if (rec_) {
         char what[64];
         std::snprintf(what, sizeof what, "%s %lld sticks -> t%d", std::string(opInfo(in.op).mnemonic).c_str(),
@@ -231,6 +251,7 @@ private:
       return;
     }
     case TimingClass::Barrier: return; // phases are split by the caller
+    default: return;                   // compute classes: above
     }
   }
 
@@ -269,6 +290,115 @@ private:
     if (n <= 0)
       return;
     clamp();
+    // Past kExactSteps replayed instructions in this phase (never for the kernels we generate:
+    // a deep nest replays a few bodies per level, a cost exponential in the depth), loops are
+    // timed in closed form instead: the replay only takes maxima and adds costs, so a body is a
+    // max-plus linear map of the state and n iterations are its n-th power (repeated squaring,
+    // O(log n) per loop). Exact up to rounding, and without extrapolation or timeline slices.
+    if (steps_ > kExactSteps) {
+      t_ = apply(power(l), t_);
+      return;
+    }
+    replayLoop(l, n);
+  }
+
+  // ---- max-plus closed form: out[i] = max_j (m[i][j] + in[j]); kNone = no dependency ---------
+  using Mat = std::array<State, NumComp>;
+  static constexpr double kNone = -std::numeric_limits<double>::infinity();
+  std::map<const Instr *, Mat> powers_;
+
+  static Mat identity() {
+    Mat m;
+    for (int i = 0; i < NumComp; ++i) {
+      m[i].fill(kNone);
+      m[i][i] = 0;
+    }
+    return m;
+  }
+  /// a after b.
+  static Mat compose(const Mat &a, const Mat &b) {
+    Mat m;
+    for (int i = 0; i < NumComp; ++i) {
+      m[i].fill(kNone);
+      for (int k = 0; k < NumComp; ++k)
+        if (a[i][k] != kNone)
+          for (int j = 0; j < NumComp; ++j)
+            m[i][j] = std::max(m[i][j], a[i][k] + b[k][j]);
+    }
+    return m;
+  }
+  static State apply(const Mat &m, const State &x) {
+    State y;
+    for (int i = 0; i < NumComp; ++i) {
+      y[i] = kNone;
+      for (int j = 0; j < NumComp; ++j)
+        y[i] = std::max(y[i], m[i][j] + x[j]);
+    }
+    return y;
+  }
+  static void maxRow(State &row, const State &other) {
+    for (int j = 0; j < NumComp; ++j)
+      row[j] = std::max(row[j], other[j]);
+  }
+  static void addRow(State &row, double c) {
+    for (double &v : row)
+      v += c;
+  }
+  static void clampForms(Mat &f) {
+    for (int i = 1; i < NumComp; ++i)
+      maxRow(f[i], f[Seq]);
+  }
+  /// step(), on the state as forms of the loop body's entry state.
+  void stepForms(const Instr &in, Mat &f) {
+    double cost = 0;
+    const char *what = nullptr;
+    if (int u = computeCost(in, cost, what); u >= 0) {
+      maxRow(f[u], f[Seq]);
+      addRow(f[u], cost);
+      return;
+    }
+    switch (opInfo(in.op).timing) {
+    case TimingClass::Scalar:
+      addRow(f[Seq], hw_.scalarCycles);
+      if (in.op == Opcode::Loop && in.imm > 0) {
+        clampForms(f);
+        f = compose(power(in), f);
+      }
+      return;
+    case TimingClass::Dma:
+      for (int u : {Seq, Lsu, Sfp, Pt, Ring})
+        maxRow(f[Dma], f[u]);
+      addRow(f[Dma], dmaCost(in));
+      if (in.outToken >= 0 && in.outToken < kNumTokens)
+        f[Tok0 + in.outToken] = f[Dma];
+      return;
+    case TimingClass::Sync:
+      for (int tok : in.tokens)
+        if (tok >= 0 && tok < kNumTokens)
+          maxRow(f[Seq], f[Tok0 + tok]);
+      addRow(f[Seq], hw_.waitCycles);
+      return;
+    default: return;
+    }
+  }
+  /// All n iterations of a loop (entered clamped): the n-th power of its body, once per loop.
+  const Mat &power(const Instr &l) {
+    if (auto it = powers_.find(&l); it != powers_.end())
+      return it->second;
+    Mat body = identity();
+    for (const Instr &in : l.body)
+      stepForms(in, body);
+    clampForms(body);
+    Mat result = identity();
+    for (uint64_t n = static_cast<uint64_t>(l.imm); n > 0; n >>= 1) {
+      if (n & 1)
+        result = compose(body, result);
+      body = compose(body, body);
+    }
+    return powers_.emplace(&l, result).first->second;
+  }
+
+  void replayLoop(const Instr &l, const int64_t n) {
     State prev2{}, prev1 = t_;
     auto busyPrev1 = busy_;
     int have = 1; // history entries (prev1, prev2) that are valid
@@ -339,6 +469,8 @@ private:
     }
   }
   static constexpr int64_t kMaxReplayed = 4096;
+  static constexpr uint64_t kExactSteps = uint64_t{1} << 20;
+  uint64_t steps_ = 0; ///< instructions replayed in this phase
 };
 
 UnitCycles cycles(const Work &w, const HardwareConfig &hw, int activeCores) {
@@ -403,6 +535,7 @@ std::vector<double> scheduledPhases(const Kernel &k, const HardwareConfig &hw, i
 
 std::vector<TimelineSlice> scheduleTimeline(const Kernel &k, const CoreProgram &p, const HardwareConfig &hw,
                                             size_t maxSlicesPerUnit) {
+  checkKernelLimits(k);
   Scheduler sched(hw, dmaActiveCores(k));
   std::vector<TimelineSlice> out;
   auto ranges = phaseRanges(p);
@@ -422,6 +555,7 @@ double scheduledKernelUs(const Kernel &k, const HardwareConfig &hw) {
 }
 
 TimingReport timeKernel(const Kernel &k, const HardwareConfig &hw) {
+  checkKernelLimits(k); // the replay recurses over loop nests: bounded by the depth limit
   TimingReport rep;
   rep.kernel = k.name;
   std::vector<std::vector<Work>> work(std::max(0, k.numCores));
@@ -431,7 +565,7 @@ TimingReport timeKernel(const Kernel &k, const HardwareConfig &hw) {
     if (!p)
       throw Error("kernel " + k.name + ": core " + std::to_string(c) + " has no program");
     Counter count;
-    detail::walkProgram(k, *p, c, count);
+    detail::walkStructure(k, *p, c, count); // exact counts from the trip counts, O(program)
     // A trailing `bar` leaves an empty last phase in the counter; phaseRanges() has none.
     if (count.phases.size() > 1 && !p->body.empty() && p->body.back().op == Opcode::Bar)
       count.phases.pop_back();
@@ -482,65 +616,6 @@ TimingReport timeKernel(const Kernel &k, const HardwareConfig &hw) {
   rep.serialUs = rep.launchUs + rep.barrierUs + se / hw.cyclesPerUs();
   rep.scheduledUs = rep.launchUs + rep.barrierUs + sc / hw.cyclesPerUs();
   return rep;
-}
-
-UnitCycles TimingReport::phaseMax(int ph) const {
-  UnitCycles m;
-  for (const auto &core : perCorePhase) {
-    const UnitCycles &u = core[ph];
-    m.dma = std::max(m.dma, u.dma);
-    m.lsu = std::max(m.lsu, u.lsu);
-    m.sfp = std::max(m.sfp, u.sfp);
-    m.pt = std::max(m.pt, u.pt);
-    m.ring = std::max(m.ring, u.ring);
-    m.scalar = std::max(m.scalar, u.scalar);
-    m.sync = std::max(m.sync, u.sync);
-  }
-  return m;
-}
-
-UnitCycles TimingReport::totals() const {
-  UnitCycles t;
-  for (int ph = 0; ph < numPhases(); ++ph) {
-    UnitCycles m = phaseMax(ph);
-    t.dma += m.dma, t.lsu += m.lsu, t.sfp += m.sfp, t.pt += m.pt, t.ring += m.ring;
-    t.scalar += m.scalar, t.sync += m.sync;
-  }
-  return t;
-}
-
-std::string TimingReport::summary() const {
-  std::string s;
-  char buf[256];
-  auto line = [&](const char *fmt, auto... a) {
-    std::snprintf(buf, sizeof buf, fmt, a...);
-    s += buf;
-  };
-  line("kernel %s: %zu cores (%d active on DDR), %d phases, %d barriers\n", kernel.c_str(),
-       perCorePhase.size(), activeCores, numPhases(), barriers);
-  line("%-7s %12s %12s %12s %12s %12s %12s %12s %12s %12s %12s\n", "phase", "dma", "lsu", "sfp", "pt",
-       "ring", "scalar", "sync", "scheduled", "overlapped", "serial");
-  for (int ph = 0; ph < numPhases(); ++ph) {
-    UnitCycles m = phaseMax(ph);
-    line("%-7d %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f\n", ph, m.dma, m.lsu,
-         m.sfp, m.pt, m.ring, m.scalar, m.sync, phaseScheduledCycles[ph], phaseOverlappedCycles[ph],
-         phaseSerialCycles[ph]);
-  }
-  UnitCycles tot = totals();
-  double ov = 0, se = 0, sc = 0;
-  for (int ph = 0; ph < numPhases(); ++ph)
-    ov += phaseOverlappedCycles[ph], se += phaseSerialCycles[ph], sc += phaseScheduledCycles[ph];
-  line("%-7s %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f\n", "total", tot.dma,
-       tot.lsu, tot.sfp, tot.pt, tot.ring, tot.scalar, tot.sync, sc, ov, se);
-  line("(cycles; per phase the max over cores of each unit; phase time = max over cores)\n");
-  line("launch %.3f us + barriers %.3f us\n", launchUs, barrierUs);
-  line("kernel time: %.3f us scheduled%s (bounds: overlapped %.3f us, serial %.3f us)\n", scheduledUs,
-       scheduleApproximate ? " (approximate: a loop never settled)" : "", overlappedUs, serialUs);
-  line("work: DDR %llu B, LSU %llu sticks, SFP %llu stick-ops, PT %llu MACs, ring %llu B\n",
-       static_cast<unsigned long long>(ddrBytes), static_cast<unsigned long long>(lsuSticks),
-       static_cast<unsigned long long>(sfpStickOps), static_cast<unsigned long long>(ptMacs),
-       static_cast<unsigned long long>(ringBytes));
-  return s;
 }
 
 } // namespace spyre::isa

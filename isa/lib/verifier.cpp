@@ -1,4 +1,5 @@
 #include "spyre/isa/verifier.h"
+#include "spyre/isa/limits.h"
 #include <array>
 #include <functional>
 #include "verifier_checks.h"
@@ -288,7 +289,21 @@ void checkMulticastCohorts(const Kernel &k) {
 }
 } // namespace
 
+namespace {
+/// Whether programs execute ring or multicast instructions, and how many instructions they have.
+struct UnitScan final : detail::WalkVisitor {
+  bool ring = false, multicast = false;
+  uint64_t instructions = 0; ///< of the last program walked, dead loop bodies excluded
+  void visit(const Instr &in, const detail::ScalarState &, uint64_t, int) override {
+    ++instructions;
+    ring |= opInfo(in.op).unit == Unit::Ring;
+    multicast |= in.op == Opcode::DmaMc;
+  }
+};
+} // namespace
+
 void verifyKernel(const Kernel &k, const std::vector<uint64_t> &argBytes, int64_t lxBytes) {
+  checkKernelLimits(k); // first: every walk below relies on its depth bound
   if (k.numCores < 1 || k.numCores > 32)
     kernelError(k, "cores=" + std::to_string(k.numCores) + " is outside 1..32");
   if (argBytes.size() != k.args.size())
@@ -321,20 +336,26 @@ void verifyKernel(const Kernel &k, const std::vector<uint64_t> &argBytes, int64_
                          std::to_string(topLevelBarriers(p)) + " barriers but cores " +
                          rangeText(p0.firstCore, p0.lastCore) + " reach " +
                          std::to_string(topLevelBarriers(p0)) + "; every core must reach the same number");
-  bool anyRing = false, anyMulticast = false;
+  UnitScan kinds;
   for (const auto &p : k.programs) {
+    kinds.instructions = 0;
+    detail::walkStructure(k, p, p.firstCore, kinds);
+    // The exact dry run costs a few visits per instruction for the kernels we generate; a deep
+    // loop nest makes it exponential. Past a budget linear in the program the symbolic pass
+    // (linear in the program, sound) decides instead, and the dry run again only when that
+    // gives up, to decide exactly and word the error.
+    const uint64_t quick = 16 * kinds.instructions + 4096;
     for (int c = p.firstCore; c <= p.lastCore; ++c) {
-      detail::checkDynamic(k, p, c, argBytes, lxBytes);
-    }
-    std::function<void(const std::vector<Instr> &)> scan = [&](const std::vector<Instr> &b) {
-      for (const auto &in : b) {
-        anyRing |= opInfo(in.op).unit == Unit::Ring;
-        anyMulticast |= in.op == Opcode::DmaMc;
-        scan(in.body);
+      try {
+        detail::checkDynamic(k, p, c, argBytes, lxBytes, {}, quick);
+        continue;
+      } catch (const detail::DryRunBudgetExceeded &) {
       }
-    };
-    scan(p.body);
+      if (std::optional<std::string> why = detail::proveDynamic(k, p, c, argBytes, lxBytes))
+        detail::checkDynamic(k, p, c, argBytes, lxBytes, *why);
+    }
   }
+  const bool anyRing = kinds.ring, anyMulticast = kinds.multicast;
   if (anyMulticast)
     checkMulticastCohorts(k);
   // Ring pairing: what core c receives from direction d in phase p is exactly what its
@@ -343,7 +364,7 @@ void verifyKernel(const Kernel &k, const std::vector<uint64_t> &argBytes, int64_
     const int n = k.numCores;
     std::vector<RingTally> tally(n);
     for (int c = 0; c < n; ++c)
-      detail::walkProgram(k, *k.programFor(c), c, tally[c]);
+      detail::walkStructure(k, *k.programFor(c), c, tally[c]); // counts: weights only
     for (int c = 0; c < n; ++c)
       for (int d = 0; d < 2; ++d) {
         int from = d == 0 ? (c + n - 1) % n : (c + 1) % n;

@@ -308,9 +308,9 @@ void DynamicChecker::rule(Row<Opcode::Bar>, const Instr &in, const ScalarState &
 } // namespace
 
 void detail::checkDynamic(const Kernel &k, const CoreProgram &p, int core, const std::vector<uint64_t> &argBytes,
-                          int64_t lxBytes) {
+                          int64_t lxBytes, std::string_view why, uint64_t maxVisits) {
   DynamicChecker check(k, core, argBytes, lxBytes);
-  detail::walkProgram(k, p, core, check);
+  detail::walkProgram(k, p, core, check, why, maxVisits);
   check.endProgram();
 }
 

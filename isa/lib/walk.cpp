@@ -32,7 +32,8 @@ namespace {
 
 class Walker {
 public:
-  Walker(const Kernel &k, WalkVisitor &v) : k_(k), v_(v) {}
+  Walker(const Kernel &k, WalkVisitor &v, uint64_t maxVisits, std::string_view why)
+      : k_(k), v_(v), maxVisits_(maxVisits), visitsLeft_(maxVisits), why_(why) {}
 
   void body(const std::vector<Instr> &b, ScalarState &s, uint64_t w, int depth) {
     for (const auto &in : b)
@@ -42,6 +43,16 @@ public:
 private:
   const Kernel &k_;
   WalkVisitor &v_;
+  uint64_t maxVisits_, visitsLeft_;
+  std::string_view why_;
+
+  [[noreturn]] void tooCostly(const ScalarState &s) const {
+    std::string msg = "kernel " + k_.name + ", core " + std::to_string(s.core) + ": the dry run needs more than " +
+                      std::to_string(maxVisits_) + " instruction visits (KernelLimits::maxDryRunVisits)";
+    if (!why_.empty())
+      msg += "; the symbolic check could not summarise it: " + std::string(why_);
+    throw DryRunBudgetExceeded(msg);
+  }
 
   [[noreturn]] void overflow(const Instr &in, const ScalarState &s) const {
     instrError(k_, s.core, in, "", "scalar arithmetic overflows 64 bits");
@@ -57,6 +68,8 @@ private:
   }
 
   void step(const Instr &in, ScalarState &s, uint64_t w, int depth) {
+    if (visitsLeft_-- == 0)
+      tooCostly(s);
     v_.visit(in, s, w, depth);
     int64_t out = 0;
     switch (in.op) {
@@ -150,11 +163,41 @@ private:
 
 } // namespace
 
-void walkProgram(const Kernel &k, const CoreProgram &p, int core, WalkVisitor &v) {
+void walkProgram(const Kernel &k, const CoreProgram &p, int core, WalkVisitor &v, std::string_view why,
+                 uint64_t maxVisits) {
   ScalarState s;
   s.core = core;
   s.r[0] = core;
-  Walker(k, v).body(p.body, s, 1, 0);
+  Walker(k, v, maxVisits, why).body(p.body, s, 1, 0);
+}
+
+void walkStructure(const Kernel &k, const CoreProgram &p, int core, WalkVisitor &v) {
+  ScalarState s;
+  s.core = core;
+  s.r[0] = core;
+  struct Frame {
+    const std::vector<Instr> *body;
+    size_t next;
+    uint64_t weight;
+  };
+  std::vector<Frame> stack{{&p.body, 0, 1}};
+  while (!stack.empty()) {
+    Frame &f = stack.back();
+    if (f.next == f.body->size()) {
+      stack.pop_back();
+      continue;
+    }
+    const Instr &in = (*f.body)[f.next++];
+    const uint64_t w = f.weight;
+    const int depth = static_cast<int>(stack.size()) - 1;
+    v.visit(in, s, w, depth);
+    if (in.op != Opcode::Loop || in.imm <= 0)
+      continue;
+    uint64_t inner = 0;
+    if (__builtin_mul_overflow(w, static_cast<uint64_t>(in.imm), &inner))
+      instrError(k, core, in, "", "more than 2^64 dynamic instructions");
+    stack.push_back({&in.body, 0, inner}); // invalidates f
+  }
 }
 
 } // namespace spyre::isa::detail

@@ -25,11 +25,13 @@
 // period <= 4 (e.g. a register doubling each iteration) are walked iteration by iteration,
 // still exactly.
 #pragma once
+#include "spyre/isa/limits.h"
 #include "spyre/isa/listing.h"
 #include "spyre/isa/program.h"
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace spyre::isa::detail {
 
@@ -48,8 +50,24 @@ public:
 };
 
 /// Dry-runs `p` as core `core` of `k`. Throws spyre::Error (see instrError) on a scalar register
-/// index out of range, a per-core table without an entry for the core, or 64-bit overflow.
-void walkProgram(const Kernel &k, const CoreProgram &p, int core, WalkVisitor &v);
+/// index out of range, a per-core table without an entry for the core, or 64-bit overflow, and
+/// when it needs more than KernelLimits::maxDryRunVisits visits (a deep nest of loops costs the
+/// product of a few visits per level; `why`, when given, is added to that error: the reason the
+/// symbolic check could not do without the dry run).
+void walkProgram(const Kernel &k, const CoreProgram &p, int core, WalkVisitor &v, std::string_view why = {},
+                 uint64_t maxVisits = kKernelLimits.maxDryRunVisits);
+
+/// What walkProgram throws when it runs out of visits (a spyre::Error with the message above).
+class DryRunBudgetExceeded : public Error {
+public:
+  using Error::Error;
+};
+
+/// Shows every instruction of `p` once, in program order, with `weight` = its exact dynamic
+/// execution count (the product of the trip counts around it; bodies of loops that run 0 times
+/// are skipped) and a state holding only r0: for visitors that count and never read registers.
+/// O(program size), iterative.
+void walkStructure(const Kernel &k, const CoreProgram &p, int core, WalkVisitor &v);
 
 /// Value of scalar register `r` (-1 = no register = 0).
 int64_t regValue(const Kernel &k, const ScalarState &s, const Instr &in, int r);

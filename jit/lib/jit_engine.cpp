@@ -1,6 +1,7 @@
 #include "spyre/jit/jit_engine.h"
 #include "code_cache.h"
 #include "lowering.h"
+#include "spyre/isa/limits.h"
 #include "spyre/isa/semantics.h"
 #include "spyre_jit_source_hash.h"
 #include <chrono>
@@ -419,6 +420,8 @@ std::shared_ptr<const sim::PreparedKernel> JitEngine::prepare(const isa::Kernel 
 std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(const std::vector<isa::Kernel> &ks) {
   if (ks.empty())
     return {};
+  for (const isa::Kernel &k : ks)
+    isa::checkKernelLimits(k); // lowering recurses over loop nests: bounded by the depth limit
   Impl &im = *impl_;
   std::lock_guard<std::mutex> g(im.mu);
   auto tAll = Clock::now();

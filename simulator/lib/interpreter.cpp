@@ -1,5 +1,6 @@
 // The reference interpreter: defines what every instruction does. Deliberately simple; the
 // JIT is where speed comes from.
+#include "spyre/isa/limits.h"
 #include "spyre/isa/semantics.h"
 #include "spyre/sim/engine.h"
 #include <cmath>
@@ -270,6 +271,7 @@ public:
   explicit Interpreter(WorkCounters *counters) : counters_(counters) {}
   const char *name() const override { return "interp"; }
   std::shared_ptr<const PreparedKernel> prepare(const Kernel &k) override {
+    isa::checkKernelLimits(k); // execution recurses over loop nests: bounded by the depth limit
     return std::make_shared<Interp>(k, counters_);
   }
 
