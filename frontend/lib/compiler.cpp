@@ -2,6 +2,7 @@
 #include "spyre/frontend/compiler.h"
 #include "lowering.h"
 #include "spyre/isa/error.h"
+#include <algorithm>
 #include <filesystem>
 
 namespace spyre::frontend {
@@ -23,10 +24,38 @@ private:
   bool on_;
   std::vector<PassSnapshot> log_;
 };
+
+/// A value with a zero-size dimension holds no elements: no pass or kernel builder handles it
+/// (work division, layouts and LX planning divide by dimensions), so the graph is rejected before
+/// any of them runs. torch_spyre computes such ops without a kernel before they reach here.
+void rejectEmptyValues(const Graph &g) {
+  auto empty = [](const Value &v) {
+    return std::any_of(v.shape.begin(), v.shape.end(), [](int64_t d) { return d == 0; });
+  };
+  auto type = [](const Value &v) {
+    std::string s = std::string(dtypeShortName(v.dtype)) + "[";
+    for (size_t i = 0; i < v.shape.size(); ++i)
+      s += (i ? ", " : "") + std::to_string(v.shape[i]);
+    return s + "]";
+  };
+  // Lines of printGraph's text: the header (the inputs) is line 1, node i is line i + 2.
+  for (int i : g.inputs)
+    if (empty(g.values[i]))
+      throw Unsupported("empty tensor %" + g.values[i].name + ": " + type(g.values[i]) +
+                        " (<graph>:1, graph input): zero-size dimensions are not compiled");
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Value &v = g.values[g.nodes[i].output];
+    if (empty(v))
+      throw Unsupported("empty tensor %" + v.name + ": " + type(v) + " (<graph>:" +
+                        std::to_string(i + 2) + ", node %" + v.name + " = " + g.nodes[i].op +
+                        "): zero-size dimensions are not compiled");
+  }
+}
 } // namespace
 
 isa::JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
   input.verify();
+  rejectEmptyValues(input);
   if (opts.maxCores < 1 || opts.maxCores > 32)
     throw Unsupported("invalid SENCORES value " + std::to_string(opts.maxCores));
   if (!opts.dumpDir.empty()) {

@@ -83,6 +83,10 @@ std::vector<KernelDraft> nodeKernels(const Graph &g, const Node &n, size_t index
                                      const std::map<int, const Node *> &viewSlices) {
   const std::string where = "node %" + g.values[n.output].name + " = " + n.op;
   const int cores = opts.maxCores;
+  // Every builder divides work by dimensions: none sees a zero-size operand or result.
+  requireNonEmpty(g.values[n.output].shape, where);
+  for (int v : n.inputs)
+    requireNonEmpty(g.values[v].shape, where);
   switch (opInfo(n.op).cls) {
   case OpClass::Pointwise:
   case OpClass::Comparison: {

@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cstring>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <numeric>
 
 namespace spyre::py {
@@ -31,8 +33,18 @@ namespace {
 
 constexpr uint64_t kDdrBytes = 128ull << 30; // one card: 128 GiB (SPYRE.md §1)
 
+/// Live allocations by DDR address, for storages that wrap a block's pointer without owning it
+/// (at::from_blob over a spyre storage: torch's legacy serialisation reads and writes storages
+/// that way).
+std::mutex gLiveMu;
+std::map<uint64_t, Allocation *> gLive;
+
 void deleteAllocation(void *ctx) {
   auto *a = static_cast<Allocation *>(ctx);
+  {
+    std::lock_guard<std::mutex> lock(gLiveMu);
+    gLive.erase(a->addr);
+  }
   try {
     deviceMemory().free(a->addr);
   } catch (const std::exception &e) {
@@ -52,6 +64,10 @@ public:
       TORCH_CHECK_WITH(OutOfMemoryError, false, e.what());
     }
     auto *a = new Allocation{addr, n, std::nullopt};
+    {
+      std::lock_guard<std::mutex> lock(gLiveMu);
+      gLive[addr] = a;
+    }
     // The data pointer is the block's host address inside the DDR reservation: unique per
     // block, so torch's aliasing/overlap checks see real distinct addresses.
     return {deviceMemory().at(addr, n), a, &deleteAllocation, c10::Device(kSpyre, 0)};
@@ -79,9 +95,15 @@ c10::Allocator &spyreAllocator() { return gAllocator; }
 
 Allocation *allocationOf(const c10::Storage &s) {
   const c10::DataPtr &dp = s.data_ptr();
-  if (dp.get_deleter() != &deleteAllocation)
+  if (dp.get_deleter() == &deleteAllocation)
+    return static_cast<Allocation *>(dp.get_context());
+  // A storage over a block it does not own (from_blob): the block starting at its pointer.
+  if (!dp.get() || !dp.device().is_privateuseone() || !deviceMemory().contains(dp.get()))
     return nullptr;
-  return static_cast<Allocation *>(dp.get_context());
+  const uint64_t addr = static_cast<uint64_t>(static_cast<const uint8_t *>(dp.get()) - deviceMemory().base());
+  std::lock_guard<std::mutex> lock(gLiveMu);
+  auto it = gLive.find(addr);
+  return it == gLive.end() ? nullptr : it->second;
 }
 
 /// Python spelling of a dtype for messages (torch_python's getDtypeNames is not exported).
@@ -239,6 +261,17 @@ SpyreTensorLayout defaultLayout(at::IntArrayRef size, at::IntArrayRef stride,
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t a, int64_t b) { return stride[a] > stride[b]; });
   return SpyreTensorLayout(size.vec(), stride.vec(), f, order);
+}
+
+at::Tensor emptyRaw(at::IntArrayRef size, at::IntArrayRef stride, at::ScalarType dtype) {
+  at::detail::check_size_nonnegative(size);
+  const size_t nbytes = at::detail::computeStorageNbytes(size, stride, c10::elementSize(dtype));
+  c10::Storage storage(c10::Storage::use_byte_size_t(), nbytes, &gAllocator, /*resizable=*/true);
+  auto impl = c10::make_intrusive<SpyreTensorImpl>(std::move(storage),
+                                                   c10::scalarTypeToTypeMeta(dtype),
+                                                   SpyreTensorLayout());
+  impl->set_sizes_and_strides(size, stride);
+  return at::Tensor(std::move(impl));
 }
 
 at::Tensor emptyStrided(at::IntArrayRef size, at::IntArrayRef stride, at::ScalarType dtype) {

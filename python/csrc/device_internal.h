@@ -106,4 +106,17 @@ int64_t storageElems(const at::Tensor &t, const StorageGeometry &g);
 /// 0 and filled from the device. Returns the geometry view; its storage is the image.
 at::Tensor stageStorage(const Allocation &a, int64_t elems);
 
+/// Gives t's storage the geometry g, keeping its host bytes (the image of its old geometry, or
+/// the verbatim bytes of a raw storage): the bytes g covers are written in g's layout (into a
+/// larger DDR block if g needs one); t reports g's layout. Throws if g does not fit the bytes.
+void retileStorage(const at::Tensor &t, const StorageGeometry &g);
+/// A storage allocated raw (torch.UntypedStorage, torch.load) gets a geometry when a tensor of a
+/// device dtype is set on it: the flat vector of its bytes in t's dtype, so that every view of
+/// the storage reads the bytes it was given. No-op for a storage with a geometry.
+void adoptRawStorage(const at::Tensor &t);
+/// UntypedStorage.clone() (deepcopy): when dst views the whole of a raw storage and src the
+/// whole of a storage of the same size with a geometry, copies the DDR bytes and the geometry
+/// (the clone keeps the layout); false (nothing done) otherwise.
+bool cloneWholeStorage(const at::Tensor &src, const at::Tensor &dst);
+
 } // namespace spyre::py::detail

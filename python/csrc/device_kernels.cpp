@@ -36,7 +36,12 @@ at::Tensor spyreEmptyStrided(at::IntArrayRef size, at::IntArrayRef stride,
                              std::optional<at::Device> device, std::optional<bool> pinMemory) {
   checkOptions(layout, device, pinMemory);
   return withTorchErrors([&] {
-    return emptyStrided(size, stride, dtype.value_or(c10::get_default_dtype_as_scalartype()));
+    const at::ScalarType t = dtype.value_or(c10::get_default_dtype_as_scalartype());
+    // A tensor without elements of a dtype the card does not hold: the byte views torch's
+    // storage copies set on a storage (UntypedStorage.copy_, .cpu(), torch.save).
+    if (!hostTypeOf(t) && c10::multiply_integers(size) == 0)
+      return emptyRaw(size, stride, t);
+    return emptyStrided(size, stride, t);
   });
 }
 
@@ -60,6 +65,8 @@ at::Tensor spyreCopyFrom(const at::Tensor &self, const at::Tensor &dst, bool /*n
     if (dst.numel() == 0)
       return dst;
     if (dst.is_privateuseone()) {
+      if (self.is_privateuseone() && cloneWholeStorage(self, dst))
+        return dst;
       at::Tensor src = self.is_privateuseone() ? toCpu(self) : self; // D2D goes via the host
       copyFromCpu(dst, src);
       return dst;
@@ -192,6 +199,7 @@ at::Tensor &spyreSetStorage(at::Tensor &self, at::Storage source, int64_t offset
   at::native::checkSetStorage(self, source, offset, size, stride);
   self.unsafeGetTensorImpl()->set_sizes_and_strides(size, stride, offset);
   at::native::checkInBoundsForStorage(size, stride, offset, self.dtype(), self.storage());
+  withTorchErrors([&] { adoptRawStorage(self); });
   if (auto *impl = spyreImpl(self))
     if (Allocation *a = allocationOf(self.storage()); a && a->geom)
       impl->setLayout(a->geom->layout);

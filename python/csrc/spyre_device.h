@@ -46,6 +46,9 @@ const StorageGeometry &storageGeometry(const at::Tensor &t);
 bool coversStorage(const at::Tensor &t);
 /// Allocation with the generic stick layout for size/stride (dim order by decreasing stride).
 at::Tensor emptyStrided(at::IntArrayRef size, at::IntArrayRef stride, at::ScalarType dtype);
+/// A tensor over a storage allocated raw (no geometry: it holds host bytes verbatim), of any
+/// dtype; what torch's storage copies view a storage through.
+at::Tensor emptyRaw(at::IntArrayRef size, at::IntArrayRef stride, at::ScalarType dtype);
 /// Layout empty_strided gives a tensor of that geometry.
 SpyreTensorLayout defaultLayout(at::IntArrayRef size, at::IntArrayRef stride, at::ScalarType dtype);
 

@@ -395,6 +395,10 @@ def fold_constants(gm: torch.fx.GraphModule) -> list:
 
 
 def _compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    from ._empty import compiled_graph_has_empty
+
+    if compiled_graph_has_empty(gm):
+        return gm  # zero-size values need no kernels: node by node through the eager kernels
     consts = fold_constants(gm)
     fn = _compile_aten_graph_inputs(gm)
     if not consts:

@@ -99,6 +99,23 @@ def initial_seed() -> int:
     return _C.initial_seed()
 
 
+class device:
+    """Context manager that makes ``device`` current (torch.cuda.device's form). The simulator has
+    one device, so it only validates the index; torch's storage moves (``UntypedStorage.to``,
+    used by torch.load) enter it."""
+
+    def __init__(self, device: Any) -> None:
+        self.idx = torch.device(device).index if isinstance(device, (str, torch.device)) else device
+        if self.idx is not None and self.idx != -1:
+            set_device(self.idx)
+
+    def __enter__(self) -> "device":
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        return False
+
+
 def get_amp_supported_dtype() -> list[torch.dtype]:
     return [torch.float16, torch.bfloat16]
 
@@ -119,6 +136,7 @@ _MODULE_MEMBERS = (
     "manual_seed_all",
     "initial_seed",
     "get_amp_supported_dtype",
+    "device",
     "SpyreTensorLayout",
     "DataFormats",
     "ElementArrangement",

@@ -23,7 +23,7 @@ from typing import Any, Callable
 import torch
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
-from . import _config, _fallback
+from . import _config, _device_rules, _empty, _fallback
 from ._decompositions import DECOMPOSITIONS
 from ._errors import Unsupported
 from ._no_trace import no_trace
@@ -123,6 +123,10 @@ def _run_lowered(op: Any, args: tuple, kwargs: dict) -> Any:
 def _lowered_kernel(op: Any) -> Callable:
     @no_trace
     def kernel(*args: Any, **kwargs: Any) -> Any:
+        _device_rules.check_same_device(op, args, kwargs)
+        out = _empty.empty_result(op, args, kwargs)
+        if out is not NotImplemented:
+            return out
         out, reason = _run_lowered(op, args, kwargs)
         if out is NotImplemented:
             _fallback.note_fallback(str(op), reason)
@@ -151,6 +155,10 @@ def _unmeta_factories(gm: torch.fx.GraphModule, device: torch.device) -> None:
 def _decomposed_kernel(op: Any, decomp: Callable) -> Callable:
     @no_trace
     def kernel(*args: Any, **kwargs: Any) -> Any:
+        _device_rules.check_same_device(op, args, kwargs)
+        out = _empty.empty_result(op, args, kwargs)
+        if out is not NotImplemented:
+            return out
         from torch.fx.experimental.proxy_tensor import make_fx
 
         from ._compile import _compile_aten_graph
@@ -227,6 +235,7 @@ def _functional_of(op: Any) -> Any:
 
 @no_trace
 def _boxed_fallback(op: Any, *args: Any, **kwargs: Any) -> Any:
+    _device_rules.check_same_device(op, args, kwargs)
     fop = _functional_of(op)
     if fop is not None:
         bound = bind_arguments(op, args, kwargs, fill_defaults=False)

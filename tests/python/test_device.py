@@ -282,12 +282,14 @@ def test_set_shares_storage_and_layout():
     assert torch.equal(w.cpu(), x)
 
 
-def test_raw_storage_has_no_layout():
+def test_raw_storage_takes_the_layout_of_the_tensor_set_on_it():
+    # A raw storage holds host bytes verbatim; a tensor set on it gives it a flat layout.
     s = torch.UntypedStorage(64, device=SPYRE)
+    s.copy_(torch.arange(16.0).untyped_storage())
     t = torch.empty(0, device=SPYRE).set_(s)
     assert t.shape == (16,)
-    with pytest.raises(RuntimeError, match="no device layout .*allocated raw"):
-        t.cpu()
+    assert torch.equal(t.cpu(), torch.arange(16.0))
+    assert t.device_tensor_layout() == torch.spyre.SpyreTensorLayout([16], torch.float32)
 
 
 def test_as_strided_out_of_bounds_error():
