@@ -31,6 +31,8 @@ std::vector<int64_t> parseShape(const std::string &s) {
   }
   if (out.empty())
     throw Error("empty --shape");
+  if (s.back() == 'x')
+    throw Error("bad --shape '" + s + "' (expected e.g. 4096x1024)");
   return out;
 }
 

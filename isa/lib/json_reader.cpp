@@ -169,11 +169,18 @@ bool parseDecimal(const std::string &s, int64_t &out) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
-void Reader::fail(const std::string &path, const std::string &what) const { throw Error(file + ": " + path + ": " + what); }
+// Paths and reasons can echo keys and strings of any length: both are cut.
+void Reader::fail(const std::string &path, const std::string &what) const {
+  throw Error(file + ": " + cut(path, 300) + ": " + cut(what, 500));
+}
 
 void Reader::warn(const std::string &path, const std::string &what) const {
-  if (warnings)
-    warnings->push_back(file + ": " + path + ": " + what);
+  if (!warnings || warnings->size() > kMaxWarnings)
+    return;
+  if (warnings->size() == kMaxWarnings)
+    warnings->push_back(file + ": further warnings not reported");
+  else
+    warnings->push_back(file + ": " + cut(path, 300) + ": " + what);
 }
 
 const ojson &Reader::object(const ojson &v, const std::string &path) const {

@@ -12,6 +12,7 @@ namespace spyre::isa::detail {
 
 constexpr int kMaxJsonDepth = 64;               ///< nesting of objects and arrays
 constexpr size_t kMaxJsonValues = size_t{1} << 20; ///< values (scalars, objects, arrays) per file
+constexpr size_t kMaxWarnings = 16;                ///< then one "further warnings not reported"
 
 /// Parses `text`: errors are `<file>: <pointer>: malformed JSON: <reason>`, where pointer is
 /// the JSON pointer of the value being read ("/" for the root), reason nlohmann's message or

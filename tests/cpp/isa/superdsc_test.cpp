@@ -180,6 +180,14 @@ TEST(SuperDsc, UnknownSchemaFieldsAreWarnings) {
       "d/x.json");
   EXPECT_EQ(s.warnings, (std::vector<std::string>{"d/x.json: /0_abs/dscs_/0/abs/labeledDs_/0/x_: unknown field (ignored)",
                                                   "d/x.json: /0_abs/dscs_/0/abs/computeOp_/0/newField: unknown field (ignored)"}));
+  // At most 16, then one line saying so.
+  std::string many;
+  for (int i = 0; i < 40; ++i)
+    many += "\"f" + std::to_string(i) + "\": 0, ";
+  SuperDsc m = parseSuperDscText(mutate(kAbs, R"("numCoresUsed_": 2,)", R"("numCoresUsed_": 2, )" + many), "x.json");
+  ASSERT_EQ(m.warnings.size(), 17u);
+  EXPECT_EQ(m.warnings[15], "x.json: /0_abs/f15: unknown field (ignored)");
+  EXPECT_EQ(m.warnings[16], "x.json: further warnings not reported");
 }
 
 TEST(SuperDsc, NestingAndSizeAreBounded) {
