@@ -1,6 +1,9 @@
 #include "spyre/isa/superdsc.h"
 #include "spyre/isa/error.h"
-#include <regex>
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <optional>
 
 namespace spyre::isa {
 
@@ -187,11 +190,72 @@ std::string writeBundleMlir(const std::vector<std::string> &files) {
   return s;
 }
 
+namespace {
+
+/// A scanner for `sdscbundle.sdsc_execute () {sdsc_filename="<name>"}` (whitespace allowed between
+/// tokens, as `\s*`). Linear in the text and without recursion: std::regex recursed per
+/// character of a long name (a 1 MiB name overflowed the stack) and took seconds on large files.
+class BundleScanner {
+public:
+  BundleScanner(const std::string &text, size_t pos) : t_(text), p_(pos) {}
+  /// The name when an operation starts at pos, else nullopt (then scanning resumes after pos).
+  std::optional<std::string> operation(const std::string &file) {
+    p_ += std::strlen(kOp);
+    if (!tok('(') || !tok(')') || !tok('{') || !word("sdsc_filename") || !tok('=') || !tok('"'))
+      return std::nullopt;
+    size_t end = t_.find('"', p_);
+    if (end == std::string::npos || end == p_)
+      return std::nullopt;
+    if (end - p_ > kMaxSdscFilename)
+      throw Error(file + ":" + std::to_string(lineOf(p_)) + ": sdsc_filename longer than " +
+                  std::to_string(kMaxSdscFilename) + " characters");
+    std::string name = t_.substr(p_, end - p_);
+    p_ = end + 1;
+    if (!tok('}'))
+      return std::nullopt;
+    return name;
+  }
+  static constexpr const char *kOp = "sdscbundle.sdsc_execute";
+  static constexpr size_t kMaxSdscFilename = 4096;
+
+private:
+  void space() {
+    while (p_ < t_.size() && std::isspace(static_cast<unsigned char>(t_[p_])))
+      ++p_;
+  }
+  bool tok(char c) {
+    space();
+    if (p_ >= t_.size() || t_[p_] != c)
+      return false;
+    ++p_;
+    return true;
+  }
+  bool word(const char *w) {
+    space();
+    size_t n = std::strlen(w);
+    if (t_.compare(p_, n, w) != 0)
+      return false;
+    p_ += n;
+    return true;
+  }
+  size_t lineOf(size_t pos) const { return 1 + static_cast<size_t>(std::count(t_.begin(), t_.begin() + pos, '\n')); }
+
+  const std::string &t_;
+  size_t p_;
+};
+
+} // namespace
+
 std::vector<std::string> parseBundleMlir(const std::string &text, const std::string &file) {
+  constexpr size_t kMaxBundleBytes = size_t{16} << 20; // real ones are under 1 KiB
+  if (text.size() > kMaxBundleBytes)
+    throw Error(file + ": " + std::to_string(text.size()) + " bytes, more than the bundle file limit of " +
+                std::to_string(kMaxBundleBytes) + " bytes (16 MiB)");
   std::vector<std::string> out;
-  static const std::regex re("sdscbundle\\.sdsc_execute\\s*\\(\\s*\\)\\s*\\{\\s*sdsc_filename\\s*=\\s*\"([^\"]+)\"\\s*\\}");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it)
-    out.push_back((*it)[1]);
+  for (size_t pos = text.find(BundleScanner::kOp); pos != std::string::npos;
+       pos = text.find(BundleScanner::kOp, pos + 1))
+    if (auto name = BundleScanner(text, pos).operation(file))
+      out.push_back(std::move(*name));
   if (out.empty())
     throw Error(file + ": no sdscbundle.sdsc_execute operations found");
   return out;

@@ -18,6 +18,8 @@ using detail::Reader;
 constexpr int64_t kMaxIndex = INT32_MAX;                          ///< ldsIdx_ (an int in the model)
 constexpr int64_t kMaxDdrAddress = kMaxSegments * kSegmentBytes - 1; ///< DDR start addresses
 constexpr int64_t kMaxLxAddress = (int64_t{1} << 21) - 1;          ///< LX start addresses (2 MiB LX)
+/// SuperDSC JSON text (real ones are tens of KiB; a 16 MiB string parses in ~0.4 s).
+constexpr size_t kMaxSuperDscBytes = size_t{16} << 20;
 
 std::string coreRange(const SuperDsc &s) {
   return "0.." + std::to_string(s.numCoresUsed - 1) + " (numCoresUsed_ " + std::to_string(s.numCoresUsed) + ")";
@@ -425,6 +427,9 @@ SuperDsc parseSuperDsc(const ojson &root, const std::string &file) {
 }
 
 SuperDsc parseSuperDscText(const std::string &text, const std::string &file) {
+  if (text.size() > kMaxSuperDscBytes)
+    throw Error(file + ": " + std::to_string(text.size()) + " bytes, more than the SuperDSC limit of " +
+                std::to_string(kMaxSuperDscBytes) + " bytes (16 MiB)");
   return parseSuperDsc(detail::parseJson(text, file), file);
 }
 

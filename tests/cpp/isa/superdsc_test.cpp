@@ -114,6 +114,17 @@ TEST(SuperDsc, BundleMlir) {
   EXPECT_THROW(parseBundleMlir("module {}", "bundle.mlir"), Error);
 }
 
+// The scanner accepts what the regex did: whitespace (newlines too) between tokens, other text
+// ignored, an incomplete operation skipped.
+TEST(SuperDsc, BundleMlirScanner) {
+  EXPECT_EQ(parseBundleMlir("x sdscbundle.sdsc_execute(){sdsc_filename=\"a.json\"} "
+                            "sdscbundle.sdsc_execute () {sdsc_filename=\"\"} "
+                            "sdscbundle.sdsc_execute ( ) {sdsc_filename=\"b.json\" "
+                            "sdscbundle.sdsc_execute\n (\n)\n {\n sdsc_filename\n =\n \"c d.json\"\n }",
+                            "b.mlir"),
+            (std::vector<std::string>{"a.json", "c d.json"}));
+}
+
 namespace {
 std::string parseError(const std::string &text, const std::string &file = "g2/sdsc_0.json") {
   try {
