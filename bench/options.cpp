@@ -3,7 +3,10 @@
 #include "spyre/frontend/compiler.h"
 #include "spyre/isa/env.h"
 #include "spyre/isa/error.h"
+#include "spyre/isa/superdsc.h"
 #include "spyre/sim/runtime.h"
+#include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -15,17 +18,39 @@ std::vector<int64_t> parseShape(const std::string &s) {
   std::stringstream ss(s);
   std::string part;
   while (std::getline(ss, part, 'x')) {
-    try {
-      out.push_back(std::stoll(part));
-    } catch (...) {
+    int64_t v = 0;
+    auto r = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || !std::isdigit(static_cast<unsigned char>(part[0])) || r.ptr != part.data() + part.size() ||
+        (r.ec != std::errc() && r.ec != std::errc::result_out_of_range))
       throw Error("bad --shape '" + s + "' (expected e.g. 4096x1024)");
-    }
-    if (out.back() <= 0)
+    if (r.ec == std::errc::result_out_of_range || v > kMaxShapeDim)
+      throw Error("bad --shape '" + s + "': dimension " + part + " is larger than " + std::to_string(kMaxShapeDim));
+    if (v <= 0)
       throw Error("bad --shape '" + s + "': dimensions must be positive");
+    out.push_back(v);
   }
   if (out.empty())
     throw Error("empty --shape");
+  if (s.back() == 'x')
+    throw Error("bad --shape '" + s + "' (expected e.g. 4096x1024)");
   return out;
+}
+
+void checkShapeFits(const frontend::Graph &g, const std::string &shapeText) {
+  for (const auto &v : g.values) {
+    // Each dim is at most 2^40 and the product stops once past 2^34: no overflow in 128 bits.
+    unsigned __int128 bytes = static_cast<unsigned __int128>(hostTypeBytes(v.dtype));
+    bool over = false;
+    for (size_t i = 0; i < v.shape.size() && !over; ++i)
+      over = (bytes *= static_cast<unsigned __int128>(v.shape[i])) > isa::kSegmentBytes;
+    if (!over)
+      continue;
+    std::string dims;
+    for (int64_t d : v.shape)
+      dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    throw Error("bad --shape '" + shapeText + "': the op's tensor [" + dims + "] needs more than " +
+                std::to_string(isa::kSegmentBytes) + " bytes (16 GiB, the most one kernel argument can address)");
+  }
 }
 
 po::options_description commandLine() {
@@ -73,6 +98,9 @@ Options optionsFrom(const po::variables_map &vm) {
   std::string tierS = vm["tier"].as<std::string>();
   o.tier = tierS == "O0" ? jit::OptTier::O0 : tierS == "O2" ? jit::OptTier::O2 : throw Error("bad --tier " + tierS);
   o.cores = vm.count("cores") ? vm["cores"].as<int>() : frontend::CompileOptions::fromEnv(processEnv()).maxCores;
+  if (o.cores < 1 || o.cores > isa::kMaxSdscCores)
+    throw Error("bad --cores " + std::to_string(o.cores) + " (expected an integer in 1.." +
+                std::to_string(isa::kMaxSdscCores) + ")");
   o.reps = std::max(1, vm["reps"].as<int>());
   o.interpReps = vm["interp-reps"].as<int>();
   o.interpBudgetS = vm["interp-budget"].as<double>();

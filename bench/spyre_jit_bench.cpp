@@ -7,6 +7,7 @@
 #include "options.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/backend/backend.h"
+#include "spyre/isa/file_io.h"
 #include "spyre/isa/listing.h"
 #include "spyre/sim/runtime.h"
 #include "spyre/sim/trace.h"
@@ -55,12 +56,7 @@ int main(int argc, char **argv) {
     }
     if (vm.count("listing")) {
       std::string path = vm["listing"].as<std::string>();
-      std::ifstream in(path);
-      if (!in)
-        throw Error("cannot read listing '" + path + "'");
-      std::stringstream text;
-      text << in.rdbuf();
-      std::vector<isa::Kernel> kernels{isa::parseKernel(text.str(), path)};
+      std::vector<isa::Kernel> kernels{isa::parseKernel(isa::readInputFile(path), path)}; // bounded, regular files
       for (jit::OptTier t : compileTiers)
         compiles.push_back(compileBench(kernels, t, std::max(1, compileReps)));
       printCompiles(compiles, std::max(1, compileReps));
@@ -85,6 +81,7 @@ int main(int argc, char **argv) {
       HostType dt = dts == "f16" ? HostType::F16 : dts == "f32" ? HostType::F32 : throw Error("bad --dtype " + dts);
       std::string op = vm["op"].as<std::string>();
       frontend::Graph g = singleOpGraph(op, shape, dt);
+      checkShapeFits(g, vm["shape"].as<std::string>());
       if (compileReps > 0 && o.engine != "interp") {
         isa::JobPlan plan = frontend::compileGraph(g, compileOptions(o.cores, ""));
         std::vector<isa::Kernel> kernels;

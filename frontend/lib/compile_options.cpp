@@ -14,7 +14,7 @@ CompileOptions CompileOptions::fromEnv(const spyre::Env &env) {
     const auto r = std::from_chars(v->data(), v->data() + v->size(), n);
     if (!std::isdigit(static_cast<unsigned char>((*v)[0])) || r.ec != std::errc() || r.ptr != v->data() + v->size() ||
         n < 1 || n > 32)
-      throw Unsupported("invalid SENCORES value " + *v);
+      throw Unsupported("invalid SENCORES value " + *v + " (expected an integer in 1..32)");
     o.maxCores = static_cast<int>(n);
   }
   o.lxPlanning = env.flag("LX_PLANNING", o.lxPlanning);

@@ -57,7 +57,7 @@ isa::JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
   input.verify();
   rejectEmptyValues(input);
   if (opts.maxCores < 1 || opts.maxCores > 32)
-    throw Unsupported("invalid SENCORES value " + std::to_string(opts.maxCores));
+    throw Unsupported("invalid SENCORES value " + std::to_string(opts.maxCores) + " (expected an integer in 1..32)");
   if (!opts.dumpDir.empty()) {
     std::filesystem::create_directories(opts.dumpDir);
     detail::writeFile(opts.dumpDir + "/graph.txt", printGraph(input));

@@ -12,6 +12,7 @@
 #include "spyre/frontend/graph.h"
 #include "spyre/frontend/passes.h"
 #include "spyre/isa/error.h"
+#include "spyre/isa/file_io.h"
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <fstream>
@@ -230,17 +231,15 @@ int main(int argc, char **argv) {
     o.compileOptions.matmulTransB = onOff(vm, "matmul-transb");
     o.compileOptions.splitReductions = onOff(vm, "split-reductions");
     std::string input = vm["input"].as<std::string>();
-    std::stringstream text;
+    // The bounded reader: a regular file (or stdin) of at most 256 MiB.
+    std::string text;
     if (input == "-") {
-      text << std::cin.rdbuf();
+      text = isa::readStdin();
       input = "<stdin>";
     } else {
-      std::ifstream f(input);
-      if (!f)
-        throw Error("cannot read " + input);
-      text << f.rdbuf();
+      text = isa::readInputFile(input);
     }
-    return runAll(text.str(), input, vm.count("split-input-file") > 0, o) ? 0 : 1;
+    return runAll(text, input, vm.count("split-input-file") > 0, o) ? 0 : 1;
   } catch (const std::exception &e) {
     std::cerr << "spyre-opt: " << e.what() << "\n";
     return 1;

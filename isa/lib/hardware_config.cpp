@@ -15,7 +15,7 @@ HardwareConfig HardwareConfig::fromEnv(const spyre::Env &env) {
     hw.numCores = static_cast<int>(env.integer("SENCORES", hw.numCores, 1, 32));
   } catch (const Error &) {
     // torch-spyre's work_division._validate_max_cores wording, so users see the same error.
-    throw Unsupported("invalid SENCORES value " + env.raw("SENCORES").value_or(""));
+    throw Unsupported("invalid SENCORES value " + env.raw("SENCORES").value_or("") + " (expected an integer in 1..32)");
   }
   return hw;
 }

@@ -489,7 +489,8 @@ std::string timingModel(const HardwareConfig &hw) {
 std::string hardwareConfiguration(const HardwareConfig &hw) {
   return "## 8. Hardware configuration\n\n"
          "`HardwareConfig` defaults, calibrated to torch-spyre's cost-model constants. `SENCORES`\n"
-         "(1–32) sets the core count; any other value is the error `Unsupported: invalid SENCORES value N`.\n\n"
+         "(1–32) sets the core count; any other value is the error\n"
+         "`Unsupported: invalid SENCORES value N (expected an integer in 1..32)`.\n\n"
          "| parameter | value | source |\n|---|---|---|\n"
          "| cores | " + std::to_string(hw.numCores) + " | torch-spyre `SENCORES` default |\n"
          "| clock | " + num(hw.clockGHz) + " GHz | 1024 MAC/cycle × 1.5 GHz = 1.536e6 MAC/µs/core (torch-spyre) |\n"

@@ -1,6 +1,7 @@
 // spyre-isa-dump: print the per-core ISA listings and static timing of SuperDSC files, bundle
 // directories or listings; or generate docs/isa.md from the instruction table.
 #include "spyre/backend/backend.h"
+#include "spyre/isa/file_io.h"
 #include "spyre/isa/hardware_config.h"
 #include "spyre/isa/isa_doc.h"
 #include "spyre/isa/listing.h"
@@ -19,14 +20,9 @@ namespace po = boost::program_options;
 namespace fs = std::filesystem;
 using namespace spyre;
 
-static std::string readFile(const fs::path &p) {
-  std::ifstream f(p);
-  if (!f)
-    throw Error("cannot read " + p.string());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+/// Every input goes through the bounded reader: regular files of at most 256 MiB, errors naming
+/// the path as given (`x/sdsc_0.json: not a regular file (a FIFO)`).
+static std::string readFile(const fs::path &p) { return isa::readInputFile(p.string()); }
 
 static void dumpKernel(const isa::Kernel &k, const isa::HardwareConfig &hw, bool timing) {
   std::cout << isa::printKernel(k);
@@ -89,9 +85,21 @@ static std::vector<isa::DocKernel> docKernels(const std::vector<std::string> &in
   return out;
 }
 
-static void dumpSdsc(const fs::path &p, const backend::BackendOptions &opts, const isa::HardwareConfig &hw,
-                     bool timing) {
-  isa::SuperDsc s = isa::parseSuperDscText(readFile(p), p.filename().string());
+/// `namedBy`: the sequencing file that named `p` (empty for a command-line input or a directory
+/// listing), added to a read error so that a bad sdsc_filename points back to its bundle.
+static void dumpSdsc(const fs::path &p, const std::string &namedBy, const backend::BackendOptions &opts,
+                     const isa::HardwareConfig &hw, bool timing) {
+  std::string text;
+  try {
+    text = readFile(p);
+  } catch (const Error &e) {
+    if (namedBy.empty())
+      throw;
+    throw Error(std::string(e.what()) + " (named in " + namedBy + ")");
+  }
+  isa::SuperDsc s = isa::parseSuperDscText(text, p.string());
+  for (const auto &w : s.warnings)
+    std::cerr << "spyre-isa-dump: warning: " << w << "\n";
   std::cout << "; ---- " << p.string() << "\n";
   dumpKernel(backend::compileSuperDsc(s, opts), hw, timing);
 }
@@ -142,34 +150,35 @@ int main(int argc, char **argv) {
       fs::path p(in);
       if (fs::is_directory(p)) {
         fs::path bundle = p / "bundle.mlir";
-        std::vector<std::string> files;
+        std::vector<std::pair<std::string, std::string>> files; // (file, the bundle naming it)
         if (fs::exists(bundle)) {
-          files = isa::parseBundleMlir(readFile(bundle), bundle.string());
+          for (auto &name : isa::parseBundleMlir(readFile(bundle), bundle.string()))
+            files.emplace_back(std::move(name), bundle.string());
         } else if (fs::exists(p / "bundle_0.mlir")) {
           // The frontend's dump of a graph split into several bundles: bundle_0, bundle_1, ..
           for (int b = 0; fs::exists(p / ("bundle_" + std::to_string(b) + ".mlir")); ++b) {
             fs::path f = p / ("bundle_" + std::to_string(b) + ".mlir");
             for (auto &name : isa::parseBundleMlir(readFile(f), f.string()))
-              files.push_back(std::move(name));
+              files.emplace_back(std::move(name), f.string());
           }
         } else {
           for (const auto &e : fs::directory_iterator(p))
             if (e.path().extension() == ".json" && e.path().filename().string().rfind("sdsc_", 0) == 0)
-              files.push_back(e.path().filename().string());
+              files.emplace_back(e.path().filename().string(), "");
           std::sort(files.begin(), files.end());
           if (files.empty())
             throw Error(p.string() + ": no bundle.mlir and no sdsc_*.json files");
         }
-        for (const auto &f : files)
-          dumpSdsc(p / f, backendOpts, hw, timing);
+        for (const auto &[f, namedBy] : files)
+          dumpSdsc(p / f, namedBy, backendOpts, hw, timing);
       } else if (p.extension() == ".mlir") {
         // One bundle's sequencing file: its SuperDSC files sit next to it.
         for (const auto &f : isa::parseBundleMlir(readFile(p), p.string()))
-          dumpSdsc(p.parent_path() / f, backendOpts, hw, timing);
+          dumpSdsc(p.parent_path() / f, p.string(), backendOpts, hw, timing);
       } else if (p.extension() == ".lst") {
         dumpKernel(readListing(p, argBytes), hw, timing);
       } else {
-        dumpSdsc(p, backendOpts, hw, timing);
+        dumpSdsc(p, "", backendOpts, hw, timing);
       }
     }
   } catch (const std::exception &e) {

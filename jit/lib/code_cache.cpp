@@ -1,4 +1,5 @@
 #include "code_cache.h"
+#include "spyre/isa/file_io.h"
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -125,34 +126,20 @@ std::string DiskCache::pathFor(const CacheKey &k) const { return dir_ + "/" + k.
 ObjectBytes DiskCache::load(const CacheKey &k, bool &corrupt) const {
   corrupt = false;
   std::string path = pathFor(k);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  // The bounded reader: a FIFO, device or directory in the cache is refused without blocking,
+  // and no entry is read beyond kMaxCacheEntryBytes.
+  isa::FileRead file = isa::readRegularFile(path, kMaxCacheEntryBytes);
+  if (file.status == isa::FileRead::Status::Missing)
     return nullptr;
-  struct stat st;
-  std::string data;
-  bool ok = ::fstat(fd, &st) == 0;
-  if (ok) {
-    data.resize(static_cast<size_t>(st.st_size));
-    size_t got = 0;
-    while (got < data.size()) {
-      ssize_t r = ::read(fd, data.data() + got, data.size() - got);
-      if (r < 0 && errno == EINTR)
-        continue;
-      if (r <= 0)
-        break;
-      got += static_cast<size_t>(r);
-    }
-    data.resize(got);
-  }
-  ::close(fd);
-  auto bad = [&](const char *why) -> ObjectBytes {
+  auto bad = [&](const std::string &why) -> ObjectBytes {
     corrupt = true;
     warnOnce("corrupt-entry", "ignoring corrupted JIT cache entry " + path + " (" + why +
                                   "); recompiling (further corrupted entries are not reported)");
     return nullptr;
   };
-  if (!ok)
-    return bad("unreadable");
+  if (!file.ok())
+    return bad(file.error.substr(path.size() + 2)); // the reason after "<path>: "
+  const std::string &data = file.data;
   Header h;
   if (data.size() < sizeof h)
     return bad("truncated header");

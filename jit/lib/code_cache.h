@@ -43,6 +43,8 @@ struct CacheCounters {
 /// as a miss (the caller recompiles and overwrites it).
 class DiskCache {
 public:
+  /// Entries larger than this (or not regular files: a FIFO never blocks the load) are corrupt.
+  static constexpr uint64_t kMaxCacheEntryBytes = uint64_t{256} << 20;
   /// dir must be non-empty; created on first store. Failures to create or write are reported
   /// once and make the disk cache a no-op.
   explicit DiskCache(std::string dir) : dir_(std::move(dir)) {}

@@ -121,7 +121,7 @@ _KNOB_LIST = [
     _int("SENCORES", 32, 1, 32,
          "frontend (every compile), `HardwareConfig` (`spyre-isa-dump`), `spyre-jit-bench`",
          "cores to divide work over. An invalid value is a setup error, never a fallback: "
-         "`NotImplementedError: Unsupported: invalid SENCORES value N`"),
+         "`NotImplementedError: Unsupported: invalid SENCORES value N (expected an integer in 1..32)`"),
     _flag("LX_PLANNING", True, "frontend `CompileOptions`",
           "LX scratchpad planning: intermediates stay in the cores' LX between kernels; off "
           "keeps every intermediate in DDR", compile_time=True),

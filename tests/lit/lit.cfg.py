@@ -31,7 +31,7 @@ def tool(name, path):
     config.substitutions.append((r"(?<![\w/.%-])" + re.escape(name) + r"(?![\w/.-])", path))
 
 
-for name in ("spyre-opt", "spyre-isa-dump"):
+for name in ("spyre-opt", "spyre-isa-dump", "spyre-jit-bench"):
     tool(name, os.path.join(spyre_bin, name))
 for name in ("FileCheck", "not", "split-file"):
     tool(name, os.path.join(llvm_bin, name))

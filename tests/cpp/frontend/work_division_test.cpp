@@ -196,7 +196,7 @@ TEST(WorkDivision, Pass1SplitsCopyOps) {
 }
 
 // SENCORES is read once, at the boundary (CompileOptions::fromEnv): 1..32, anything else is the
-// setup error "invalid SENCORES value N" (the wording python's tests and docs/isa.md name).
+// setup error "invalid SENCORES value N (expected an integer in 1..32)" (the wording python's tests and docs/isa.md name).
 TEST(CompileOptions, SencoresFromEnv) {
   EXPECT_EQ(CompileOptions::fromEnv(spyre::Env::fromMap({})).maxCores, 32);
   EXPECT_EQ(CompileOptions::fromEnv(spyre::Env::fromMap({{"SENCORES", "7"}})).maxCores, 7);
@@ -205,7 +205,7 @@ TEST(CompileOptions, SencoresFromEnv) {
       CompileOptions::fromEnv(spyre::Env::fromMap({{"SENCORES", bad}}));
       ADD_FAILURE() << "SENCORES=" << bad << " accepted";
     } catch (const spyre::Unsupported &e) {
-      EXPECT_EQ(std::string(e.what()), std::string("Unsupported: invalid SENCORES value ") + bad);
+      EXPECT_EQ(std::string(e.what()), std::string("Unsupported: invalid SENCORES value ") + bad + " (expected an integer in 1..32)");
     }
   }
   const CompileOptions d, e = CompileOptions::fromEnv(spyre::Env::fromMap({}));

@@ -330,7 +330,7 @@ TEST(HardwareConfig, SencoresFromEnvironment) {
       cores(bad);
       ADD_FAILURE() << "SENCORES=" << bad << " accepted";
     } catch (const Unsupported &e) {
-      EXPECT_EQ(std::string(e.what()), std::string("Unsupported: invalid SENCORES value ") + bad);
+      EXPECT_EQ(std::string(e.what()), std::string("Unsupported: invalid SENCORES value ") + bad + " (expected an integer in 1..32)");
     }
   }
 }

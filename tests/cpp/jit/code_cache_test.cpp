@@ -6,12 +6,14 @@
 #include "spyre/jit/jit_engine.h"
 #include <atomic>
 #include <barrier>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <gtest/gtest.h>
 #include <thread>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace spyre;
@@ -228,6 +230,34 @@ TEST(CodeCache, TruncatedPayloadIsDetectedAndRecompiled) {
 TEST(CodeCache, TruncatedHeaderAndEmptyFileAreDetected) {
   checkDamagedEntryIsRecompiled([](std::string &b) { b.resize(10); });
   checkDamagedEntryIsRecompiled([](std::string &b) { b.clear(); });
+}
+
+/// The entry path of `k` in `dir` replaced by what `make(path)` creates (a FIFO, a directory):
+/// a fresh engine must not block on it (a FIFO without writer), counts it as corrupt and
+/// compiles correct code.
+template <typename Make> void checkNonRegularEntry(Make make, bool rewritten) {
+  TempDir dir;
+  isa::Kernel k = testKernel(4);
+  jit::JitEngine(diskOnly(dir.path())).prepare(k);
+  auto files = dir.entries();
+  ASSERT_EQ(files.size(), 1u);
+  fs::remove(files[0]);
+  make(files[0].string());
+  auto start = std::chrono::steady_clock::now();
+  jit::JitEngine e(diskOnly(dir.path()));
+  expectSameRun(runPrepared(*e.prepare(k), testArgs()), reference(k));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(e.cacheStats().corruptEntries, 1u);
+  EXPECT_EQ(e.cacheStats().misses, 1u);
+  EXPECT_EQ(e.cacheStats().diskWrites, rewritten ? 1u : 0u);
+}
+
+TEST(CodeCache, FifoEntryDoesNotBlockAndIsReplaced) {
+  checkNonRegularEntry([](const std::string &p) { ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0); }, true);
+}
+
+TEST(CodeCache, DirectoryEntryIsCorruptNotFatal) {
+  checkNonRegularEntry([](const std::string &p) { fs::create_directory(p); }, false); // rename over a directory fails
 }
 
 TEST(CodeCache, ConcurrentEnginesWritingTheSameKeys) {

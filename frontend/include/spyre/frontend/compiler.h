@@ -40,7 +40,7 @@ struct CompileOptions {
   int layoutBeamWidth = kLayoutBeamWidth;
 
   /// The defaults overridden by SENCORES (1..32; anything else throws
-  /// Unsupported("invalid SENCORES value N")), LX_PLANNING, SPYRE_PAD_MATMUL_K,
+  /// Unsupported("invalid SENCORES value N (expected an integer in 1..32)")), LX_PLANNING, SPYRE_PAD_MATMUL_K,
   /// SPYRE_MATMUL_TRANSB, SPYRE_SPLIT_REDUCTIONS (flags) and SPYRE_LAYOUT_BEAM; an invalid value
   /// throws naming the variable and the accepted values.
   static CompileOptions fromEnv(const spyre::Env &env);

@@ -60,7 +60,7 @@ struct HardwareConfig {
   double ddrBytesPerCyclePerCore(int activeCores) const;
 
   /// Defaults, with numCores from SENCORES when set (an empty value counts as unset). Throws
-  /// spyre::Unsupported("invalid SENCORES value N") unless it is an integer in 1..32
+  /// spyre::Unsupported("invalid SENCORES value N (expected an integer in 1..32)") unless it is an integer in 1..32
   /// (torch-spyre's wording).
   static HardwareConfig fromEnv(const spyre::Env &env);
 };

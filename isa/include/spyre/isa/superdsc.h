@@ -17,6 +17,9 @@ using ojson = nlohmann::ordered_json;
 constexpr uint64_t kSegmentBytes = 1ull << 34;
 constexpr int kMaxSegments = 7;
 constexpr int kMaxLabeledDs = 8;
+constexpr int kMaxSdscCores = 32;                      ///< numCoresUsed_
+constexpr int kMaxSdscDims = 8;                        ///< N_ dimensions
+constexpr int64_t kMaxSdscDimSize = int64_t{1} << 40;  ///< each N_, maxDimSizes_, offsets_, steps_
 
 struct SdscLayout {
   std::vector<std::string> layoutDimOrder; ///< non-stick device dims, inner -> outer
@@ -66,6 +69,9 @@ struct SuperDsc {
   /// tensors of the graph that are live across this kernel; the kernel touches it only through
   /// its own memOrg_ lx operands and stages everything else above it.
   int64_t lxReservedBytes = 0;
+  /// Parser notes that are not errors: fields of torch-spyre's schema objects that we do not
+  /// know (`<file>: <pointer>: unknown field (ignored)`). Not written back.
+  std::vector<std::string> warnings;
 
   int dimIndex(const std::string &label) const;
   const SdscTensor &tensor(int ldsIdx) const;
