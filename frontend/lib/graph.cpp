@@ -2,6 +2,7 @@
 #include "spyre/frontend/ops.h"
 #include "spyre/isa/error.h"
 #include <charconv>
+#include <cmath>
 #include <set>
 
 namespace spyre::frontend {
@@ -68,6 +69,8 @@ int Graph::producer(int v) const {
 
 /// The op-table checks of one node at `line` of `source`: a known op (else Unsupported) with a
 /// tensor operand count within the op's bounds (else Error).
+static std::string numText(double d);
+
 static void checkNodeOp(const Node &n, const std::string &outName, std::string_view source, int line) {
   const std::string at = std::string(source) + ":" + std::to_string(line) + ": ";
   const std::string node = " (node %" + outName + " = " + n.op + ")";
@@ -82,6 +85,19 @@ static void checkNodeOp(const Node &n, const std::string &outName, std::string_v
                                                                       std::to_string(op->maxInputs);
     throw Error(at + n.op + " takes " + bounds + " tensor operand(s), got " + std::to_string(got) + node);
   }
+  // Integer-valued attributes and every pass note are read as int64 by the passes and kernel
+  // builders: a fraction or a value beyond +-2^53 (where doubles stop being exact) is an error.
+  static const std::set<std::string> intKeys = {"dim", "dims", "start", "end", "step", "index", "keepdim",
+                                                "pad", "offsets", "transb", "approximate"};
+  auto checkInts = [&](const std::map<std::string, Attr> &attrs, bool all) {
+    for (const auto &[key, a] : attrs)
+      if (all || intKeys.count(key))
+        for (double v : a.values)
+          if (!(std::fabs(v) <= 9007199254740992.0) || v != std::trunc(v))
+            throw Error(at + key + "=" + numText(v) + ": expected an integer in -2^53..2^53" + node);
+  };
+  checkInts(n.attrs, false);
+  checkInts(n.notes, true);
 }
 
 void Graph::verify() const {
@@ -359,6 +375,19 @@ private:
     }
     return d;
   }
+  /// A dimension: decimal digits only, as int64 (no exponent, no fraction, no rounding).
+  int64_t dimension() {
+    skip();
+    size_t s = pos_;
+    while (pos_ < t_.size() && (isalnum(static_cast<unsigned char>(t_[pos_])) || t_[pos_] == '.' || t_[pos_] == '-' ||
+                                t_[pos_] == '+'))
+      ++pos_;
+    int64_t d = 0;
+    auto r = std::from_chars(t_.data() + s, t_.data() + pos_, d);
+    if (r.ec != std::errc() || r.ptr != t_.data() + pos_ || d < 0)
+      fail("a non-negative integer dimension");
+    return d;
+  }
   std::pair<HostType, std::vector<int64_t>> type() {
     std::string dt = ident();
     HostType t;
@@ -368,10 +397,7 @@ private:
     std::vector<int64_t> shape;
     if (!peekIs(']')) {
       do {
-        double d = number();
-        if (d < 0 || d != static_cast<int64_t>(d))
-          fail("a non-negative integer dimension");
-        shape.push_back(static_cast<int64_t>(d));
+        shape.push_back(dimension());
       } while (accept(','));
     }
     expect(']');
