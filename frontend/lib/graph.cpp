@@ -85,16 +85,19 @@ static void checkNodeOp(const Node &n, const std::string &outName, std::string_v
                                                                       std::to_string(op->maxInputs);
     throw Error(at + n.op + " takes " + bounds + " tensor operand(s), got " + std::to_string(got) + node);
   }
-  // Integer-valued attributes and every pass note are read as int64 by the passes and kernel
-  // builders: a fraction or a value beyond +-2^53 (where doubles stop being exact) is an error.
+  // Integer-valued attributes are read as int64 by the passes and kernel builders, every pass
+  // note as int: a fraction or a value out of range (attributes: beyond +-2^53, where doubles
+  // stop being exact) is an error.
   static const std::set<std::string> intKeys = {"dim", "dims", "start", "end", "step", "index", "keepdim",
                                                 "pad", "offsets", "transb", "approximate"};
-  auto checkInts = [&](const std::map<std::string, Attr> &attrs, bool all) {
+  auto checkInts = [&](const std::map<std::string, Attr> &attrs, bool notes) {
+    const double bound = notes ? 2147483647.0 : 9007199254740992.0;
     for (const auto &[key, a] : attrs)
-      if (all || intKeys.count(key))
+      if (notes || intKeys.count(key))
         for (double v : a.values)
-          if (!(std::fabs(v) <= 9007199254740992.0) || v != std::trunc(v))
-            throw Error(at + key + "=" + numText(v) + ": expected an integer in -2^53..2^53" + node);
+          if (!(std::fabs(v) <= bound) || v != std::trunc(v))
+            throw Error(at + key + "=" + numText(v) + ": expected an integer in " +
+                        (notes ? "-2^31..2^31-1" : "-2^53..2^53") + node);
   };
   checkInts(n.attrs, false);
   checkInts(n.notes, true);
@@ -250,7 +253,6 @@ public:
       expect(':');
       auto [dt, shape] = type();
       names_[out] = g.addNode(op, ins, out, shape, dt, attrs);
-      checkNodeOp(g.nodes.back(), out, src_, opLine);
       if (accept('{')) { // pass decisions
         if (!peekIs('}')) {
           do {
@@ -259,6 +261,7 @@ public:
         }
         expect('}');
       }
+      checkNodeOp(g.nodes.back(), out, src_, opLine);
     }
     skip();
     if (pos_ != t_.size())

@@ -89,10 +89,20 @@ std::vector<int64_t> hostShapeOf(const Graph &g, int v) {
   if (m.size() != dev.size())
     throw Error("%" + g.values[v].name + ": layout note has " + std::to_string(m.size()) + " dims, its shape " +
                 std::to_string(dev.size()));
-  std::vector<int64_t> host(static_cast<size_t>(std::count_if(m.begin(), m.end(), [](int h) { return h >= 0; })));
-  for (size_t i = 0; i < m.size(); ++i)
-    if (m[i] >= 0)
-      host.at(static_cast<size_t>(m[i])) = dev[i];
+  // Each host dim exactly once, -1 for inserted size-1 device dims (a note parsed from text
+  // may say anything).
+  const size_t rank = static_cast<size_t>(std::count_if(m.begin(), m.end(), [](int h) { return h >= 0; }));
+  std::vector<int64_t> host(rank);
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (m[i] < -1 || (m[i] >= 0 && (static_cast<size_t>(m[i]) >= rank || seen[static_cast<size_t>(m[i])])))
+      throw Error("%" + g.values[v].name + ": layout note entry " + std::to_string(m[i]) + " is not a host dim 0.." +
+                  std::to_string(static_cast<int64_t>(rank) - 1) + " used once, or -1");
+    if (m[i] >= 0) {
+      seen[static_cast<size_t>(m[i])] = true;
+      host[static_cast<size_t>(m[i])] = dev[i];
+    }
+  }
   return host;
 }
 
