@@ -1,6 +1,7 @@
 #include "spyre/frontend/graph.h"
 #include "spyre/frontend/ops.h"
 #include "spyre/isa/error.h"
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -128,8 +129,20 @@ void Graph::verify() const {
     defined[n.output] = true;
   }
   // Lines of printGraph's text: the header is line 1, node i line i + 2.
-  for (size_t i = 0; i < nodes.size(); ++i)
-    checkNodeOp(nodes[i], values[nodes[i].output].name, "<graph>", static_cast<int>(i) + 2);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node &n = nodes[i];
+    checkNodeOp(n, values[n.output].name, "<graph>", static_cast<int>(i) + 2);
+    // A reshape keeps the element count (its kernels copy by the output's extent).
+    auto count = [&](int v) {
+      unsigned __int128 c = 1; // saturates at 2^64 (far beyond the card)
+      for (int64_t d : values[v].shape)
+        c = std::min<unsigned __int128>(c * static_cast<uint64_t>(d), static_cast<unsigned __int128>(1) << 64);
+      return c;
+    };
+    if (n.op == "reshape" && n.inputs.size() == 1 && count(n.inputs[0]) != count(n.output))
+      throw Error("<graph>:" + std::to_string(i + 2) + ": reshape of %" + values[n.inputs[0]].name + " to %" +
+                  values[n.output].name + " changes the element count");
+  }
   for (int o : outputs)
     if (o < 0 || o >= static_cast<int>(values.size()) || !defined[o])
       throw Error("graph output id " + std::to_string(o) + " is not defined");
