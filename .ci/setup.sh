@@ -2,7 +2,7 @@
 # Installs everything spyre-jit needs on a fresh Debian 12 machine and builds it. Idempotent:
 # a second run only rebuilds what changed.
 #   apt: LLVM 19 (and its tools: lit, FileCheck), Boost.Program_options, GoogleTest, nlohmann_json,
-#        pybind11, Ninja, ccache
+#        pybind11, Ninja, ccache; clang 19 with its sanitizer/libFuzzer runtimes (make fuzz)
 #   venv: .venv with torch==2.13.0 (the local CPU wheel), numpy, pytest; torch_spyre editable
 #   build: build/ (CMake + Ninja), executables in build/bin/, torch_spyre._C next to the package
 set -euo pipefail
@@ -11,7 +11,7 @@ ROOT=$PWD
 
 APT_PACKAGES=(cmake ninja-build ccache g++ make llvm-19-dev llvm-19-tools libboost-program-options-dev
               libgtest-dev libgmock-dev nlohmann-json3-dev pybind11-dev zlib1g-dev libzstd-dev libedit-dev
-              libxml2-dev libffi-dev)
+              libxml2-dev libffi-dev clang-19 libclang-rt-19-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

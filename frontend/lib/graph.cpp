@@ -1,7 +1,9 @@
 #include "spyre/frontend/graph.h"
 #include "spyre/frontend/ops.h"
 #include "spyre/isa/error.h"
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <set>
 
 namespace spyre::frontend {
@@ -68,6 +70,8 @@ int Graph::producer(int v) const {
 
 /// The op-table checks of one node at `line` of `source`: a known op (else Unsupported) with a
 /// tensor operand count within the op's bounds (else Error).
+static std::string numText(double d);
+
 static void checkNodeOp(const Node &n, const std::string &outName, std::string_view source, int line) {
   const std::string at = std::string(source) + ":" + std::to_string(line) + ": ";
   const std::string node = " (node %" + outName + " = " + n.op + ")";
@@ -82,6 +86,22 @@ static void checkNodeOp(const Node &n, const std::string &outName, std::string_v
                                                                       std::to_string(op->maxInputs);
     throw Error(at + n.op + " takes " + bounds + " tensor operand(s), got " + std::to_string(got) + node);
   }
+  // Integer-valued attributes are read as int64 by the passes and kernel builders, every pass
+  // note as int: a fraction or a value out of range (attributes: beyond +-2^53, where doubles
+  // stop being exact) is an error.
+  static const std::set<std::string> intKeys = {"dim", "dims", "start", "end", "step", "index", "keepdim",
+                                                "pad", "offsets", "transb", "approximate"};
+  auto checkInts = [&](const std::map<std::string, Attr> &attrs, bool notes) {
+    const double bound = notes ? 2147483647.0 : 9007199254740992.0;
+    for (const auto &[key, a] : attrs)
+      if (notes || intKeys.count(key))
+        for (double v : a.values)
+          if (!(std::fabs(v) <= bound) || v != std::trunc(v))
+            throw Error(at + key + "=" + numText(v) + ": expected an integer in " +
+                        (notes ? "-2^31..2^31-1" : "-2^53..2^53") + node);
+  };
+  checkInts(n.attrs, false);
+  checkInts(n.notes, true);
 }
 
 void Graph::verify() const {
@@ -109,8 +129,20 @@ void Graph::verify() const {
     defined[n.output] = true;
   }
   // Lines of printGraph's text: the header is line 1, node i line i + 2.
-  for (size_t i = 0; i < nodes.size(); ++i)
-    checkNodeOp(nodes[i], values[nodes[i].output].name, "<graph>", static_cast<int>(i) + 2);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node &n = nodes[i];
+    checkNodeOp(n, values[n.output].name, "<graph>", static_cast<int>(i) + 2);
+    // A reshape keeps the element count (its kernels copy by the output's extent).
+    auto count = [&](int v) {
+      unsigned __int128 c = 1; // saturates at 2^64 (far beyond the card)
+      for (int64_t d : values[v].shape)
+        c = std::min<unsigned __int128>(c * static_cast<uint64_t>(d), static_cast<unsigned __int128>(1) << 64);
+      return c;
+    };
+    if (n.op == "reshape" && n.inputs.size() == 1 && count(n.inputs[0]) != count(n.output))
+      throw Error("<graph>:" + std::to_string(i + 2) + ": reshape of %" + values[n.inputs[0]].name + " to %" +
+                  values[n.output].name + " changes the element count");
+  }
   for (int o : outputs)
     if (o < 0 || o >= static_cast<int>(values.size()) || !defined[o])
       throw Error("graph output id " + std::to_string(o) + " is not defined");
@@ -234,7 +266,6 @@ public:
       expect(':');
       auto [dt, shape] = type();
       names_[out] = g.addNode(op, ins, out, shape, dt, attrs);
-      checkNodeOp(g.nodes.back(), out, src_, opLine);
       if (accept('{')) { // pass decisions
         if (!peekIs('}')) {
           do {
@@ -243,6 +274,7 @@ public:
         }
         expect('}');
       }
+      checkNodeOp(g.nodes.back(), out, src_, opLine);
     }
     skip();
     if (pos_ != t_.size())
@@ -359,6 +391,19 @@ private:
     }
     return d;
   }
+  /// A dimension: decimal digits only, as int64 (no exponent, no fraction, no rounding).
+  int64_t dimension() {
+    skip();
+    size_t s = pos_;
+    while (pos_ < t_.size() && (isalnum(static_cast<unsigned char>(t_[pos_])) || t_[pos_] == '.' || t_[pos_] == '-' ||
+                                t_[pos_] == '+'))
+      ++pos_;
+    int64_t d = 0;
+    auto r = std::from_chars(t_.data() + s, t_.data() + pos_, d);
+    if (r.ec != std::errc() || r.ptr != t_.data() + pos_ || d < 0)
+      fail("a non-negative integer dimension");
+    return d;
+  }
   std::pair<HostType, std::vector<int64_t>> type() {
     std::string dt = ident();
     HostType t;
@@ -368,10 +413,7 @@ private:
     std::vector<int64_t> shape;
     if (!peekIs(']')) {
       do {
-        double d = number();
-        if (d < 0 || d != static_cast<int64_t>(d))
-          fail("a non-negative integer dimension");
-        shape.push_back(static_cast<int64_t>(d));
+        shape.push_back(dimension());
       } while (accept(','));
     }
     expect(']');

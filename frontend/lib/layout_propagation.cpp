@@ -62,6 +62,15 @@
 
 namespace spyre::frontend {
 
+namespace {
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string t = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    t += (i ? ", " : "") + std::to_string(shape[i]);
+  return t + "]";
+}
+} // namespace
+
 DimMap identityDimMap(size_t rank) {
   DimMap m(rank);
   std::iota(m.begin(), m.end(), 0);
@@ -89,10 +98,20 @@ std::vector<int64_t> hostShapeOf(const Graph &g, int v) {
   if (m.size() != dev.size())
     throw Error("%" + g.values[v].name + ": layout note has " + std::to_string(m.size()) + " dims, its shape " +
                 std::to_string(dev.size()));
-  std::vector<int64_t> host(static_cast<size_t>(std::count_if(m.begin(), m.end(), [](int h) { return h >= 0; })));
-  for (size_t i = 0; i < m.size(); ++i)
-    if (m[i] >= 0)
-      host.at(static_cast<size_t>(m[i])) = dev[i];
+  // Each host dim exactly once, -1 for inserted size-1 device dims (a note parsed from text
+  // may say anything).
+  const size_t rank = static_cast<size_t>(std::count_if(m.begin(), m.end(), [](int h) { return h >= 0; }));
+  std::vector<int64_t> host(rank);
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (m[i] < -1 || (m[i] >= 0 && (static_cast<size_t>(m[i]) >= rank || seen[static_cast<size_t>(m[i])])))
+      throw Error("%" + g.values[v].name + ": layout note entry " + std::to_string(m[i]) + " is not a host dim 0.." +
+                  std::to_string(static_cast<int64_t>(rank) - 1) + " used once, or -1");
+    if (m[i] >= 0) {
+      seen[static_cast<size_t>(m[i])] = true;
+      host[static_cast<size_t>(m[i])] = dev[i];
+    }
+  }
   return host;
 }
 
@@ -321,8 +340,21 @@ std::vector<NodeLayout> candidates(const Problem &p, const BeamState &s, const N
   }
   case Rule::Reduction: {
     const int in = n.inputs[0];
-    const auto red = detail::reducedDims(n, p.host[in].size(), "node %" + g.values[out].name + " = " + n.op);
+    const std::string where = "node %" + g.values[out].name + " = " + n.op;
+    const auto red = detail::reducedDims(n, p.host[in].size(), where);
     const bool keepdim = detail::attrOr(n, "keepdim", 0.0) != 0.0;
+    // The declared output type must be what the reduction makes: the kernels trust it.
+    std::vector<int64_t> expect, dims;
+    for (size_t d = 0; d < red.size(); ++d) {
+      if (red[d])
+        dims.push_back(static_cast<int64_t>(d));
+      if (!red[d] || keepdim)
+        expect.push_back(red[d] ? 1 : p.host[in][d]);
+    }
+    if (expect != p.host[out])
+      throw Error(where + ": output shape " + shapeText(p.host[out]) + ", expected " + shapeText(expect) +
+                  " (input " + shapeText(p.host[in]) + " reduced over dims " + shapeText(dims) +
+                  ", keepdim=" + (keepdim ? "1" : "0") + ")");
     std::vector<DimMap> frames{identityDimMap(p.host[in].size())};
     if (DimMap f = mapOf(p, s, in); f != frames[0])
       frames.push_back(f);
