@@ -9,6 +9,7 @@
 #include "spyre/frontend/graph.h"
 #include "spyre/isa/env.h"
 #include "spyre/isa/program.h"
+#include "spyre/isa/timing.h"
 #include "spyre/jit/jit_engine.h"
 #include "spyre/sim/runtime.h"
 #include <algorithm>
@@ -75,10 +76,8 @@ struct WorkloadResult {
   jit::CacheStats cache;
   RunStats jit, interp;
   double interpEstimateS = 0;
-  // Simulated device time (static timing model, overlapped mode) and its breakdown.
-  double simUs = 0, simOverlappedUs = 0, simSerialUs = 0, launchUs = 0, barrierUs = 0;
-  double unitUs[5] = {0, 0, 0, 0, 0}; ///< DMA LSU SFP PT RING: Σ kernels Σ phases max over cores
-  uint64_t ddrBytes = 0, lsuSticks = 0, sfpStickOps = 0, ptMacs = 0;
+  /// Simulated device time (static timing model) and its breakdown.
+  isa::JobTiming sim;
   bench::NativeResult native;
 };
 

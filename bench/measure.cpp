@@ -181,8 +181,8 @@ RunStats timeRuns(const sim::Executable &exe, const isa::JobPlan &plan, int thre
 double estimateInterpSeconds(const WorkloadResult &w) {
   // Measured at 2 threads: ~400 ns per LSU stick / SFP stick-op, ~10 ns per PT MAC, ~0.5 ns
   // per DDR byte; the estimate only has to be right within a factor of a few.
-  return (static_cast<double>(w.lsuSticks) + static_cast<double>(w.sfpStickOps)) * 400e-9 +
-         static_cast<double>(w.ptMacs) * 10e-9 + static_cast<double>(w.ddrBytes) * 0.5e-9;
+  return (static_cast<double>(w.sim.lsuSticks) + static_cast<double>(w.sim.sfpStickOps)) * 400e-9 +
+         static_cast<double>(w.sim.ptMacs) * 10e-9 + static_cast<double>(w.sim.ddrBytes) * 0.5e-9;
 }
 
 } // namespace
@@ -202,31 +202,8 @@ WorkloadResult runWorkload(const std::string &name, const frontend::Graph &g, co
 
   const isa::HardwareConfig hw;
   const backend::CompiledJob job = backend::compileJobPlan(plan, o.backendOpts, hw);
-  for (const auto &ck : job.kernels) {
-    isa::TimingReport rep = isa::timeKernel(ck.kernel, hw);
-    w.simUs += rep.scheduledUs;
-    w.simOverlappedUs += rep.overlappedUs;
-    w.simSerialUs += rep.serialUs;
-    w.launchUs += rep.launchUs;
-    w.barrierUs += rep.barrierUs;
-    w.ddrBytes += rep.ddrBytes;
-    w.lsuSticks += rep.lsuSticks;
-    w.sfpStickOps += rep.sfpStickOps;
-    w.ptMacs += rep.ptMacs;
-    for (int p = 0; p < rep.numPhases(); ++p) {
-      double mx[5] = {0, 0, 0, 0, 0};
-      for (const auto &core : rep.perCorePhase) {
-        if (p >= static_cast<int>(core.size()))
-          continue;
-        const auto &u = core[p];
-        const double c[5] = {u.dma, u.lsu, u.sfp, u.pt, u.ring};
-        for (int k = 0; k < 5; ++k)
-          mx[k] = std::max(mx[k], c[k]);
-      }
-      for (int k = 0; k < 5; ++k)
-        w.unitUs[k] += mx[k] / hw.cyclesPerUs();
-    }
-  }
+  for (const auto &ck : job.kernels)
+    w.sim.add(isa::timeKernel(ck.kernel, hw), hw);
 
   bool runJit = o.engine != "interp", runInterp = o.engine != "jit";
   if (runJit) {

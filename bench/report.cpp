@@ -69,13 +69,15 @@ void printJson(const std::vector<WorkloadResult> &rs, const std::vector<CompileR
     std::cout << "}";
     if (w.jit.ran && w.native.available)
       std::cout << ",\"jit_vs_native\":" << n(w.jit.medianMs / w.native.medianMs);
-    std::cout << ",\"sim\":{\"us\":" << n(w.simUs) << ",\"overlapped_us\":" << n(w.simOverlappedUs)
-              << ",\"serial_us\":" << n(w.simSerialUs)
-              << ",\"launch_us\":" << n(w.launchUs) << ",\"barrier_us\":" << n(w.barrierUs);
+    const isa::JobTiming &t = w.sim;
+    std::cout << ",\"sim\":{\"us\":" << n(t.scheduledUs) << ",\"overlapped_us\":" << n(t.overlappedUs)
+              << ",\"serial_us\":" << n(t.serialUs)
+              << ",\"launch_us\":" << n(t.launchUs) << ",\"barrier_us\":" << n(t.barrierUs);
+    const double unitUs[5] = {t.unitUs.dma, t.unitUs.lsu, t.unitUs.sfp, t.unitUs.pt, t.unitUs.ring};
     for (int k = 0; k < 5; ++k)
-      std::cout << ",\"" << kUnitNames[k] << "_us\":" << n(w.unitUs[k]);
-    std::cout << ",\"ddr_bytes\":" << w.ddrBytes << ",\"lsu_sticks\":" << w.lsuSticks
-              << ",\"sfp_stick_ops\":" << w.sfpStickOps << ",\"pt_macs\":" << w.ptMacs << "}}";
+      std::cout << ",\"" << kUnitNames[k] << "_us\":" << n(unitUs[k]);
+    std::cout << ",\"ddr_bytes\":" << t.ddrBytes << ",\"lsu_sticks\":" << t.lsuSticks
+              << ",\"sfp_stick_ops\":" << t.sfpStickOps << ",\"pt_macs\":" << t.ptMacs << "}}";
   }
   for (const auto &c : compiles)
     std::cout << ",\n{\"compile\":\"" << c.tier << "\",\"kernels\":" << c.kernels << ",\"miss_ms\":" << c.missMs << ",\"miss_min_ms\":" << c.missMinMs << ",\"miss_cpu_ms\":" << c.missCpuMs
@@ -124,7 +126,7 @@ void printTables(const std::vector<WorkloadResult> &rs, const std::vector<Compil
     std::string nat = w.native.available ? fmt("%.3f", w.native.medianMs) + " (" + w.native.dtype + ")" : "n/a";
     std::string natR = w.jit.ran && w.native.available ? fmt("%.2fx", w.jit.medianMs / w.native.medianMs) : "-";
     printf("%-22s %4zu %25s %10s %9s %9.1f %8.2f %10.2f %10s %9s %16s %9s\n", w.name.c_str(), w.kernels,
-           jitMs.c_str(), sps.c_str(), gf.c_str(), w.backendMs + w.coldPrepareMs, w.hitPrepareMs, w.simUs,
+           jitMs.c_str(), sps.c_str(), gf.c_str(), w.backendMs + w.coldPrepareMs, w.hitPrepareMs, w.sim.scheduledUs,
            interp.c_str(), ratio.c_str(), nat.c_str(), natR.c_str());
   }
   bool anyFlops = false;
@@ -140,25 +142,26 @@ void printTables(const std::vector<WorkloadResult> &rs, const std::vector<Compil
   }
   bool anyStream = false;
   for (const auto &w : rs)
-    anyStream |= w.error.empty() && w.flops == 0 && w.jit.ran && w.ddrBytes > (8u << 20);
+    anyStream |= w.error.empty() && w.flops == 0 && w.jit.ran && w.sim.ddrBytes > (8u << 20);
   if (anyStream) {
     double bw = hostMemcpyGBps();
     printf("\nhost memory bandwidth of one core (memcpy, read + write), measured now: %.1f GB/s\n", bw);
     for (const auto &w : rs)
-      if (w.error.empty() && w.flops == 0 && w.jit.ran && w.ddrBytes > (8u << 20))
+      if (w.error.empty() && w.flops == 0 && w.jit.ran && w.sim.ddrBytes > (8u << 20))
         printf("%-22s JIT simulated-DDR traffic %.2f GB/s = %.1f %% of it (the host also copies every DDR byte\n"
                "%-22s through LX, so it moves at least twice that)\n",
-               w.name.c_str(), static_cast<double>(w.ddrBytes) / (w.jit.medianMs * 1e6),
-               100.0 * static_cast<double>(w.ddrBytes) / (w.jit.medianMs * 1e6) / (bw * o.threads), "");
+               w.name.c_str(), static_cast<double>(w.sim.ddrBytes) / (w.jit.medianMs * 1e6),
+               100.0 * static_cast<double>(w.sim.ddrBytes) / (w.jit.medianMs * 1e6) / (bw * o.threads), "");
   }
   printf("\nsimulated device time (static timing model: sim = scheduled replay, between the overlapped and serial bounds; per unit: sum over kernels and phases of the busiest core):\n");
   printf("%-22s %10s %10s %10s %8s %9s %9s %9s %9s %10s %10s %10s\n", "workload", "sim us", "overlap us", "serial us", "launch",
          "DMA us", "LSU us", "SFP us", "PT us", "DDR MB", "sim TF/s", "sim GB/s");
   for (const auto &w : rs)
     if (w.error.empty())
-      printf("%-22s %10.2f %10.2f %10.2f %8.2f %9.2f %9.2f %9.2f %9.2f %10.2f %10.3f %10.1f\n", w.name.c_str(), w.simUs,
-           w.simOverlappedUs, w.simSerialUs, w.launchUs + w.barrierUs, w.unitUs[0], w.unitUs[1], w.unitUs[2], w.unitUs[3],
-           w.ddrBytes / 1e6, 2.0 * static_cast<double>(w.ptMacs) / (w.simUs * 1e6), w.ddrBytes / (w.simUs * 1e3));
+      printf("%-22s %10.2f %10.2f %10.2f %8.2f %9.2f %9.2f %9.2f %9.2f %10.2f %10.3f %10.1f\n", w.name.c_str(),
+             w.sim.scheduledUs, w.sim.overlappedUs, w.sim.serialUs, w.sim.launchUs + w.sim.barrierUs, w.sim.unitUs.dma,
+             w.sim.unitUs.lsu, w.sim.unitUs.sfp, w.sim.unitUs.pt, w.sim.ddrBytes / 1e6,
+             2.0 * static_cast<double>(w.sim.ptMacs) / (w.sim.scheduledUs * 1e6), w.sim.ddrBytes / (w.sim.scheduledUs * 1e3));
   printf("\n");
   for (const auto &w : rs) {
     if (w.jit.ran && w.interp.ran)

@@ -11,6 +11,7 @@
 #include "spyre/isa/listing.h"
 #include "spyre/sim/runtime.h"
 #include "spyre/sim/trace.h"
+#include "spyre/tools/command_line.h"
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -24,17 +25,8 @@ int main(int argc, char **argv) {
   sim::trace::configure(sim::trace::TraceOptions::fromEnv(processEnv())); // SPYRE_TRACE
   po::options_description opts = commandLine();
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, opts), vm);
-    po::notify(vm);
-  } catch (const po::error &e) {
-    std::cerr << "spyre-jit-bench: " << e.what() << "\n" << opts << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return 0;
-  }
+  if (auto exit = tools::parseCommandLine("spyre-jit-bench", argc, argv, opts, vm))
+    return *exit;
   if (vm.count("list")) {
     for (const auto &w : workloads())
       printf("%-22s %s\n", w.name.c_str(), w.what.c_str());

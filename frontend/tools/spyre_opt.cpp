@@ -13,8 +13,8 @@
 #include "spyre/frontend/passes.h"
 #include "spyre/isa/error.h"
 #include "spyre/isa/file_io.h"
+#include "spyre/tools/command_line.h"
 #include <algorithm>
-#include <boost/program_options.hpp>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -203,17 +203,8 @@ int main(int argc, char **argv) {
   po::positional_options_description pos;
   pos.add("input", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error &e) {
-    std::cerr << "spyre-opt: " << e.what() << "\n" << opts << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return 0;
-  }
+  if (auto exit = tools::parseCommandLine("spyre-opt", argc, argv, opts, vm, &pos))
+    return *exit;
   try {
     OptOptions o;
     std::stringstream passes(vm["pass"].as<std::string>());

@@ -1,5 +1,6 @@
 #include "spyre/isa/isa_doc.h"
 #include "spyre/isa/limits.h"
+#include "spyre/isa/listing.h"
 #include "spyre/isa/timing.h"
 #include <algorithm>
 #include <cstdio>
@@ -15,36 +16,8 @@ std::string num(double v) {
   return buf;
 }
 
-// The listing of tests/kernels/add_relu_mul.lst; a test keeps the two identical.
-constexpr std::string_view kExampleListing =
-    R"(; hand-written: out = relu(a + b) * b over 2 cores, 2 sticks each, then an f32 pass
-.kernel add_relu_mul cores=2
-.args a b out
-.core 0..1
-    tbl       r1, [0, 256]
-    dma.in    lx[0x0], ddr[a+r1], shape=(1,1,2) -> t0
-    dma.in    lx[0x100], ddr[b+r1], shape=(1,1,2) -> t1
-    wait      t0, t1
-    li        r2, 0
-    loop 2 {
-        ld.dl16   v0, lx[r2]
-        ld.dl16   v1, lx[r2+0x100]
-        add.dl16  v2, v0, v1
-        relu.dl16 v2, v2
-        mul.dl16  v3, v2, v1
-        st.dl16   lx[r2+0x200], v3
-        addi      r2, r2, 128
-    }
-    dma.out   ddr[out+r1], lx[0x200], shape=(1,1,2) -> t2
-    wait      t2
-    bar
-    bcast.f32 v4, 0.5
-    ld.f32    v5, lx[0x0]
-    sub.f32   v6, v5, v4
-    neg.f32   v6, v6
-    abs.dl16  v7, v6
-    st.f32    lx[0x300], v6
-)";
+/// The hand-written kernel section 3 shows as its example.
+constexpr std::string_view kExampleFile = "add_relu_mul.lst";
 
 std::string timingCost(const OpInfo &op, const HardwareConfig &hw) {
   double c = hw.corelets;
@@ -268,7 +241,7 @@ std::string programStructure() {
 }
 
 /// Section 3: the listing syntax, with the example kernel.
-std::string listingSyntax() {
+std::string listingSyntax(const std::vector<DocKernel> &examples) {
   std::string d;
   auto add = [&](std::string_view s) { d += s; };
   add("## 3. Listing syntax\n\n"
@@ -282,10 +255,12 @@ std::string listingSyntax() {
       "  `lx[off]` / `lx[rN]` / `lx[rN+off]` / `lx[rN-off]`, `ddr[arg]` / `ddr[arg+rN+off]`,\n"
       "  `shape=(n2,n1,n0)` optionally followed by `, ddr.stride=(s2,s1)` and `, lx.stride=(s2,s1)`\n"
       "  (bytes; dense strides are the default and are not printed), `cohort=k`, `-> tK`, `tK, tK`,\n"
-      "  `[c0, c1, …]`.\n\n"
-      "Example (`tests/kernels/add_relu_mul.lst`):\n\n```\n");
-  add(kExampleListing);
-  add("```\n\n");
+      "  `[c0, c1, …]`.\n\n");
+  for (const DocKernel &e : examples)
+    if (std::string_view(e.file).ends_with(kExampleFile)) {
+      add("Example (`" + e.file + "`):\n\n```\n" + printKernel(e.kernel) + "```\n\n");
+      break;
+    }
   return d;
 }
 
@@ -512,7 +487,7 @@ std::string generateIsaDoc(const HardwareConfig &hw, const std::vector<DocKernel
   std::string d = docIntro();
   d += machineState(hw);
   d += programStructure();
-  d += listingSyntax();
+  d += listingSyntax(examples);
   d += instructionReference(hw);
   d += dl16Choices();
   d += verifierRules(hw);

@@ -33,6 +33,19 @@ UnitCycles TimingReport::totals() const {
   return t;
 }
 
+void JobTiming::add(const TimingReport &r, const HardwareConfig &hw) {
+  scheduledUs += r.scheduledUs, overlappedUs += r.overlappedUs, serialUs += r.serialUs;
+  launchUs += r.launchUs, barrierUs += r.barrierUs;
+  ddrBytes += r.ddrBytes, lsuSticks += r.lsuSticks, sfpStickOps += r.sfpStickOps, ptMacs += r.ptMacs;
+  const double perUs = hw.cyclesPerUs();
+  for (int ph = 0; ph < r.numPhases(); ++ph) {
+    const UnitCycles m = r.phaseMax(ph);
+    unitUs.dma += m.dma / perUs, unitUs.lsu += m.lsu / perUs, unitUs.sfp += m.sfp / perUs;
+    unitUs.pt += m.pt / perUs, unitUs.ring += m.ring / perUs;
+    unitUs.scalar += m.scalar / perUs, unitUs.sync += m.sync / perUs;
+  }
+}
+
 std::string TimingReport::summary() const {
   std::string s;
   char buf[256];

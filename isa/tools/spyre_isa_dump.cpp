@@ -8,8 +8,8 @@
 #include "spyre/isa/superdsc.h"
 #include "spyre/isa/timing.h"
 #include "spyre/isa/verifier.h"
+#include "spyre/tools/command_line.h"
 #include <algorithm>
-#include <boost/program_options.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -119,17 +119,8 @@ int main(int argc, char **argv) {
   po::positional_options_description pos;
   pos.add("input", -1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error &e) {
-    std::cerr << "spyre-isa-dump: " << e.what() << "\n" << opts << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return 0;
-  }
+  if (auto exit = tools::parseCommandLine("spyre-isa-dump", argc, argv, opts, vm, &pos))
+    return *exit;
   try {
     const Env env(&std::getenv);
     const isa::HardwareConfig hw = isa::HardwareConfig::fromEnv(env);

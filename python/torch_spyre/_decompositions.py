@@ -14,6 +14,8 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from ._registry import registrar
+
 aten = torch.ops.aten
 
 __all__ = ["spyre_decompositions", "DECOMPOSITIONS", "exx2", "layernormscale", "layernormnorm", "sdpa_math",
@@ -21,15 +23,7 @@ __all__ = ["spyre_decompositions", "DECOMPOSITIONS", "exx2", "layernormscale", "
 
 DECOMPOSITIONS: dict[Any, Callable] = {}
 _TORCH_SDPA = torch.nn.functional.scaled_dot_product_attention
-
-
-def _register(*ops: Any) -> Callable:
-    def deco(fn: Callable) -> Callable:
-        for op in ops:
-            DECOMPOSITIONS[op] = fn
-        return fn
-
-    return deco
+_register = registrar(DECOMPOSITIONS)
 
 
 def _norm_dims(x: torch.Tensor, n: int) -> list[int]:

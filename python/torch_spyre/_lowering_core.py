@@ -17,6 +17,7 @@ import torch
 from . import _config
 from . import _decompositions  # noqa: F401  (defines the torch.ops.spyre custom ops lowered here)
 from ._errors import Unsupported
+from ._registry import registrar
 
 aten = torch.ops.aten
 
@@ -141,15 +142,7 @@ def _describe(env: Env, x: Any) -> str:
 
 
 _LOWERINGS: dict[Any, Callable[[Env, dict], Lowered]] = {}
-
-
-def _reg(*ops: Any) -> Callable:
-    def deco(fn: Callable) -> Callable:
-        for op in ops:
-            _LOWERINGS[op] = fn
-        return fn
-
-    return deco
+_reg = registrar(_LOWERINGS)
 
 
 def _alpha(env: Env, b: dict) -> float:

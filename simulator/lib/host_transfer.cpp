@@ -118,6 +118,8 @@ template <typename T> T loadAs(const void *p) {
   return v;
 }
 
+template <typename T> void storeAs(void *p, T v) { std::memcpy(p, &v, sizeof(T)); }
+
 } // namespace
 
 namespace {
@@ -141,28 +143,11 @@ void copyHostToDevice(const HostTensor &src, const SpyreTensorLayout &layout,
   auto *h = static_cast<const uint8_t *>(src.data);
   auto convert = [&](const uint8_t *in, uint8_t *out) {
     switch (src.type) {
-    case HostType::F16: {
-      uint16_t v = dl16::fromHalf(loadAs<uint16_t>(in));
-      std::memcpy(out, &v, 2);
-      return;
-    }
-    case HostType::BF16: {
-      uint16_t v = dl16::fromBf16(loadAs<uint16_t>(in));
-      std::memcpy(out, &v, 2);
-      return;
-    }
-    case HostType::Bool: {
-      uint16_t v = dl16::fromFloat(*in ? 1.0f : 0.0f);
-      std::memcpy(out, &v, 2);
-      return;
-    }
-    case HostType::I64: {
-      int32_t v = static_cast<int32_t>(loadAs<int64_t>(in));
-      std::memcpy(out, &v, 4);
-      return;
-    }
-    default:
-      std::memcpy(out, in, db);
+    case HostType::F16: return storeAs<uint16_t>(out, dl16::fromHalf(loadAs<uint16_t>(in)));
+    case HostType::BF16: return storeAs<uint16_t>(out, dl16::fromBf16(loadAs<uint16_t>(in)));
+    case HostType::Bool: return storeAs<uint16_t>(out, dl16::fromFloat(*in ? 1.0f : 0.0f));
+    case HostType::I64: return storeAs<int32_t>(out, static_cast<int32_t>(loadAs<int64_t>(in)));
+    default: std::memcpy(out, in, db);
     }
   };
   if (!convertible(f, src.type))
@@ -184,26 +169,11 @@ void copyDeviceToHost(const uint8_t *dev, const SpyreTensorLayout &layout,
   auto *h = static_cast<uint8_t *>(dst.data);
   auto convert = [&](const uint8_t *in, uint8_t *out) {
     switch (dst.type) {
-    case HostType::F16: {
-      uint16_t v = dl16::toHalf(loadAs<uint16_t>(in));
-      std::memcpy(out, &v, 2);
-      return;
-    }
-    case HostType::BF16: {
-      uint16_t v = dl16::toBf16(loadAs<uint16_t>(in));
-      std::memcpy(out, &v, 2);
-      return;
-    }
-    case HostType::Bool:
-      *out = dl16::toFloat(loadAs<uint16_t>(in)) != 0.0f;
-      return;
-    case HostType::I64: {
-      int64_t v = loadAs<int32_t>(in);
-      std::memcpy(out, &v, 8);
-      return;
-    }
-    default:
-      std::memcpy(out, in, db);
+    case HostType::F16: return storeAs<uint16_t>(out, dl16::toHalf(loadAs<uint16_t>(in)));
+    case HostType::BF16: return storeAs<uint16_t>(out, dl16::toBf16(loadAs<uint16_t>(in)));
+    case HostType::Bool: *out = dl16::toFloat(loadAs<uint16_t>(in)) != 0.0f; return;
+    case HostType::I64: return storeAs<int64_t>(out, loadAs<int32_t>(in));
+    default: std::memcpy(out, in, db);
     }
   };
   if (!convertible(f, dst.type))

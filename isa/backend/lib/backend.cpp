@@ -5,6 +5,7 @@
 #include "spyre/isa/timing.h"
 #include "spyre/isa/verifier.h"
 #include <chrono>
+#include <iterator>
 
 namespace spyre::backend {
 
@@ -123,21 +124,15 @@ Kernel compileOne(const SuperDsc &s, const BackendOptions &opts) {
   const OpClass cls = opFuncOf(s).cls;
   if (opts.pipelineBlocks == 0 && hasPipelinedSweeps(cls))
     return compileBestSchedule(s, opts);
-  switch (cls) {
-  case OpClass::Pointwise:
-    return detail::compilePointwise(s, opts);
-  case OpClass::Reduction:
-    return detail::compileReduction(s, opts);
-  case OpClass::Matmul:
-    return detail::compileMatmul(s, opts);
-  case OpClass::Convert:
-    return detail::compileConvert(s, opts);
-  case OpClass::Transpose:
-    return detail::compileTranspose(s, opts);
-  case OpClass::LaneReshape:
-    return detail::compileLaneReshape(s, opts);
-  }
-  throw Unsupported("SuperDSC op class " + std::string(isa::opClassName(cls)) + " of " + s.opFuncName);
+  // The lowering of each op class, in OpClass order.
+  using Lowering = Kernel (*)(const SuperDsc &, const BackendOptions &);
+  static constexpr Lowering kLowerings[] = {detail::compilePointwise, detail::compileReduction,
+                                            detail::compileMatmul,    detail::compileConvert,
+                                            detail::compileTranspose, detail::compileLaneReshape};
+  static_assert(std::size(kLowerings) == static_cast<size_t>(OpClass::LaneReshape) + 1);
+  if (static_cast<size_t>(cls) >= std::size(kLowerings))
+    throw Unsupported("SuperDSC op class " + std::string(isa::opClassName(cls)) + " of " + s.opFuncName);
+  return kLowerings[static_cast<size_t>(cls)](s, opts);
 }
 
 } // namespace

@@ -207,23 +207,14 @@ void emitTbl(ProgramBuilder &pb, int r, std::vector<int64_t> table) {
 
 /// v15 = DL16 zero in every lane.
 void emitZero(ProgramBuilder &pb) {
-  Instr z = mk(Opcode::Bcast, Format::DL16);
-  z.v = {15, -1, -1, -1};
-  pb.emit(z);
+  pb.emit(vbcast(Format::DL16, 15));
 }
 
 /// v12 = 1.0 on lanes below `valid`, 0.0 above (the valid lanes of a partial last K stick).
 void emitLaneMask(ProgramBuilder &pb, int64_t valid) {
-  Instr io = mk(Opcode::Iota, Format::F32);
-  io.v = {12, -1, -1, -1};
-  pb.emit(io);
-  Instr bc = mk(Opcode::Bcast, Format::F32);
-  bc.v = {13, -1, -1, -1};
-  bc.fimm = static_cast<float>(valid);
-  pb.emit(bc);
-  Instr lt = mk(Opcode::Lt, Format::F32);
-  lt.v = {12, 12, 13, -1};
-  pb.emit(lt);
+  pb.emit(vop(Opcode::Iota, Format::F32, 12));
+  pb.emit(vbcast(Format::F32, 13, static_cast<float>(valid)));
+  pb.emit(vop(Opcode::Lt, Format::F32, 12, 12, 13));
 }
 
 /// Stores v15 into rows [valid, per) of each of `tiles` B tiles of `per` rows at lx: the K
@@ -241,10 +232,7 @@ void emitZeroPadRows(ProgramBuilder &pb, int64_t lx, int64_t tiles, int64_t per,
   emitLi(pb, 5, lx + valid * 128);
   pb.loop(tiles, {{5, per * 128}}, [&] {
     pb.loop(per - valid, {{5, 128}}, [&] {
-      Instr st = mk(Opcode::St, Format::DL16);
-      st.v = {15, -1, -1, -1};
-      st.lx = {5, 0};
-      pb.emit(st);
+      pb.emit(vst(Format::DL16, 15, 5));
     });
   });
 }
@@ -341,6 +329,42 @@ Instr addi(int rd, int rs, int64_t imm) {
   Instr i = mk(Opcode::Addi);
   i.r = {rd, rs};
   i.imm = imm;
+  return i;
+}
+
+std::vector<int64_t> sliceOffsets(const TensorGeom &g, const std::vector<TensorDim> &dims,
+                                  const std::vector<std::vector<Slice>> &slices, int64_t base) {
+  std::vector<int64_t> off(slices.size(), base);
+  for (size_t c = 0; c < slices.size(); ++c)
+    for (size_t j = 0; j < dims.size(); ++j) {
+      int k = g.dimOf(dims[j].iterDim);
+      if (k >= 0 && g.dims[k].extent > 1)
+        off[c] += slices[c][j].lo * g.dims[k].strideBytes;
+    }
+  return off;
+}
+
+Instr vop(Opcode op, Format f, int vd, int va, int vb, int vc) {
+  Instr i = mk(op, f);
+  i.v = {vd, va, vb, vc};
+  return i;
+}
+
+Instr vld(Format f, int vd, int rBase, int64_t off) {
+  Instr i = vop(Opcode::Ld, f, vd);
+  i.lx = {rBase, off};
+  return i;
+}
+
+Instr vst(Format f, int vs, int rBase, int64_t off) {
+  Instr i = vop(Opcode::St, f, vs);
+  i.lx = {rBase, off};
+  return i;
+}
+
+Instr vbcast(Format f, int vd, float value) {
+  Instr i = vop(Opcode::Bcast, f, vd);
+  i.fimm = value;
   return i;
 }
 

@@ -61,6 +61,12 @@ struct Slice {
 };
 Slice coreSlice(const SuperDsc &s, int core, int iterDim, int64_t deviceExtent);
 
+/// Each core's DDR offset of tensor g when core c works on slices[c] of `dims` (the device dims
+/// a plan iterates, outer -> inner): base + Σ_j slices[c][j].lo × g's stride along dims[j], for
+/// the dims g steps through.
+std::vector<int64_t> sliceOffsets(const TensorGeom &g, const std::vector<TensorDim> &dims,
+                                  const std::vector<std::vector<Slice>> &slices, int64_t base);
+
 /// Checks the descriptor's start addresses of `g` against segment + per-core offsets.
 void checkStartAddresses(const SuperDsc &s, const TensorGeom &g, const std::vector<int64_t> &coreOffsets);
 
@@ -95,6 +101,15 @@ int64_t pipelineChunk(int64_t n, int64_t chunk, int64_t blocks, const std::funct
 
 Instr mk(Opcode op, Format f = Format::None);
 Instr addi(int rd, int rs, int64_t imm);
+// The vector forms the lowerings emit most (every other field default):
+/// `ld.f vd, lx[rBase+off]`
+Instr vld(Format f, int vd, int rBase, int64_t off = 0);
+/// `st.f lx[rBase+off], vs`
+Instr vst(Format f, int vs, int rBase, int64_t off = 0);
+/// `bcast.f vd, value`
+Instr vbcast(Format f, int vd, float value = 0);
+/// An instruction on vector registers only, in operand order (-1: none), e.g. `add.f vd, va, vb`.
+Instr vop(Opcode op, Format f, int vd, int va = -1, int vb = -1, int vc = -1);
 
 /// Builds one SPMD program for cores 0..n-1.
 class ProgramBuilder {

@@ -76,45 +76,21 @@ struct ConvertBlock {
 void emitConvertTile(ProgramBuilder &pb, bool widen, int64_t rowSticks, bool hasHigh) {
   pb.loop(rowSticks, {{10, kStickBytes}, {11, kStickBytes}, {12, kStickBytes}}, [&] {
     if (widen) {
-      Instr ld = mk(Opcode::Ld, Format::DL16);
-      ld.v = {0, -1, -1, -1};
-      ld.lx = {10, 0};
-      pb.emit(ld);
-      Instr up = mk(Opcode::Unpack);
-      up.v = {1, 2, 0, -1};
-      pb.emit(up);
-      Instr st = mk(Opcode::St, Format::F32);
-      st.v = {1, -1, -1, -1};
-      st.lx = {11, 0};
-      pb.emit(st);
+      pb.emit(vld(Format::DL16, 0, 10));
+      pb.emit(vop(Opcode::Unpack, Format::None, 1, 2, 0));
+      pb.emit(vst(Format::F32, 1, 11));
       if (hasHigh) {
-        Instr st2 = mk(Opcode::St, Format::F32);
-        st2.v = {2, -1, -1, -1};
-        st2.lx = {12, 0};
-        pb.emit(st2);
+        pb.emit(vst(Format::F32, 2, 12));
       }
     } else {
-      Instr ld = mk(Opcode::Ld, Format::F32);
-      ld.v = {1, -1, -1, -1};
-      ld.lx = {11, 0};
-      pb.emit(ld);
+      pb.emit(vld(Format::F32, 1, 11));
       if (hasHigh) {
-        Instr ld2 = mk(Opcode::Ld, Format::F32);
-        ld2.v = {2, -1, -1, -1};
-        ld2.lx = {12, 0};
-        pb.emit(ld2);
+        pb.emit(vld(Format::F32, 2, 12));
       } else {
-        Instr z = mk(Opcode::Bcast, Format::F32);
-        z.v = {2, -1, -1, -1};
-        pb.emit(z);
+        pb.emit(vbcast(Format::F32, 2));
       }
-      Instr pk = mk(Opcode::Pack);
-      pk.v = {0, 1, 2, -1};
-      pb.emit(pk);
-      Instr st = mk(Opcode::St, Format::DL16);
-      st.v = {0, -1, -1, -1};
-      st.lx = {10, 0};
-      pb.emit(st);
+      pb.emit(vop(Opcode::Pack, Format::None, 0, 1, 2));
+      pb.emit(vst(Format::DL16, 0, 10));
     }
   });
 }

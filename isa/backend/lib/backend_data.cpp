@@ -171,14 +171,8 @@ void LaneShiftEmitter::block(int64_t nr, int64_t gt, int64_t it, int64_t L, int6
     emitLi(pb_, 6, p_.lxE + p_.laneOut * kStickBytes);
     pb_.loop(mergeCols, {{5, kStickBytes}, {6, kStickBytes}}, [&] {
       // A raw 128-byte move (f32 ld/st copy bits): the column sticks hold 16-bit words.
-      Instr ld = mk(Opcode::Ld, Format::F32);
-      ld.v = {0, -1, -1, -1};
-      ld.lx = {5, 0};
-      pb_.emit(ld);
-      Instr st = mk(Opcode::St, Format::F32);
-      st.v = {0, -1, -1, -1};
-      st.lx = {6, 0};
-      pb_.emit(st);
+      pb_.emit(vld(Format::F32, 0, 5));
+      pb_.emit(vst(Format::F32, 0, 6));
     });
     emitPtTr(pb_, p_.lxD2, p_.lxE, gt * 64, 64);
   } else {

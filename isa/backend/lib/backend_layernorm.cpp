@@ -80,8 +80,7 @@ int64_t strideOf(const TensorGeom &g, int d) {
 }
 
 Instr f32(ProgramBuilder &pb, Opcode op, int d, int a, int b = -1, int e = -1) {
-  Instr x = mk(op, Format::F32);
-  x.v = {d, a, b, e};
+  Instr x = vop(op, Format::F32, d, a, b, e);
   pb.emit(x);
   return x;
 }
@@ -173,10 +172,7 @@ void emitPartials(ProgramBuilder &pb, const SuperDsc &s, const StickSplitPlan &p
   const SplitRows &rows = p.rows;
   const int64_t KTc = rows.KTc, mI = rows.mI;
   auto accumulate = [&](bool masked) {
-    Instr ld = mk(Opcode::Ld, in.fmt);
-    ld.v = {0, -1, -1, -1};
-    ld.lx = {12, 0};
-    pb.emit(ld);
+    pb.emit(vld(in.fmt, 0, 12));
     if (masked)
       f32(pb, Opcode::Sel, 0, 12, 0, 13);
     f32(pb, Opcode::Add, 1, 1, 0);
@@ -190,13 +186,9 @@ void emitPartials(ProgramBuilder &pb, const SuperDsc &s, const StickSplitPlan &p
                      0, 20, 21);
     emitLi(pb, 10, p.lxA);
     pb.loop(mI, {{10, kStickBytes}, {3, kStickBytes}}, [&] {
-      Instr zero = mk(Opcode::Bcast, Format::F32);
-      zero.v = {1, -1, -1, -1};
-      pb.emit(zero);
-      if (p.exx2) {
-        zero.v = {3, -1, -1, -1};
-        pb.emit(zero);
-      }
+      pb.emit(vbcast(Format::F32, 1));
+      if (p.exx2)
+        pb.emit(vbcast(Format::F32, 3));
       pb.emit(addi(12, 10, 0));
       const int64_t plain = mask ? KTc - 1 : KTc;
       pb.loop(plain, {{12, mI * kStickBytes}}, [&] { accumulate(false); });
@@ -208,14 +200,10 @@ void emitPartials(ProgramBuilder &pb, const SuperDsc &s, const StickSplitPlan &p
       // Fold 64 DL16 lanes into 32 fp32 lanes (an fp32 stick's width).
       auto fold = [&](int acc) {
         if (in.fmt == Format::DL16) {
-          Instr u = mk(Opcode::Unpack);
-          u.v = {5, 6, acc, -1};
-          pb.emit(u);
+          pb.emit(vop(Opcode::Unpack, Format::None, 5, 6, acc));
           f32(pb, Opcode::Add, acc, 5, 6);
         }
       };
-      Instr st = mk(Opcode::St, Format::F32);
-      st.lx = {3, 0};
       if (p.exx2) {
         for (int acc : {1, 3}) {
           f32(pb, Opcode::Mul, acc, acc, 14);
@@ -223,12 +211,11 @@ void emitPartials(ProgramBuilder &pb, const SuperDsc &s, const StickSplitPlan &p
           f32(pb, Opcode::Rsum, acc == 1 ? 2 : 7, acc);
         }
         f32(pb, Opcode::Sel, 2, 9, 2, 7);
-        st.v = {2, -1, -1, -1};
+        pb.emit(vst(Format::F32, 2, 3));
       } else {
         fold(1); // the lane partials; lanes add on the ring, the last core sums them
-        st.v = {1, -1, -1, -1};
+        pb.emit(vst(Format::F32, 1, 3));
       }
-      pb.emit(st);
     });
   };
   std::function<void(size_t)> outer = [&](size_t i) {
@@ -271,17 +258,11 @@ void emitChain(ProgramBuilder &pb, const SuperDsc &s, const StickSplitPlan &p, i
     emitLi(pb, 3, p.lxS);
     emitLi(pb, 4, p.lxR);
     pb.loop(rows.rowsPerCore, {{3, kStickBytes}, {4, kStickBytes}}, [&] {
-      Instr ld = mk(Opcode::Ld, Format::F32);
-      ld.v = {1, -1, -1, -1};
-      ld.lx = {3, 0};
-      pb.emit(ld);
+      pb.emit(vld(Format::F32, 1, 3));
       if (p.mean)
         f32(pb, Opcode::Mul, 1, 1, 14);
       f32(pb, Opcode::Rsum, 2, 1);
-      Instr st = mk(Opcode::St, p.out.fmt);
-      st.v = {2, -1, -1, -1};
-      st.lx = {4, 0};
-      pb.emit(st);
+      pb.emit(vst(p.out.fmt, 2, 4));
     });
   }
   if (lastSlice) {
@@ -306,23 +287,17 @@ Kernel compileStickSplitReduction(const SuperDsc &s, const BackendOptions &opts)
     emitLi(pb, 1, p.xOff[c]);
     emitLi(pb, 3, p.lxS);
     // v9: 1.0 on lane 0 only; v14 = 1/N; v12/v13: the valid-lane mask and 0 for a partial last tile.
-    Instr z = mk(Opcode::Bcast, Format::F32);
     if (p.exx2) {
       f32(pb, Opcode::Iota, 9, -1);
-      z.v = {10, -1, -1, -1};
-      pb.emit(z);
+      pb.emit(vbcast(Format::F32, 10));
       f32(pb, Opcode::Eq, 9, 9, 10);
     }
-    Instr sc = mk(Opcode::Bcast, Format::F32);
-    sc.v = {14, -1, -1, -1};
-    sc.fimm = 1.0f / static_cast<float>(p.N);
     if (p.exx2 || p.mean)
-      pb.emit(sc);
+      pb.emit(vbcast(Format::F32, 14, 1.0f / static_cast<float>(p.N)));
     const bool mask = lastSlice && p.validLanes != 0;
     if (mask) {
       emitLaneMask(pb, p.validLanes);
-      z.v = {13, -1, -1, -1};
-      pb.emit(z);
+      pb.emit(vbcast(Format::F32, 13));
     }
     emitPartials(pb, s, p, mask);
     emitChain(pb, s, p, c);

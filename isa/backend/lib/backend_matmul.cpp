@@ -86,17 +86,9 @@ void emitMaskSticks(ProgramBuilder &pb, int64_t lx, int64_t rows, int rBase = -1
   else
     emitLi(pb, 5, lx);
   pb.loop(rows, {{5, 128}}, [&] {
-    Instr ld = mk(Opcode::Ld, Format::DL16);
-    ld.v = {0, -1, -1, -1};
-    ld.lx = {5, 0};
-    pb.emit(ld);
-    Instr sel = mk(Opcode::Sel, Format::DL16);
-    sel.v = {0, 12, 0, 15};
-    pb.emit(sel);
-    Instr st = mk(Opcode::St, Format::DL16);
-    st.v = {0, -1, -1, -1};
-    st.lx = {5, 0};
-    pb.emit(st);
+    pb.emit(vld(Format::DL16, 0, 5));
+    pb.emit(vop(Opcode::Sel, Format::DL16, 0, 12, 0, 15));
+    pb.emit(vst(Format::DL16, 0, 5));
   });
 }
 
@@ -429,14 +421,8 @@ void MatmulEmitter::copyA() {
   emitLi(pb_, 7, p_.lxA);
   pb_.loop(p_.KT, {{6, p_.xCanon[p_.dK]}, {7, p_.mc * 128}}, [&] {
     pb_.loop(p_.mc, {{6, p_.xCanon[p_.dM]}, {7, 128}}, [&] {
-      Instr ld = mk(Opcode::Ld, Format::DL16);
-      ld.v = {0, -1, -1, -1};
-      ld.lx = {6, 0};
-      pb_.emit(ld);
-      Instr st = mk(Opcode::St, Format::DL16);
-      st.v = {0, -1, -1, -1};
-      st.lx = {7, 0};
-      pb_.emit(st);
+      pb_.emit(vld(Format::DL16, 0, 6));
+      pb_.emit(vst(Format::DL16, 0, 7));
     });
   });
 }

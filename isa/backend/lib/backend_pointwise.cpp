@@ -80,14 +80,7 @@ struct PointwisePlan {
   }
   /// Each core's DDR offset of tensor g.
   std::vector<int64_t> offsets(const TensorGeom &g) const {
-    std::vector<int64_t> off(numCores, g.viewOffsetBytes);
-    for (int c = 0; c < numCores; ++c)
-      for (size_t j = 0; j < J; ++j) {
-        int k = g.dimOf(out.dims[j].iterDim);
-        if (k >= 0 && g.dims[k].extent > 1)
-          off[c] += slices[c][j].lo * g.dims[k].strideBytes;
-      }
-    return off;
+    return sliceOffsets(g, out.dims, slices, g.viewOffsetBytes);
   }
   /// Bytes of tensor g's block: chunk of dim c0, whole dims after it (a dim it spans).
   int64_t tensorBlockBytes(const TensorGeom &g, size_t at, int64_t ch) const {
@@ -394,20 +387,13 @@ void PointwiseEmitter::emitConstants() {
   // r(1+i): each core's DDR offset, or for an LX-resident operand the block's LX address.
   for (int i = 0; i < p_.nt(); ++i)
     p_.tensors[i]->t->inLx ? emitLi(pb_, 1 + i, p_.lxAddr[i]) : emitTbl(pb_, 1 + i, p_.offsets(*p_.tensors[i]));
-  if (p_.lnScale) {
-    Instr e = mk(Opcode::Bcast, Format::F32);
-    e.v = {7, -1, -1, -1};
-    e.fimm = static_cast<float>(constant(s_, "eps", 0.0, true));
-    pb_.emit(e);
-  }
+  if (p_.lnScale)
+    pb_.emit(vbcast(Format::F32, 7, static_cast<float>(constant(s_, "eps", 0.0, true))));
   constReg_.assign(p_.ins.size(), -1);
   for (size_t i = 0; i < p_.ins.size(); ++i)
     if (p_.ins[i].isConst) {
-      Instr b = mk(Opcode::Bcast, p_.computeFmt);
       constReg_[i] = 8 + static_cast<int>(i);
-      b.v = {constReg_[i], -1, -1, -1};
-      b.fimm = p_.ins[i].value;
-      pb_.emit(b);
+      pb_.emit(vbcast(p_.computeFmt, constReg_[i], p_.ins[i].value));
     }
 }
 
@@ -420,34 +406,21 @@ void PointwiseEmitter::computeStick() {
       src.push_back(constReg_[i]);
       continue;
     }
-    Instr ld = mk(Opcode::Ld, p_.ins[i].g.fmt);
-    int v = static_cast<int>(i);
-    ld.v = {v, -1, -1, -1};
-    ld.lx = {10 + ti, 0};
-    pb_.emit(ld);
-    if (!p_.ins[i].g.stickPresent && s_.N[s_.dimIndex(p_.stickDim)] > 1 && !p_.lnScale) {
-      Instr sp = mk(Opcode::Splat, p_.ins[i].g.fmt);
-      sp.v = {v, v, -1, -1};
-      sp.imm = 0;
-      pb_.emit(sp);
-    }
+    const int v = static_cast<int>(i);
+    pb_.emit(vld(p_.ins[i].g.fmt, v, 10 + ti));
+    if (!p_.ins[i].g.stickPresent && s_.N[s_.dimIndex(p_.stickDim)] > 1 && !p_.lnScale)
+      pb_.emit(vop(Opcode::Splat, p_.ins[i].g.fmt, v, v)); // lane 0 to every lane
     src.push_back(v);
     ++ti;
   }
   int result = src[0];
-  auto emit3 = [&](Opcode o, int d, int a, int b, int c = -1) {
-    Instr x = mk(o, Format::F32);
-    x.v = {d, a, b, c};
-    pb_.emit(x);
-  };
+  auto emit3 = [&](Opcode o, int d, int a, int b, int c = -1) { pb_.emit(vop(o, Format::F32, d, a, b, c)); };
   if (p_.lnScale) {
     // v5 = E[x] (lane 0), v6 = E[x^2] (lane 1); v4 = rsqrt(relu(v6 - v5^2) + eps).
-    Instr sp = mk(Opcode::Splat, Format::F32);
-    sp.v = {5, src[0], -1, -1};
-    pb_.emit(sp);
-    sp.v = {6, src[0], -1, -1};
-    sp.imm = 1;
-    pb_.emit(sp);
+    pb_.emit(vop(Opcode::Splat, Format::F32, 5, src[0]));
+    Instr lane1 = vop(Opcode::Splat, Format::F32, 6, src[0]);
+    lane1.imm = 1;
+    pb_.emit(lane1);
     emit3(Opcode::Mul, 5, 5, 5);
     emit3(Opcode::Sub, 6, 6, 5);
     emit3(Opcode::Relu, 6, 6, -1);
@@ -461,9 +434,8 @@ void PointwiseEmitter::computeStick() {
     emit3(Opcode::Fma, 5, 5, src[3], src[4]);
     result = 5;
   } else if (p_.op != Opcode::Ld) {
-    Instr op = mk(p_.op, p_.computeFmt);
     result = 4;
-    op.v = {4, src[0], src.size() > 1 ? src[1] : -1, src.size() > 2 ? src[2] : -1};
+    Instr op = vop(p_.op, p_.computeFmt, 4, src[0], src.size() > 1 ? src[1] : -1, src.size() > 2 ? src[2] : -1);
     if (p_.op == Opcode::Softplus) {
       op.fimm = static_cast<float>(constant(s_, "softplusBeta", 1.0, false));
       op.fimm2 = static_cast<float>(constant(s_, "softplusThresh", 20.0, false));
@@ -475,10 +447,7 @@ void PointwiseEmitter::computeStick() {
     }
     pb_.emit(op);
   }
-  Instr st = mk(Opcode::St, p_.out.fmt);
-  st.v = {result, -1, -1, -1};
-  st.lx = {10 + p_.nt() - 1, 0};
-  pb_.emit(st);
+  pb_.emit(vst(p_.out.fmt, result, 10 + p_.nt() - 1));
 }
 
 void PointwiseEmitter::innerLoops(size_t jj) {

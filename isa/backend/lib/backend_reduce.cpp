@@ -78,16 +78,7 @@ struct ReductionPlan {
     }
     return ((inT->inLx ? 0 : bi) + (outT->inLx ? 0 : bo)) * (twice ? 2 : 1);
   }
-  std::vector<int64_t> offsets(const TensorGeom &g, int numCores) const {
-    std::vector<int64_t> off(numCores, 0);
-    for (int c = 0; c < numCores; ++c)
-      for (size_t j = 0; j < J; ++j) {
-        int k = g.dimOf(in.dims[j].iterDim);
-        if (k >= 0 && g.dims[k].extent > 1)
-          off[c] += slices[c][j].lo * g.dims[k].strideBytes;
-      }
-    return off;
-  }
+  std::vector<int64_t> offsets(const TensorGeom &g) const { return sliceOffsets(g, in.dims, slices, 0); }
 };
 
 /// Checks the descriptor and fills what the reduction reduces.
@@ -173,9 +164,9 @@ void planReduction(const SuperDsc &s, const BackendOptions &opts, ReductionPlan 
       p.slices[c][j] = p.reduced[p.in.dims[j].iterDim] ? Slice{0, p.in.dims[j].extent}
                                                        : coreSlice(s, c, p.in.dims[j].iterDim, p.in.dims[j].extent);
   if (!inT.inLx)
-    checkStartAddresses(s, p.in, p.offsets(p.in, s.numCoresUsed));
+    checkStartAddresses(s, p.in, p.offsets(p.in));
   if (!outT.inLx)
-    checkStartAddresses(s, p.out, p.offsets(p.out, s.numCoresUsed));
+    checkStartAddresses(s, p.out, p.offsets(p.out));
   if (p.in.segment == p.out.segment)
     throw Unsupported("input and output in one segment in " + s.name);
   p.len.resize(J);
@@ -327,25 +318,16 @@ std::vector<std::pair<int64_t, int64_t>> ReductionEmitter::outBox() const {
 
 void ReductionEmitter::emitConstants() {
   // r1 / r2: the block's DDR offset, or for an LX-resident operand its LX address.
-  p_.inT->inLx ? emitLi(pb_, 1, p_.inLxAddr) : emitTbl(pb_, 1, p_.offsets(p_.in, s_.numCoresUsed));
-  p_.outT->inLx ? emitLi(pb_, 2, p_.outLxAddr) : emitTbl(pb_, 2, p_.offsets(p_.out, s_.numCoresUsed));
+  p_.inT->inLx ? emitLi(pb_, 1, p_.inLxAddr) : emitTbl(pb_, 1, p_.offsets(p_.in));
+  p_.outT->inLx ? emitLi(pb_, 2, p_.outLxAddr) : emitTbl(pb_, 2, p_.offsets(p_.out));
   if (p_.exx2) {
     // v9 = 1.0 on lane 0 only: selects E[x] into lane 0 of the EXX2 stick.
-    Instr io = mk(Opcode::Iota, Format::F32);
-    io.v = {9, -1, -1, -1};
-    pb_.emit(io);
-    Instr z = mk(Opcode::Bcast, Format::F32);
-    z.v = {10, -1, -1, -1};
-    pb_.emit(z);
-    Instr eq = mk(Opcode::Eq, Format::F32);
-    eq.v = {9, 9, 10, -1};
-    pb_.emit(eq);
+    pb_.emit(vop(Opcode::Iota, Format::F32, 9));
+    pb_.emit(vbcast(Format::F32, 10));
+    pb_.emit(vop(Opcode::Eq, Format::F32, 9, 9, 10));
   }
   if (p_.base == "mean" || p_.exx2) {
-    Instr sc = mk(Opcode::Bcast, Format::F32);
-    sc.v = {14, -1, -1, -1};
-    sc.fimm = 1.0f / static_cast<float>(p_.count);
-    pb_.emit(sc);
+    pb_.emit(vbcast(Format::F32, 14, 1.0f / static_cast<float>(p_.count)));
   }
 }
 
@@ -364,9 +346,7 @@ void ReductionEmitter::accumulate(bool masked) {
   c.v = {1, 1, 0, -1};
   pb_.emit(c);
   if (p_.exx2) {
-    Instr sq = mk(Opcode::Fma, Format::F32);
-    sq.v = {3, 0, 0, 3};
-    pb_.emit(sq);
+    pb_.emit(vop(Opcode::Fma, Format::F32, 3, 0, 0, 3));
   }
 }
 
@@ -396,34 +376,19 @@ void ReductionEmitter::finishStick() {
     // Scale both sums, fold the 64 DL16 lanes into 32 fp32 lanes, reduce in fp32, and put
     // E[x] in lane 0 of the E[x^2] stick.
     for (int acc : {1, 3}) {
-      Instr m = mk(Opcode::Mul, Format::F32);
-      m.v = {acc, acc, 14, -1};
-      pb_.emit(m);
+      pb_.emit(vop(Opcode::Mul, Format::F32, acc, acc, 14));
       if (p_.fmt == Format::DL16) {
-        Instr u = mk(Opcode::Unpack);
-        u.v = {5, 6, acc, -1};
-        pb_.emit(u);
-        Instr a = mk(Opcode::Add, Format::F32);
-        a.v = {acc, 5, 6, -1};
-        pb_.emit(a);
+        pb_.emit(vop(Opcode::Unpack, Format::None, 5, 6, acc));
+        pb_.emit(vop(Opcode::Add, Format::F32, acc, 5, 6));
       }
-      Instr r = mk(Opcode::Rsum, Format::F32);
-      r.v = {acc == 1 ? 2 : 7, acc, -1, -1};
-      pb_.emit(r);
+      pb_.emit(vop(Opcode::Rsum, Format::F32, acc == 1 ? 2 : 7, acc));
     }
-    Instr sel = mk(Opcode::Sel, Format::F32);
-    sel.v = {2, 9, 2, 7};
-    pb_.emit(sel);
-    Instr st = mk(Opcode::St, Format::F32);
-    st.v = {2, -1, -1, -1};
-    st.lx = {11, 0};
-    pb_.emit(st);
+    pb_.emit(vop(Opcode::Sel, Format::F32, 2, 9, 2, 7));
+    pb_.emit(vst(Format::F32, 2, 11));
     return;
   }
   if (p_.base == "mean") {
-    Instr m = mk(Opcode::Mul, Format::F32);
-    m.v = {1, 1, 14, -1};
-    pb_.emit(m);
+    pb_.emit(vop(Opcode::Mul, Format::F32, 1, 1, 14));
   }
   int result = 1;
   if (p_.stickReduced) {
@@ -432,10 +397,7 @@ void ReductionEmitter::finishStick() {
     pb_.emit(r);
     result = 2;
   }
-  Instr st = mk(Opcode::St, p_.fmt);
-  st.v = {result, -1, -1, -1};
-  st.lx = {11, 0};
-  pb_.emit(st);
+  pb_.emit(vst(p_.fmt, result, 11));
 }
 
 void ReductionEmitter::keptNest(const std::vector<size_t> &kept, const std::vector<size_t> &red, size_t i) {
@@ -445,14 +407,9 @@ void ReductionEmitter::keptNest(const std::vector<size_t> &kept, const std::vect
     return;
   }
   // One output stick: acc = identity; accumulate every input stick of the reduced box.
-  Instr init = mk(Opcode::Bcast, Format::F32);
-  init.v = {1, -1, -1, -1};
-  init.fimm = p_.identity;
-  pb_.emit(init);
-  if (p_.exx2) {
-    init.v = {3, -1, -1, -1};
-    pb_.emit(init);
-  }
+  pb_.emit(vbcast(Format::F32, 1, p_.identity));
+  if (p_.exx2)
+    pb_.emit(vbcast(Format::F32, 3, p_.identity));
   // r12 walks the reduced box from this output stick's first input stick.
   pb_.emit(addi(12, 10, 0));
   reducedNest(red, 0);

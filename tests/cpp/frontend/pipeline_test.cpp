@@ -1,4 +1,5 @@
 // Graph -> SuperDSC -> backend -> both engines, against a DL16 reference computed here.
+#include "plan_runner.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/backend/backend.h"
 #include "spyre/isa/dl16.h"
@@ -12,6 +13,7 @@
 
 using namespace spyre;
 using namespace spyre::frontend;
+using spyre::test::numel;
 
 namespace {
 
@@ -23,13 +25,6 @@ Graph skeletonGraph(std::vector<int64_t> shape, HostType t = HostType::F16) {
   int m = g.addNode("mul", {r, b}, "mul", shape, t);
   g.outputs = {m};
   return g;
-}
-
-int64_t numel(const std::vector<int64_t> &s) {
-  int64_t n = 1;
-  for (auto d : s)
-    n *= d;
-  return n;
 }
 
 // Runs the graph with fp16 host inputs; returns the fp16 host output.

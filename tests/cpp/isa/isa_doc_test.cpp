@@ -1,4 +1,5 @@
 #include "spyre/isa/isa_doc.h"
+#include "spyre/isa/listing.h"
 #include "spyre/isa/program.h"
 #include <fstream>
 #include <gtest/gtest.h>
@@ -19,7 +20,10 @@ TEST(IsaDoc, ExampleIsTheHandWrittenListing) {
   std::stringstream ss;
   ss << f.rdbuf();
   ASSERT_FALSE(ss.str().empty());
-  EXPECT_NE(generateIsaDoc(HardwareConfig{}).find("```\n" + ss.str() + "```\n"), std::string::npos);
+  const std::string doc =
+      generateIsaDoc(HardwareConfig{}, {{"tests/kernels/add_relu_mul.lst", parseKernel(ss.str())}});
+  EXPECT_NE(doc.find("Example (`tests/kernels/add_relu_mul.lst`):\n\n```\n" + ss.str() + "```\n"), std::string::npos);
+  EXPECT_EQ(generateIsaDoc(HardwareConfig{}).find("Example ("), std::string::npos); // no examples, no example
 }
 
 TEST(IsaDoc, SectionsAndCostsFollowHardwareConfig) {

@@ -107,6 +107,26 @@ TEST(Timing, TwoPhasesWithBarrier) {
   EXPECT_NE(s.find("overlapped 3.509 us, serial 3.518 us"), std::string::npos) << s;
 }
 
+TEST(Timing, JobTimingSumsKernelsAndPhaseMaxima) {
+  const HardwareConfig hw;
+  TimingReport a = timeKernel(parseKernel(kVectorAdd), hw);
+  TimingReport b = timeKernel(parseKernel(readFile(std::string(SPYRE_TEST_DATA_DIR) + "/kernels/add_relu_mul.lst")), hw);
+  JobTiming job;
+  job.add(a, hw);
+  job.add(b, hw);
+  EXPECT_DOUBLE_EQ(job.scheduledUs, a.scheduledUs + b.scheduledUs);
+  EXPECT_DOUBLE_EQ(job.serialUs, a.serialUs + b.serialUs);
+  EXPECT_DOUBLE_EQ(job.launchUs, 6);
+  EXPECT_DOUBLE_EQ(job.barrierUs, 0.2);
+  EXPECT_EQ(job.ddrBytes, a.ddrBytes + b.ddrBytes);
+  EXPECT_EQ(job.lsuSticks, a.lsuSticks + b.lsuSticks);
+  // Per unit: Σ over kernels and phases of the busiest core; vadd's DMA is 3 · (150 + 3840)
+  // cycles on every core, add_relu_mul's 450 + 11.25 in its first phase, none in its second.
+  EXPECT_NEAR(job.unitUs.dma, (3 * (150 + 3840) + 461.25) / 1500, kEps);
+  EXPECT_NEAR(job.unitUs.dma, (a.totals().dma + b.totals().dma) / hw.cyclesPerUs(), kEps);
+  EXPECT_NEAR(job.unitUs.sfp, (a.totals().sfp + b.totals().sfp) / hw.cyclesPerUs(), kEps);
+}
+
 TEST(Timing, ActiveCoresShareDdrAndPhaseTimeIsMaxOverCores) {
   // Only cores 0..1 touch DDR, so each gets half the card's bandwidth; core 2..3 compute longer.
   const char *text = R"(.kernel mixed cores=4

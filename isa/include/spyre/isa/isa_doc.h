@@ -16,7 +16,8 @@ struct DocKernel {
 };
 
 /// The Markdown of docs/isa.md for `hw`; `examples` adds the timing section of hand-written
-/// kernels (computed here with timeKernel, so the numbers follow the model and `hw`).
+/// kernels (computed here with timeKernel, so the numbers follow the model and `hw`), and the
+/// one named add_relu_mul.lst is the listing-syntax section's example.
 std::string generateIsaDoc(const HardwareConfig &hw, const std::vector<DocKernel> &examples = {});
 
 /// The assembly syntax of one instruction derived from its operand kinds, e.g.

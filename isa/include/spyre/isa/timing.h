@@ -48,6 +48,17 @@ struct TimingReport {
   std::string summary() const;
 };
 
+/// The timing of a job: Σ over its kernels' reports (spyre-jit-bench's simulated device time).
+struct JobTiming {
+  double scheduledUs = 0, overlappedUs = 0, serialUs = 0, launchUs = 0, barrierUs = 0;
+  /// Per unit: Σ kernels Σ phases of the busiest core (TimingReport::phaseMax), in µs.
+  UnitCycles unitUs;
+  uint64_t ddrBytes = 0, lsuSticks = 0, sfpStickOps = 0, ptMacs = 0;
+
+  /// Adds the report of one more kernel, timed on `hw`.
+  void add(const TimingReport &r, const HardwareConfig &hw);
+};
+
 /// Times `k` (which should have passed verifyKernel) on `hw`. Throws spyre::Error where the dry
 /// run cannot proceed (a core without a program, a per-core table without the core's entry).
 TimingReport timeKernel(const Kernel &k, const HardwareConfig &hw);
