@@ -356,7 +356,7 @@ std::string verifierRules(const HardwareConfig &hw) {
          "   0..cores−1; one buffer size is bound per argument.\n"
          "2. Operands are valid: vector registers v0..v15, scalar registers r0..r31, tokens t0..t15,\n"
          "   `ddr[...]` names a kernel argument, the format suffix is one the instruction allows.\n"
-         "3. No instruction writes `r0`; every `tbl` has an entry for every core.\n"
+         "3. No instruction writes `r0`; every `tbl` has exactly one entry per core.\n"
          "4. Loop counts are ≥ 0; DMA shape entries are ≥ 1.\n"
          "5. `bar` appears only at the top level (never inside a loop), and every core reaches the\n"
          "   same number of barriers.\n"

@@ -163,6 +163,8 @@ public:
       if (peek() == '.') {
         std::string d = ident();
         if (d == ".kernel") {
+          if (sawKernel)
+            failAt(0, "a second .kernel directive (a listing holds one kernel)");
           skipWs();
           k.name = ident();
           if (k.name.empty())
@@ -358,8 +360,10 @@ private:
     size_t s = col_++;
     int64_t n = 0;
     size_t ds = col_;
-    while (!atEnd() && isdigit(static_cast<unsigned char>(peek())))
-      n = n * 10 + (line_[col_++] - '0');
+    while (!atEnd() && isdigit(static_cast<unsigned char>(peek()))) {
+      const int digit = line_[col_++] - '0';
+      n = n < count ? n * 10 + digit : n; // saturates past count: r99999999999999999999 is no overflow
+    }
     if (ds == col_ || n >= count) {
       col_ = s;
       fail(std::string(what) + " " + prefix + "0.." + prefix + std::to_string(count - 1));

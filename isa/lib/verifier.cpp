@@ -106,7 +106,7 @@ private:
           token(in, t);
         break;
       case 'X':
-        if (static_cast<int64_t>(in.table.size()) < k_.numCores)
+        if (static_cast<int64_t>(in.table.size()) != k_.numCores)
           fail(in, "[...]", "per-core table has " + std::to_string(in.table.size()) +
                                 " entries but the kernel has " + std::to_string(k_.numCores) + " cores");
         break;

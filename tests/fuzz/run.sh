@@ -7,6 +7,8 @@
 # Fails when any input gives a finding; new ones are saved in build-fuzz/findings/<h>/.
 # FUZZ_KEEP_GOING=1: fork mode, keep fuzzing past findings (FUZZ_JOBS parallel jobs, default 1).
 # FUZZ_MAX_LEN: largest input in bytes (default 16384, docs/fuzzing.md). FUZZ_NICE: default 10.
+# FUZZ_SEED: libFuzzer's -seed (default 0: a fresh random seed; `make fuzz`, what CI runs, uses 1
+# so that a CI finding reproduces with the same command).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -71,7 +73,7 @@ for h in "${harnesses[@]}"; do
   fi
   echo "== $h: ${seconds} s of mutation"
   rc=0
-  "${NICE[@]}" "$BUILD/bin/$h" "${FLAGS[@]}" "${dict[@]}" "${mode_flags[@]}" -max_total_time="$seconds" \
+  "${NICE[@]}" "$BUILD/bin/$h" "${FLAGS[@]}" "${dict[@]}" "${mode_flags[@]}" -seed="${FUZZ_SEED:-0}" -max_total_time="$seconds" \
     -artifact_prefix="$out/" "$work" "$HERE/corpus/$h" > "$out/fuzz.log" 2>&1 || rc=$?
   found=$(find "$out" -maxdepth 1 \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' \) \
           -newer "$out/regress.log" | wc -l)
