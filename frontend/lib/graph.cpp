@@ -353,20 +353,24 @@ private:
       fail("a value name after '%'");
     return n;
   }
+  /// The rest of a `[a, b, ...]` list whose '[' has been read: items by `item`, then ']'.
+  template <class Item> auto listRest(Item item) {
+    std::vector<decltype(item())> list;
+    if (!peekIs(']')) {
+      do {
+        list.push_back(item());
+      } while (accept(','));
+    }
+    expect(']');
+    return list;
+  }
   void keyValue(std::map<std::string, Attr> &into, const char *what) {
     std::string key = ident();
     if (key.empty())
       fail(what);
     expect('=');
     if (accept('[')) {
-      std::vector<double> list;
-      if (!peekIs(']')) {
-        do {
-          list.push_back(number());
-        } while (accept(','));
-      }
-      expect(']');
-      into[key] = Attr(list);
+      into[key] = Attr(listRest([this] { return number(); }));
     } else {
       into[key] = Attr(number());
     }
@@ -377,30 +381,32 @@ private:
       fail("a defined value", "%" + n);
     return it->second;
   }
-  double number() {
+  /// The characters a number may be made of (alphanumerics, '.', '+', '-'), from the next
+  /// non-blank on; the number readers check what they hold.
+  std::string_view numberToken() {
     skip();
     size_t s = pos_;
     while (pos_ < t_.size() && (isalnum(static_cast<unsigned char>(t_[pos_])) || t_[pos_] == '.' || t_[pos_] == '-' ||
                                 t_[pos_] == '+'))
       ++pos_;
+    return t_.substr(s, pos_ - s);
+  }
+  double number() {
+    std::string_view tok = numberToken();
     double d = 0;
-    auto r = std::from_chars(t_.data() + s, t_.data() + pos_, d);
-    if (r.ec != std::errc() || r.ptr != t_.data() + pos_) {
-      pos_ = s;
+    auto r = std::from_chars(tok.data(), tok.data() + tok.size(), d);
+    if (r.ec != std::errc() || r.ptr != tok.data() + tok.size()) {
+      pos_ -= tok.size();
       fail("a number");
     }
     return d;
   }
   /// A dimension: decimal digits only, as int64 (no exponent, no fraction, no rounding).
   int64_t dimension() {
-    skip();
-    size_t s = pos_;
-    while (pos_ < t_.size() && (isalnum(static_cast<unsigned char>(t_[pos_])) || t_[pos_] == '.' || t_[pos_] == '-' ||
-                                t_[pos_] == '+'))
-      ++pos_;
+    std::string_view tok = numberToken();
     int64_t d = 0;
-    auto r = std::from_chars(t_.data() + s, t_.data() + pos_, d);
-    if (r.ec != std::errc() || r.ptr != t_.data() + pos_ || d < 0)
+    auto r = std::from_chars(tok.data(), tok.data() + tok.size(), d);
+    if (r.ec != std::errc() || r.ptr != tok.data() + tok.size() || d < 0)
       fail("a non-negative integer dimension");
     return d;
   }
@@ -410,14 +416,7 @@ private:
     if (!parseDtype(dt, t))
       fail("a dtype (f16 bf16 f32 i32 i64 bool i8 i16 u8)", dt);
     expect('[');
-    std::vector<int64_t> shape;
-    if (!peekIs(']')) {
-      do {
-        shape.push_back(dimension());
-      } while (accept(','));
-    }
-    expect(']');
-    return {t, shape};
+    return {t, listRest([this] { return dimension(); })};
   }
 };
 } // namespace

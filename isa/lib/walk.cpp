@@ -175,29 +175,14 @@ void walkStructure(const Kernel &k, const CoreProgram &p, int core, WalkVisitor 
   ScalarState s;
   s.core = core;
   s.r[0] = core;
-  struct Frame {
-    const std::vector<Instr> *body;
-    size_t next;
-    uint64_t weight;
-  };
-  std::vector<Frame> stack{{&p.body, 0, 1}};
-  while (!stack.empty()) {
-    Frame &f = stack.back();
-    if (f.next == f.body->size()) {
-      stack.pop_back();
-      continue;
-    }
-    const Instr &in = (*f.body)[f.next++];
-    const uint64_t w = f.weight;
-    const int depth = static_cast<int>(stack.size()) - 1;
+  forEachNested(p.body, uint64_t{1}, [&](const Instr &in, uint64_t w, int depth, uint64_t &inner) {
     v.visit(in, s, w, depth);
     if (in.op != Opcode::Loop || in.imm <= 0)
-      continue;
-    uint64_t inner = 0;
+      return false;
     if (__builtin_mul_overflow(w, static_cast<uint64_t>(in.imm), &inner))
       instrError(k, core, in, "", "more than 2^64 dynamic instructions");
-    stack.push_back({&in.body, 0, inner}); // invalidates f
-  }
+    return true;
+  });
 }
 
 } // namespace spyre::isa::detail

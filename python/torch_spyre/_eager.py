@@ -120,11 +120,17 @@ def _run_lowered(op: Any, args: tuple, kwargs: dict) -> Any:
     return compiled.run(list(operands))[0], ""
 
 
+def _checked_empty_result(op: Any, args: tuple, kwargs: dict) -> Any:
+    """What every eager kernel does first: torch's same-device rule, then the result of an op
+    with an empty operand (no kernel needed); NotImplemented when the op has to run."""
+    _device_rules.check_same_device(op, args, kwargs)
+    return _empty.empty_result(op, args, kwargs)
+
+
 def _lowered_kernel(op: Any) -> Callable:
     @no_trace
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        _device_rules.check_same_device(op, args, kwargs)
-        out = _empty.empty_result(op, args, kwargs)
+        out = _checked_empty_result(op, args, kwargs)
         if out is not NotImplemented:
             return out
         out, reason = _run_lowered(op, args, kwargs)
@@ -155,8 +161,7 @@ def _unmeta_factories(gm: torch.fx.GraphModule, device: torch.device) -> None:
 def _decomposed_kernel(op: Any, decomp: Callable) -> Callable:
     @no_trace
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        _device_rules.check_same_device(op, args, kwargs)
-        out = _empty.empty_result(op, args, kwargs)
+        out = _checked_empty_result(op, args, kwargs)
         if out is not NotImplemented:
             return out
         from torch.fx.experimental.proxy_tensor import make_fx

@@ -185,6 +185,32 @@ struct Kernel {
 /// Top-level instruction ranges of each phase of a program (split at `bar`).
 std::vector<std::pair<size_t, size_t>> phaseRanges(const CoreProgram &p);
 
+/// Visits every instruction of `body` in program order, a loop before its body, with an
+/// explicit stack (never recursion: a kernel built in memory may be arbitrarily deep).
+/// `visit(in, weight, depth, inner)` sees each instruction with the weight of its enclosing
+/// body (`root` at the top, depth 0); for a loop it returns whether to walk the body, which
+/// then carries the weight it stored in `inner`.
+template <class Weight, class Visit>
+void forEachNested(const std::vector<Instr> &body, Weight root, Visit &&visit) {
+  struct Frame {
+    const std::vector<Instr> *body;
+    size_t next;
+    Weight weight;
+  };
+  std::vector<Frame> stack{{&body, 0, root}};
+  while (!stack.empty()) {
+    Frame &f = stack.back();
+    if (f.next == f.body->size()) {
+      stack.pop_back();
+      continue;
+    }
+    const Instr &in = (*f.body)[f.next++];
+    Weight inner{};
+    if (visit(in, f.weight, static_cast<int>(stack.size()) - 1, inner) && in.op == Opcode::Loop)
+      stack.push_back({&in.body, 0, inner}); // invalidates f
+  }
+}
+
 } // namespace spyre::isa
 
 template <> struct std::hash<spyre::isa::Instr> {
