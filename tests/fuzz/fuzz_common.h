@@ -31,4 +31,15 @@ template <typename F> bool accepted(F &&f) {
   }
 }
 
+/// The printer and the parser agree: `reprint(printed)` (parse the printed text, print it
+/// again) gives `printed` back. `what` names the value in the finding ("g", "k").
+template <typename Reprint> void checkRoundTrip(const std::string &printed, const char *what, Reprint &&reprint) {
+  try {
+    if (reprint(printed) != printed)
+      finding(std::string("print(parse(print(") + what + "))) != print(" + what + "):\n" + printed);
+  } catch (const spyre::Error &e) {
+    finding(std::string("the printed form does not parse back: ") + e.what() + "\n" + printed);
+  }
+}
+
 } // namespace spyre::fuzz

@@ -17,12 +17,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!fuzz::accepted([&] { g = frontend::parseGraph(text, "fuzz.graph"); }))
     return 0;
   const std::string printed = frontend::printGraph(g);
-  try {
-    if (frontend::printGraph(frontend::parseGraph(printed, "printed.graph")) != printed)
-      fuzz::finding("print(parse(print(g))) != print(g):\n" + printed);
-  } catch (const Error &e) {
-    fuzz::finding(std::string("the printed form does not parse back: ") + e.what() + "\n" + printed);
-  }
+  fuzz::checkRoundTrip(printed, "g", [](const std::string &text) {
+    return frontend::printGraph(frontend::parseGraph(text, "printed.graph"));
+  });
 
   isa::JobPlan plan;
   if (!fuzz::accepted([&] { plan = frontend::compileGraph(g); }))

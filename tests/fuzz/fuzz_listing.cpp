@@ -14,13 +14,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   isa::Kernel k;
   if (!fuzz::accepted([&] { k = isa::parseKernel(text, "fuzz.lst"); }))
     return 0;
-  const std::string printed = isa::printKernel(k);
-  try {
-    if (isa::printKernel(isa::parseKernel(printed, "printed.lst")) != printed)
-      fuzz::finding("print(parse(print(k))) != print(k):\n" + printed);
-  } catch (const Error &e) {
-    fuzz::finding(std::string("the printed form does not parse back: ") + e.what() + "\n" + printed);
-  }
+  fuzz::checkRoundTrip(isa::printKernel(k), "k", [](const std::string &printed) {
+    return isa::printKernel(isa::parseKernel(printed, "printed.lst"));
+  });
   if (fuzz::accepted([&] { isa::verifyKernel(k, std::vector<uint64_t>(k.args.size(), uint64_t{1} << 40)); }))
     fuzz::accepted([&] { isa::timeKernel(k, isa::HardwareConfig{}); });
   return 0;
