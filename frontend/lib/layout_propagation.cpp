@@ -117,7 +117,7 @@ std::vector<int64_t> hostShapeOf(const Graph &g, int v) {
 
 SpyreTensorLayout deviceTensorLayout(const Graph &g, int v) {
   const Value &val = g.values[v];
-  const DataFormat fmt = detail::deviceFormat(val.dtype, "%" + val.name);
+  const DataFormat fmt = detail::deviceFormatOrInt(val.dtype, "%" + val.name);
   if (val.shape.empty())
     return SpyreTensorLayout(val.shape, fmt);
   // The generic layout of the device shape, stepping the host strides of the dims it holds.

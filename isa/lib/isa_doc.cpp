@@ -30,8 +30,9 @@ std::string timingCost(const OpInfo &op, const HardwareConfig &hw) {
            " cycles) + bytes ÷ (" + num(hw.ddrBytesPerSecond / 1e9) + " GB/s ÷ active cores) = " +
            num(hw.ddrBytesPerCyclePerCore(hw.numCores)) + " B/cycle per core with " +
            std::to_string(hw.numCores) + " active cores" +
-           (op.op == Opcode::DmaMc ? "; each of the k cohort members is charged bytes ÷ k (one DDR read per cohort)"
-                                   : "");
+           (op.op == Opcode::DmaMc       ? "; each of the k cohort members is charged bytes ÷ k (one DDR read per cohort)"
+            : op.op == Opcode::DmaGather ? "; bytes = n boxes (one start-up for the whole index list)"
+                                         : "");
   case TimingClass::Lsu:
     return "LSU, " + num(1.0 / (hw.lsuSticksPerCycle * c)) + " cycle per stick (" +
            num(hw.lsuSticksPerCycle) + " stick/cycle × " + num(c) + " corelets)";

@@ -28,6 +28,7 @@ const char *opClassName(OpClass c) {
   case OpClass::Convert: return "convert";
   case OpClass::Transpose: return "transpose";
   case OpClass::LaneReshape: return "lane-reshape";
+  case OpClass::Gather: return "gather";
   }
   return "?";
 }

@@ -55,11 +55,12 @@ private:
   /// base + i2·stride2 + i1·stride1 and are n0 sticks long; the start is affine in (i2, i1), so
   /// the extreme rows are corners and alignment follows from the base and the strides actually
   /// used (a stride only matters when its dimension has more than one row).
-  void dmaRows(const Instr &in, const ScalarState &s, bool lx) const {
+  /// `extra` moves the whole box (a dma.gather's entry i on the LX side, its row j on the DDR side).
+  void dmaRows(const Instr &in, const ScalarState &s, bool lx, __int128 extra = 0) const {
     const DmaShape &d = in.dma;
     const auto &stride = lx ? d.lxStride : d.ddrStride;
-    __int128 base = lx ? static_cast<__int128>(reg(in, s, in.lx.base)) + in.lx.offset
-                       : static_cast<__int128>(reg(in, s, in.ddr.base)) + in.ddr.offset;
+    __int128 base = extra + (lx ? static_cast<__int128>(reg(in, s, in.lx.base)) + in.lx.offset
+                                : static_cast<__int128>(reg(in, s, in.ddr.base)) + in.ddr.offset);
     __int128 run = static_cast<__int128>(d.n[2]) * 128;
     __int128 limit = lx ? lxBytes_ : static_cast<__int128>(argBytes_[in.ddr.arg]);
     std::string op = lx ? lxText(in.lx) : ddrText(in.ddr, k_);
@@ -86,16 +87,9 @@ private:
 
   /// The LX bytes a DMA touches, as one interval from its lowest to its highest row.
   std::pair<__int128, __int128> dmaLxSpan(const Instr &in, const ScalarState &s) const {
-    const DmaShape &d = in.dma;
     __int128 base = static_cast<__int128>(reg(in, s, in.lx.base)) + in.lx.offset;
-    __int128 lo = base, hi = base;
-    for (int64_t i2 : {int64_t{0}, d.n[0] - 1})
-      for (int64_t i1 : {int64_t{0}, d.n[1] - 1}) {
-        __int128 start = base + static_cast<__int128>(i2) * d.lxStride[0] + static_cast<__int128>(i1) * d.lxStride[1];
-        lo = std::min(lo, start);
-        hi = std::max(hi, start);
-      }
-    return {lo, hi + static_cast<__int128>(d.n[2]) * 128};
+    auto [lo, hi] = dmaLxExtent(in);
+    return {base + lo, base + hi};
   }
 
   /// Asynchronous DMA: LX that an outstanding dma.in is filling may not be read or written, and
@@ -165,6 +159,7 @@ private:
   void rule(Row<Opcode::DmaIn>, const Instr &in, const ScalarState &s, int depth);
   void rule(Row<Opcode::DmaMc>, const Instr &in, const ScalarState &s, int depth);
   void rule(Row<Opcode::DmaOut>, const Instr &in, const ScalarState &s, int depth);
+  void rule(Row<Opcode::DmaGather>, const Instr &in, const ScalarState &s, int depth);
   void rule(Row<Opcode::Wait>, const Instr &in, const ScalarState &s, int depth);
   void rule(Row<Opcode::Bar>, const Instr &in, const ScalarState &s, int depth);
   void stickAccess(const Instr &in, const ScalarState &s);
@@ -289,6 +284,33 @@ void DynamicChecker::rule(Row<Opcode::RingPsum>, const Instr &in, const ScalarSt
 void DynamicChecker::rule(Row<Opcode::DmaIn>, const Instr &in, const ScalarState &s, int) { dma(in, s); }
 void DynamicChecker::rule(Row<Opcode::DmaMc>, const Instr &in, const ScalarState &s, int) { dma(in, s); }
 void DynamicChecker::rule(Row<Opcode::DmaOut>, const Instr &in, const ScalarState &s, int) { dma(in, s); }
+
+/// dma.gather: the boxes of entries 0 and n-1 inside LX (the lxstep is affine), the boxes of table
+/// rows 0 and rows-1 inside DDR (every index in [0, rows) is then inside: the values are checked
+/// at run time), the index list inside LX, 4-byte aligned, not being filled by a DMA and apart
+/// from the boxes it fills (entry i must not overwrite the index of entry i+1).
+void DynamicChecker::rule(Row<Opcode::DmaGather>, const Instr &in, const ScalarState &s, int) {
+  const int64_t n = in.imm, rows = in.imms[0];
+  for (int64_t i : {int64_t{0}, n - 1})
+    dmaRows(in, s, true, static_cast<__int128>(i) * in.imms[2]);
+  for (int64_t j : {int64_t{0}, rows - 1})
+    dmaRows(in, s, false, static_cast<__int128>(j) * in.imms[1]);
+  const std::string idxOp = lxText(in.lx2);
+  const __int128 ilo = static_cast<__int128>(reg(in, s, in.lx2.base)) + in.lx2.offset, ihi = ilo + 4 * static_cast<__int128>(n);
+  if (ilo < 0 || ihi > lxBytes_)
+    fail(in, idxOp, "index list [" + num(ilo) + ", " + num(ihi) + ") is outside the usable LX [0, " +
+                        std::to_string(lxBytes_) + ")");
+  if (ilo % 4 != 0)
+    fail(in, idxOp, "index list address " + num(ilo) + " is not 4-byte aligned (int32 indices)");
+  auto [lo, hi] = dmaLxSpan(in, s);
+  if (ilo < hi && lo < ihi)
+    fail(in, idxOp, "index list [" + num(ilo) + ", " + num(ihi) + ") overlaps the LX [" + num(lo) + ", " + num(hi) +
+                        ") the gather fills");
+  touch(in, idxOp, ilo, ihi, false);
+  tokenFree(in);
+  touch(in, lxText(in.lx), lo, hi, true);
+  issue(in, lo, hi);
+}
 
 void DynamicChecker::rule(Row<Opcode::Wait>, const Instr &in, const ScalarState &, int) {
   for (int t : in.tokens) {

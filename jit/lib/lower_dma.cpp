@@ -1,5 +1,7 @@
 // dma.in, dma.mc and dma.out: the affine row copies between DDR and LX as memcpy loops.
 #include "function_lowering.h"
+#include "spyre/sim/machine.h"
+#include <array>
 
 namespace spyre::jit {
 
@@ -12,6 +14,30 @@ void FunctionLowering::lowerDmaIn(const Instr &in) { lowerDma(in, true); }
 // Every cohort member copies (the verifier checks that they copy the same).
 void FunctionLowering::lowerDmaMc(const Instr &in) { lowerDma(in, true); }
 void FunctionLowering::lowerDmaOut(const Instr &in) { lowerDma(in, false); }
+
+// dma.gather calls the simulator's shared semantics at every tier (simulator/lib/ring.cpp): the
+// index values are data, so each is bounds-checked at run time and a bad one is a device fault
+// reported through the core's port. The shape is a constant global (sim::GatherShape).
+void FunctionLowering::lowerDmaGather(const Instr &in) {
+  static_assert(sizeof(sim::GatherShape) == 11 * sizeof(int64_t));
+  const auto &d = in.dma;
+  const std::array<int64_t, 11> shape{in.imm,       in.imms[0],      in.imms[1],      in.imms[2],
+                                      d.n[0],       d.n[1],          d.n[2] * 128,    d.lxStride[0],
+                                      d.lxStride[1], d.ddrStride[0], d.ddrStride[1]};
+  std::vector<Constant *> elems;
+  for (int64_t v : shape)
+    elems.push_back(b_.getInt64(static_cast<uint64_t>(v)));
+  auto *ty = ArrayType::get(i64_, shape.size());
+  auto *g = new GlobalVariable(m_, ty, true, GlobalValue::PrivateLinkage, ConstantArray::get(ty, elems),
+                               "gather.shape");
+  Value *port = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(i8_, core_, offsetof(sim::CoreState, ring)));
+  Value *argBase = b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(i64_, argBase_, in.ddr.arg));
+  Value *table = b_.CreateGEP(i8_, ddr_, b_.CreateAdd(b_.CreateAdd(argBase, readS(in.ddr.base)),
+                                                      b_.getInt64(static_cast<uint64_t>(in.ddr.offset))));
+  FunctionCallee fn = m_.getOrInsertFunction("spyre_dma_gather",
+                                             FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, ptr_, ptr_, ptr_}, false));
+  b_.CreateCall(fn, {port, lxAddr(in.lx), lxAddr(in.lx2), table, g});
+}
 
 void FunctionLowering::lowerDma(const Instr &in, bool toLx) {
   const auto &d = in.dma;

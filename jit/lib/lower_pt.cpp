@@ -19,15 +19,8 @@ std::optional<std::pair<int64_t, int64_t>> lxWriteExtent(const Instr &in) {
   case Opcode::St: return std::pair<int64_t, int64_t>{0, 128};
   case Opcode::Stu: return std::pair<int64_t, int64_t>{0, in.imm * (in.fmt == isa::Format::DL16 ? 2 : 4)};
   case Opcode::DmaIn:
-  case Opcode::DmaMc: {
-    int64_t lo = 0, hi = 0;
-    for (int j = 0; j < 2; ++j) {
-      int64_t span = (in.dma.n[j] - 1) * in.dma.lxStride[j];
-      lo += std::min<int64_t>(span, 0);
-      hi += std::max<int64_t>(span, 0);
-    }
-    return std::pair{lo, hi + in.dma.n[2] * 128};
-  }
+  case Opcode::DmaMc:
+  case Opcode::DmaGather: return isa::dmaLxExtent(in);
   case Opcode::PtMm: return std::pair<int64_t, int64_t>{0, in.imms[0] / 32 * in.imm * 128};
   case Opcode::PtOut: return std::pair<int64_t, int64_t>{0, in.imms[0] / 64 * in.imm * 128};
   case Opcode::PtTr: return std::pair<int64_t, int64_t>{0, in.imm * in.imms[0] * 2};

@@ -238,3 +238,51 @@ def _zeros(env: Env, b: dict) -> Lowered:
 @_reg(aten.ones.default, aten.ones_like.default)
 def _ones(env: Env, b: dict) -> Lowered:
     return _fill(env, b, 1.0)
+
+
+_INDEX_DTYPES = (torch.int32, torch.int64)
+
+
+def _rows_of(env: Env, table: Any, index: Any, what: str) -> Lowered:
+    """table[index]: rows of a 2-d table by an int32/int64 index tensor of rank 1 or 2 (the
+    frontend's ``embedding``: the card's dma.gather; an out-of-range index is a device error)."""
+    t, i = env.tensor(table), env.tensor(index)
+    if t is None or not _is_operand(env, table) or len(t[0]) != 2:
+        raise Unsupported(f"{what} of {_describe(env, table)} (a 2-d table)")
+    if i is None or not _is_operand(env, index) or i[1] not in _INDEX_DTYPES or len(i[0]) not in (1, 2):
+        raise Unsupported(f"{what} by {_describe(env, index)}" + (f" of {i[1]}" if i else "")
+                          + " (int32/int64 indices of rank 1 or 2)")
+    L = Lowered()
+    L.add("embedding", [table, index])
+    return L
+
+
+@_reg(aten.embedding.default)
+def _embedding(env: Env, b: dict) -> Lowered:
+    """nn.Embedding's forward; padding_idx only matters for the gradient."""
+    if b.get("sparse"):
+        raise Unsupported("embedding with sparse=True")
+    return _rows_of(env, b["weight"], b["indices"], "embedding")
+
+
+@_reg(aten.index_select.default)
+def _index_select(env: Env, b: dict) -> Lowered:
+    t = env.tensor(b["self"])
+    if t is None or len(t[0]) != 2 or b["dim"] % 2 != 0:
+        raise Unsupported(f"index_select along dim {b['dim']} of {_describe(env, b['self'])} (dim 0 of a 2-d tensor)")
+    i = env.tensor(b["index"])
+    if i is not None and len(i[0]) != 1:
+        raise Unsupported(f"index_select by {_describe(env, b['index'])} (a 1-d index)")
+    return _rows_of(env, b["self"], b["index"], "index_select")
+
+
+@_reg(aten.index.Tensor)
+def _index(env: Env, b: dict) -> Lowered:
+    """x[idx] with one integer index tensor on dim 0 of a 2-d x (advanced indexing)."""
+    indices = list(b["indices"])
+    if len(indices) != 1 or indices[0] is None:
+        raise Unsupported(f"index with {len(indices)} index tensors (one, on dim 0)")
+    i = env.tensor(indices[0])
+    if i is not None and i[1] not in _INDEX_DTYPES:
+        raise Unsupported(f"index by a {i[1]} tensor (boolean masks are not supported)")
+    return _rows_of(env, b["self"], indices[0], "index")

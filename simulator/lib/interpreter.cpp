@@ -184,6 +184,27 @@ void Interp::execLoop(const Instr &in, Ctx &c) const {
 void Interp::execDmaIn(const Instr &in, Ctx &c) const { dma(in, c, true); }
 void Interp::execDmaMc(const Instr &in, Ctx &c) const { dma(in, c, true); }
 void Interp::execDmaOut(const Instr &in, Ctx &c) const { dma(in, c, false); }
+// The gather checks what the verifier proves (the corner boxes of rows 0 and rows-1, every LX
+// box, the index list), then runs the semantics both engines share (simulator/lib/ring.cpp).
+void Interp::execDmaGather(const Instr &in, Ctx &c) const {
+  const DmaShape &d = in.dma;
+  const int64_t n = in.imm, rows = in.imms[0], rowStride = in.imms[1], lxStep = in.imms[2], run = d.n[2] * 128;
+  if (n < 1 || rows < 1)
+    fault(in, c, "dma.gather needs n >= 1 and rows >= 1");
+  const int64_t base = reg(c, in.ddr.base) + in.ddr.offset;
+  for (int64_t j : {int64_t{0}, rows - 1})
+    for (int64_t i2 : {int64_t{0}, d.n[0] - 1})
+      for (int64_t i1 : {int64_t{0}, d.n[1] - 1})
+        ddrPtr(in, c, base + j * rowStride + i2 * d.ddrStride[0] + i1 * d.ddrStride[1], run);
+  const auto [lo, hi] = dmaLxExtent(in);
+  LxAddr box = in.lx;
+  box.offset += lo;
+  lxPtr(in, c, box, hi - lo);
+  const uint8_t *idx = lxPtr(in, c, in.lx2, 4 * n);
+  const sim::GatherShape g{n, rows, rowStride, lxStep, d.n[0], d.n[1], run, d.lxStride[0], d.lxStride[1],
+                           d.ddrStride[0], d.ddrStride[1]};
+  sim::dmaGather(*c.cs.ring, c.cs.lx + reg(c, in.lx.base) + in.lx.offset, idx, c.args.ddr + c.args.base[in.ddr.arg] + base, g);
+}
 
 // Sync: DMA completes synchronously in the functional model; timing counts waits.
 void Interp::execWait(const Instr &, Ctx &) const {}

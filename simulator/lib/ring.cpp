@@ -15,16 +15,21 @@ void ringSend(RingPort &p, int dir, const uint8_t *src, int64_t bytes) {
   box.bytes.insert(box.bytes.end(), src, src + bytes);
 }
 
+void reportFault(RingPort &p, std::string what) {
+  RingState &st = *p.state;
+  std::lock_guard<std::mutex> g(st.errorMu);
+  if (st.error.empty())
+    st.error = std::move(what);
+}
+
 void ringRecv(RingPort &p, int dir, uint8_t *dst, int64_t bytes, int mode) {
   RingState &st = *p.state;
   auto &box = st.box((st.phase + 1) % 2, p.core, dir);
   if (st.phase == 0 || box.read + static_cast<size_t>(bytes) > box.bytes.size()) {
-    std::lock_guard<std::mutex> g(st.errorMu);
-    if (st.error.empty())
-      st.error = "core " + std::to_string(p.core) + " receives " + std::to_string(bytes) + " bytes from direction " +
-                 std::to_string(dir) + " in phase " + std::to_string(st.phase) + " but only " +
-                 std::to_string(st.phase == 0 ? 0 : box.bytes.size() - box.read) +
-                 " were sent in the previous phase";
+    reportFault(p, "ring: core " + std::to_string(p.core) + " receives " + std::to_string(bytes) +
+                       " bytes from direction " + std::to_string(dir) + " in phase " + std::to_string(st.phase) +
+                       " but only " + std::to_string(st.phase == 0 ? 0 : box.bytes.size() - box.read) +
+                       " were sent in the previous phase");
     return;
   }
   const uint8_t *src = box.bytes.data() + box.read;
@@ -52,7 +57,33 @@ void ringRecv(RingPort &p, int dir, uint8_t *dst, int64_t bytes, int mode) {
   }
 }
 
+void dmaGather(RingPort &p, uint8_t *lx, const uint8_t *idx, const uint8_t *table, const GatherShape &g) {
+  for (int64_t i = 0; i < g.n; ++i) {
+    int32_t j;
+    std::memcpy(&j, idx + 4 * i, 4);
+    uint8_t *dst = lx + i * g.lxStep;
+    const bool ok = j >= 0 && j < g.rows;
+    if (!ok)
+      reportFault(p, "dma.gather on core " + std::to_string(p.core) + ": index " + std::to_string(j) + " (entry " + std::to_string(i) +
+                         " of the index list) is outside the table's rows [0, " + std::to_string(g.rows) + ")");
+    const uint8_t *src = table + (ok ? j : 0) * g.rowStride;
+    for (int64_t i2 = 0; i2 < g.n2; ++i2)
+      for (int64_t i1 = 0; i1 < g.n1; ++i1) {
+        uint8_t *l = dst + i2 * g.lxS2 + i1 * g.lxS1;
+        if (ok)
+          std::memcpy(l, src + i2 * g.ddrS2 + i1 * g.ddrS1, static_cast<size_t>(g.run));
+        else
+          std::memset(l, 0, static_cast<size_t>(g.run));
+      }
+  }
+}
+
 } // namespace spyre::sim
+
+extern "C" void spyre_dma_gather(spyre::sim::RingPort *p, uint8_t *lx, const uint8_t *idx, const uint8_t *table,
+                                 const spyre::sim::GatherShape *g) {
+  spyre::sim::dmaGather(*p, lx, idx, table, *g);
+}
 
 extern "C" void spyre_ring_send(spyre::sim::RingPort *p, int32_t dir, const uint8_t *src, int64_t bytes) {
   spyre::sim::ringSend(*p, dir, src, bytes);

@@ -125,7 +125,7 @@ void Runtime::launch(const PreparedKernel &pk, const LaunchArgs &args) {
     ring_.beginPhase(p);
     pool_.parallelFor(k.numCores, [&](int core) { runCore(p, core); });
     if (!ring_.error.empty())
-      throw Error("kernel " + k.name + ": ring: " + ring_.error);
+      throw Error("kernel " + k.name + ": " + ring_.error);
   }
   if (profiling_)
     launchTimes_.push_back({k.name, k.numCores, phases,

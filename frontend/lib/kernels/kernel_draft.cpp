@@ -21,6 +21,10 @@ DataFormat deviceFormat(HostType t, const std::string &where) {
   }
 }
 
+DataFormat deviceFormatOrInt(HostType t, const std::string &where) {
+  return t == HostType::I32 || t == HostType::I64 ? DataFormat::IEEE_INT32 : deviceFormat(t, where);
+}
+
 std::vector<std::string> dimLabels(size_t rank) {
   static const char *outer[] = {"mb", "x", "y"};
   if (rank > 4)

@@ -21,6 +21,9 @@ struct KernelDraft {
 void setUnaryOperands(KernelDraft &kd, int inValue, int outValue);
 
 DataFormat deviceFormat(HostType t, const std::string &where);
+/// deviceFormat, with int32 and int64 values in IEEE_INT32 (int64 narrowed, as torch-spyre):
+/// buffers and the ops that move integers (embedding indices); compute ops take deviceFormat.
+DataFormat deviceFormatOrInt(HostType t, const std::string &where);
 /// torch-spyre's positional dim labels: [mb, x, y][:rank-1] + [out].
 std::vector<std::string> dimLabels(size_t rank);
 /// Mixed-radix core -> work slice mapping (the first dim varies fastest).

@@ -45,6 +45,9 @@ KernelDraft reshapeKernel(const Graph &g, const Node &n, size_t index, int maxCo
 /// alone).
 void expandLaneMovingReshapes(Graph &g);
 
+// gather.cpp: embedding(%table, %indices), rows of a table by integer indices (dma.gather).
+KernelDraft embeddingKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+
 // Op builders in layernorm_ops.cpp.
 KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int maxCores, bool splitReductions);
 

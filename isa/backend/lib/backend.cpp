@@ -55,6 +55,8 @@ bool supportsLxReservation(const SuperDsc &s, int64_t stagingBytes) {
     return detail::laneReshapeMinStagingBytes(s) <= stagingBytes;
   case OpClass::Transpose:
     return false; // pt.tr tiles padded to 64 rows, staged from LX 0
+  case OpClass::Gather:
+    return true; // stages above the reservation
   }
   return false;
 }
@@ -71,7 +73,8 @@ bool supportsLxResidentOperand(const SuperDsc &s, int ldsIdx, int64_t stagingByt
   case OpClass::Convert:
     return detail::convertMinStagingBytes(s, ldsIdx) <= stagingBytes;
   case OpClass::LaneReshape:
-    return false; // it stages its operands through DDR boxes
+  case OpClass::Gather:
+    return false; // they stage their operands through DDR boxes
   case OpClass::Reduction:
     return !detail::isStickSplitReduction(s); // a stick split stages through DDR boxes
   case OpClass::Pointwise:
@@ -128,8 +131,9 @@ Kernel compileOne(const SuperDsc &s, const BackendOptions &opts) {
   using Lowering = Kernel (*)(const SuperDsc &, const BackendOptions &);
   static constexpr Lowering kLowerings[] = {detail::compilePointwise, detail::compileReduction,
                                             detail::compileMatmul,    detail::compileConvert,
-                                            detail::compileTranspose, detail::compileLaneReshape};
-  static_assert(std::size(kLowerings) == static_cast<size_t>(OpClass::LaneReshape) + 1);
+                                            detail::compileTranspose, detail::compileLaneReshape,
+                                            detail::compileGather};
+  static_assert(std::size(kLowerings) == static_cast<size_t>(OpClass::Gather) + 1);
   if (static_cast<size_t>(cls) >= std::size(kLowerings))
     throw Unsupported("SuperDSC op class " + std::string(isa::opClassName(cls)) + " of " + s.opFuncName);
   return kLowerings[static_cast<size_t>(cls)](s, opts);
@@ -140,23 +144,27 @@ Kernel compileOne(const SuperDsc &s, const BackendOptions &opts) {
 namespace {
 
 /// Sizes beyond the card are malformed input, not work: reject them before any lowering does
-/// arithmetic (or loops) over them.
+/// arithmetic (or loops) over them. What must fit is the tensors (every dim a tensor spans, the
+/// allocation's extent for a view), together: the iteration space of a matmul or a gather is
+/// far larger than its operands and is not memory.
 void checkSizes(const SuperDsc &s) {
-  unsigned __int128 elems = 1;
-  for (size_t d = 0; d < s.N.size(); ++d) {
-    elems *= static_cast<unsigned __int128>(std::max<int64_t>(s.N[d], 1));
-    if (elems * 4 > HardwareConfig::kDdrCapacityBytes)
-      throw Error(detail::where(s) + ": N_ describes more than the card's 128 GiB of DDR (at dim " + s.dims[d] + " = " +
-                  std::to_string(s.N[d]) + ")");
-  }
+  constexpr unsigned __int128 kCap = HardwareConfig::kDdrCapacityBytes;
+  unsigned __int128 total = 0;
   for (const SdscTensor &t : s.labeledDs) {
-    unsigned __int128 alloc = 1;
-    for (size_t d = 0; d < t.maxDimSizes.size(); ++d) {
-      alloc *= static_cast<unsigned __int128>(std::max<int64_t>(t.maxDimSizes[d] == -1 ? s.N[d] : t.maxDimSizes[d], 1));
-      if (alloc * 4 > HardwareConfig::kDdrCapacityBytes)
-        throw Error(detail::where(s) + ": maxDimSizes_ of " + t.dsName + " describe more than the card's 128 GiB of DDR");
+    unsigned __int128 bytes = 4;
+    for (size_t d = 0; d < s.N.size() && d < t.scale.size(); ++d) {
+      if (t.scale[d] != 1)
+        continue;
+      const int64_t n = t.isView() && t.maxDimSizes[d] != -1 ? t.maxDimSizes[d] : s.N[d];
+      bytes *= static_cast<unsigned __int128>(std::max<int64_t>(n, 1));
+      if (bytes > kCap)
+        throw Error(detail::where(s) + ": " + t.dsName + " spans more than the card's 128 GiB of DDR (at dim " +
+                    s.dims[d] + " = " + std::to_string(n) + ")");
     }
+    total += bytes;
   }
+  if (total > kCap)
+    throw Error(detail::where(s) + ": its tensors together need more than the card's 128 GiB of DDR");
 }
 
 } // namespace

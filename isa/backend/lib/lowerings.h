@@ -42,4 +42,7 @@ int64_t laneReshapeMinStagingBytes(const SuperDsc &s);
 // backend_data.cpp: a view whose stick dim starts inside a stick, copied through the PE array.
 Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts);
 
+// backend_gather.cpp: embedding, rows of a table by int32 indices (dma.gather).
+Kernel compileGather(const SuperDsc &s, const BackendOptions &opts);
+
 } // namespace spyre::backend::detail

@@ -24,6 +24,7 @@ struct RunResult {
   std::vector<uint8_t> ddr;  ///< every argument buffer, concatenated
   std::vector<uint8_t> lx;   ///< the first lxBytes of each core's LX
   std::vector<uint8_t> regs; ///< CoreState registers of every core
+  std::string error;         ///< the launch's device fault (dma.gather index, ring pairing), or ""
 };
 
 /// Runs the prepared kernel with fresh memory and cores; LX starts zeroed.

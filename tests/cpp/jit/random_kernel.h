@@ -1,6 +1,7 @@
 // A generator of random *valid* kernels for differential testing of the engines: scalar
 // li/addi/muli/tbl, nested loops with small static trip counts (including 0), DMA in/out with
-// random in-bounds shapes and strides (unaligned DDR too), multicast dma.mc (absolute addresses
+// random in-bounds shapes and strides (unaligned DDR too), dma.gather (valid and faulting
+// indices), multicast dma.mc (absolute addresses
 // in programs whose core range is whole cohorts, so every member makes the same transfer), ld/st/ld.pad in every format, every
 // SFP instruction of the ISA table in every format, PT tiles (pt.mm with and without
 // accumulation, pt.out, pt.tr) on disjoint LX tiles, multi-core `.core` ranges and `bar` phases,
@@ -461,6 +462,88 @@ private:
     body.push_back(d);
   }
 
+  /// dma.gather: a random box per entry, a table of `rows` rows rowStride apart, the index list
+  /// apart from the boxes it fills. Mostly the indices are valid: written just before by
+  /// iota.f32 / cvt.i32 / st.i32 (the values 0..31 of one stick, rows >= the last one used);
+  /// otherwise they are whatever LX holds, and the launch's device fault (the first bad index,
+  /// its box zero-filled) must be the same on both engines.
+  void genGather(std::vector<Instr> &body, State &s, std::set<int> &issuedHere) {
+    std::vector<int> free;
+    for (int t = 0; t < isa::kNumTokens; ++t)
+      if (!s.outstanding.count(t))
+        free.push_back(t);
+    if (free.empty())
+      return;
+    Instr d;
+    d.op = Opcode::DmaGather;
+    auto &sh = d.dma;
+    sh.n = {1, range(1, 2), range(1, 2)};
+    sh.lxStride = sh.ddrStride = isa::DmaShape::dense(sh.n);
+    if (chance(40))
+      sh.ddrStride[1] = range(0, 300);
+    if (chance(30))
+      sh.lxStride[1] = 128 * range(0, 3);
+    const int64_t run = sh.n[2] * 128;
+    const int64_t boxLx = (sh.n[1] - 1) * sh.lxStride[1] + run, boxDdr = (sh.n[1] - 1) * sh.ddrStride[1] + run;
+    const int64_t n = range(1, 8), k = range(0, 32 - n);
+    const int64_t lxStep = chance(15) ? 0 : (boxLx + 127) / 128 * 128 + 128 * range(0, 1);
+    const int64_t dstExtent = (n - 1) * lxStep + boxLx;
+    const bool valid = chance(75);
+    const int64_t rows = valid ? range(k + n, k + n + 8) : range(1, 40), rowStride = range(0, 128);
+    const int arg = pick(static_cast<int>(argBytes_.size()));
+    const int64_t ddrExtent = (rows - 1) * rowStride + boxDdr;
+    if (dstExtent + 128 > o_.lxBytes || ddrExtent > static_cast<int64_t>(argBytes_[arg]))
+      return;
+    isa::LxAddr idx;
+    bool placed = false;
+    for (int attempt = 0; attempt < 8 && !placed; ++attempt) {
+      d.lx = lxAddr(s, dstExtent);
+      idx = lxAddr(s, 128);
+      Span a = lxSpan(s, d.lx, dstExtent), b = lxSpan(s, idx, 128);
+      placed = a.hi <= b.lo || b.hi <= a.lo;
+    }
+    if (!placed)
+      return;
+    if (valid) {
+      const int v = vreg();
+      body.push_back(sfpOp(Opcode::Iota, isa::Format::F32, v, -1));
+      body.push_back(sfpOp(Opcode::Cvt, isa::Format::I32, v, v));
+      Instr st;
+      st.op = Opcode::St;
+      st.fmt = isa::Format::I32;
+      st.v[0] = v;
+      st.lx = idx;
+      settle(body, s, st.lx, 128, true);
+      body.push_back(st);
+    }
+    d.lx2 = idx;
+    d.lx2.offset += 4 * k;
+    settle(body, s, d.lx2, 4 * n, false);
+    d.ddr = ddrAddr(s, arg, ddrExtent);
+    d.imm = n;
+    d.imms = {rows, rowStride, lxStep};
+    settle(body, s, d.lx, dstExtent, true);
+    free.clear();
+    for (int t = 0; t < isa::kNumTokens; ++t)
+      if (!s.outstanding.count(t))
+        free.push_back(t);
+    d.outToken = free[pick(static_cast<int>(free.size()))];
+    s.outstanding.insert(d.outToken);
+    Span sp = lxSpan(s, d.lx, dstExtent);
+    sp.fills = true;
+    s.span[d.outToken] = sp;
+    issuedHere.insert(d.outToken);
+    body.push_back(d);
+  }
+  static Instr sfpOp(Opcode op, isa::Format f, int vd, int va) {
+    Instr in;
+    in.op = op;
+    in.fmt = f;
+    in.v[0] = vd;
+    in.v[1] = va;
+    return in;
+  }
+
   Instr sfpInstr(const isa::OpInfo &info) {
     Instr in;
     in.op = info.op;
@@ -563,7 +646,10 @@ private:
       settle(body, s, in.lx, 128, in.op == Opcode::St);
       body.push_back(in);
     } else if (kind < 42) {
-      genDma(body, s, issuedHere);
+      if (chance(15))
+        genGather(body, s, issuedHere);
+      else
+        genDma(body, s, issuedHere);
     } else if (kind < 46) {
       std::vector<int> out(s.outstanding.begin(), s.outstanding.end());
       std::set<int> some;

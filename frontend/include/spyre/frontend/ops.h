@@ -21,6 +21,7 @@ enum class OpClass {
   Cat,
   CopyInto,
   LayerNorm,
+  Gather,     ///< rows of a table by integer indices (embedding)
   Decomposed,
 };
 

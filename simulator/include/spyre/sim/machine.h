@@ -62,16 +62,34 @@ struct RingPort {
   int core = 0;
 };
 
-/// The ring operations, shared by both engines. Throw spyre::Error on a receive of more data
-/// than was sent.
+/// A device fault of the launch (engines must not throw: JIT frames cannot unwind): the first
+/// one is kept in the port's RingState and Runtime::launch raises it after the phase, as
+/// "kernel <name>: <what>".
+void reportFault(RingPort &p, std::string what);
+
+/// The ring operations, shared by both engines. A receive of more data than was sent is a
+/// device fault.
 void ringSend(RingPort &p, int dir, const uint8_t *src, int64_t bytes);
 /// mode: 0 copy, 1 add as f32, 2 add as DL16.
 void ringRecv(RingPort &p, int dir, uint8_t *dst, int64_t bytes, int mode);
+
+/// dma.gather (instructions.def), shared by both engines: for i < n, j = the int32 at idx[i];
+/// 0 <= j < rows copies the box (n2 x n1 runs of `run` bytes, strides in bytes) at
+/// table + j*rowStride to lx + i*lxStep; any other j is a device fault naming the core, i and j, and its box is zero-filled. The verifier proved every row in
+/// [0, rows) inside the table's argument and every box inside LX. (No listing line: the JIT's
+/// code cache shares code between instructions that differ only in their line.)
+struct GatherShape {
+  int64_t n, rows, rowStride, lxStep;
+  int64_t n2, n1, run, lxS2, lxS1, ddrS2, ddrS1;
+};
+void dmaGather(RingPort &p, uint8_t *lx, const uint8_t *idx, const uint8_t *table, const GatherShape &g);
 
 } // namespace spyre::sim
 
 extern "C" void spyre_ring_send(spyre::sim::RingPort *p, int32_t dir, const uint8_t *src, int64_t bytes);
 extern "C" void spyre_ring_recv(spyre::sim::RingPort *p, int32_t dir, uint8_t *dst, int64_t bytes, int32_t mode);
+extern "C" void spyre_dma_gather(spyre::sim::RingPort *p, uint8_t *lx, const uint8_t *idx, const uint8_t *table,
+                                 const spyre::sim::GatherShape *g);
 
 namespace spyre::sim {
 
