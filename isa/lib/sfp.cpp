@@ -1,7 +1,7 @@
 // Reference semantics of the SFP instructions (see semantics.h). exp, sigmoid and silu use our
 // own branch-free fp32 exp (expApprox below: Cody-Waite range reduction, degree-6 polynomial,
 // max error 3 ulp against libm's expf over [-87, 88], results below 2^-126 flush to zero) so
-// the 64-lane loops vectorise; log, tanh, erf (gelu) and log1p use the host's libm in fp32
+// the 64-lane loops vectorise; log, tanh, sin, cos, tan, erf (also gelu's) and log1p use the host's libm in fp32
 // (glibc: < 1 ulp). Both engines call this one implementation for these ops, so they are
 // bit-identical on any host.
 #include "spyre/isa/semantics.h"
@@ -60,6 +60,10 @@ float unary(Opcode op, float x, float i0, float i1) {
   case Opcode::Exp: return expApprox(x);
   case Opcode::Log: return std::log(x);
   case Opcode::Tanh: return std::tanh(x);
+  case Opcode::Sin: return std::sin(x);
+  case Opcode::Cos: return std::cos(x);
+  case Opcode::Tan: return std::tan(x);
+  case Opcode::Erf: return std::erf(x);
   case Opcode::Sigmoid: return 1.0f / (1.0f + expApprox(-x));
   case Opcode::Gelu: return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
   case Opcode::GeluErf: return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));

@@ -170,9 +170,13 @@ void FunctionLowering::lowerRsum(const Instr &in) { writeV(in.v[0], reduceStick(
 void FunctionLowering::lowerRmax(const Instr &in) { writeV(in.v[0], reduceStick(in.op, in.fmt, readV(in.v[1]))); }
 void FunctionLowering::lowerRmin(const Instr &in) { writeV(in.v[0], reduceStick(in.op, in.fmt, readV(in.v[1]))); }
 
-// log, tanh, gelu, gelu.erf, softplus use the host libm: the shared implementation.
+// log, tanh, sin, cos, tan, erf, gelu, gelu.erf, softplus use the host libm: the shared implementation.
 void FunctionLowering::lowerLog(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
 void FunctionLowering::lowerTanh(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
+void FunctionLowering::lowerSin(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
+void FunctionLowering::lowerCos(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
+void FunctionLowering::lowerTan(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
+void FunctionLowering::lowerErf(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
 void FunctionLowering::lowerGelu(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
 void FunctionLowering::lowerGeluErf(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
 void FunctionLowering::lowerSoftplus(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }

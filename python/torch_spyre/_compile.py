@@ -395,8 +395,9 @@ def fold_constants(gm: torch.fx.GraphModule) -> list:
 
 
 def _compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
-    from ._empty import compiled_graph_has_empty
+    from ._empty import compiled_graph_has_empty, drop_empty_cat_parts
 
+    drop_empty_cat_parts(gm)
     if compiled_graph_has_empty(gm):
         return gm  # zero-size values need no kernels: node by node through the eager kernels
     consts = fold_constants(gm)

@@ -308,6 +308,30 @@ def sdpa_math(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torc
     return torch.softmax(attn, -1) @ v
 
 
+@_register(aten.convolution.default)
+def _convolution(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, stride: Sequence[int],
+                 padding: Sequence[int], dilation: Sequence[int], transposed: bool, output_padding: Sequence[int],
+                 groups: int) -> Any:
+    """A 2-d convolution whose stride is its kernel (a ViT / patch-embedding stem, and every 1x1
+    convolution): non-overlapping patches, so im2col is a pair of rank-4 permutes and reshapes,
+    then one matmul with the flattened weight (+ bias). Other convolutions keep torch's kernel
+    (the CPU fallback)."""
+    if (transposed or groups != 1 or x.dim() != 4 or w.dim() != 4 or any(padding)
+            or any(d != 1 for d in dilation) or list(stride) != list(w.shape[2:])):
+        return NotImplemented
+    B, C, H, W = x.shape
+    O, _, kh, kw = w.shape
+    hp, wp = H // kh, W // kw
+    if hp * kh != H or wp * kw != W:  # the rows and columns no patch covers are dropped
+        x = x[:, :, :hp * kh, :wp * kw]
+    patches = x.reshape(B * C * hp, kh, wp, kw).permute(0, 2, 1, 3)        # [B C hp, wp, kh, kw]
+    patches = patches.reshape(B, C, hp * wp, kh * kw).permute(0, 2, 1, 3)  # [B, hp wp, C, kh kw]
+    y = patches.reshape(B * hp * wp, C * kh * kw) @ w.reshape(O, C * kh * kw).t()
+    if bias is not None:
+        y = y + bias
+    return y.reshape(B, hp * wp, O).permute(0, 2, 1).reshape(B, O, hp, wp)
+
+
 @_register(aten._transformer_encoder_layer_fwd.default)
 def _transformer_encoder_layer_fwd(src: torch.Tensor, embed_dim: int, num_heads: int, qkv_weight: torch.Tensor,
                                    qkv_bias: torch.Tensor, proj_weight: torch.Tensor, proj_bias: torch.Tensor,

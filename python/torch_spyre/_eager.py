@@ -158,6 +158,10 @@ def _unmeta_factories(gm: torch.fx.GraphModule, device: torch.device) -> None:
         gm.recompile()
 
 
+class _Declined(Exception):
+    """A decomposition returned NotImplemented while tracing: the op runs as torch's kernel."""
+
+
 def _decomposed_kernel(op: Any, decomp: Callable) -> Callable:
     @no_trace
     def kernel(*args: Any, **kwargs: Any) -> Any:
@@ -180,16 +184,26 @@ def _decomposed_kernel(op: Any, decomp: Callable) -> Callable:
                 for i, t in zip(pos, ts):
                     f[i] = t
                 a, k = tree_unflatten(f, spec)
-                return decomp(*a, **k)
+                out = decomp(*a, **k)
+                if out is NotImplemented:  # a form the decomposition leaves to torch's kernel
+                    raise _Declined
+                return out
 
             metas = [_meta(flat[i]) for i in pos]
-            gm = make_fx(traced)(*metas)
-            _unmeta_factories(gm, next(flat[i].device for i in pos))
-            single = not isinstance(gm.graph.output_node().args[0], (tuple, list))
-            entry = (_compile_aten_graph(gm, metas), single)
+            try:
+                gm = make_fx(traced)(*metas)
+            except _Declined:
+                entry = (None, False)
+            else:
+                _unmeta_factories(gm, next(flat[i].device for i in pos))
+                single = not isinstance(gm.graph.output_node().args[0], (tuple, list))
+                entry = (_compile_aten_graph(gm, metas), single)
             with _lock:
                 _decomp_cache[key] = entry
         fn, single = entry
+        if fn is None:
+            _fallback.note_fallback(str(op), "no spyre kernel for this form")
+            return _fallback.run_on_cpu(op, args, kwargs)
         out = fn(*[flat[i] for i in pos])
         if single and isinstance(out, (tuple, list)):
             return out[0]

@@ -10,8 +10,10 @@ planning divide by dimensions), so these ops never reach it:
   operands cost nothing to move and the result is a constant of its shape; only an op that also
   has a non-empty operand and a non-empty result counts as a CPU fallback (FallbackWarning).
 
-``compiled_graph_has_empty`` tells the compiled path that a graph has an empty value; such a
-graph runs node by node through the eager kernels (and so through ``empty_result``).
+In compiled graphs ``drop_empty_cat_parts`` first removes the empty parts of every ``cat`` (a
+KV cache's first append: ``cat([empty, k])``), so that the graph compiles as a whole;
+``compiled_graph_has_empty`` then tells the compiled path that a graph still has an empty value;
+such a graph runs node by node through the eager kernels (and so through ``empty_result``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from . import _fallback
 
 aten = torch.ops.aten
 
-__all__ = ["empty_result", "compiled_graph_has_empty"]
+__all__ = ["empty_result", "compiled_graph_has_empty", "drop_empty_cat_parts"]
 
 _CAT = {aten.cat.default}
 
@@ -90,3 +92,35 @@ def compiled_graph_has_empty(gm: torch.fx.GraphModule) -> bool:
             if isinstance(v, torch.Tensor) and v.numel() == 0:
                 return True
     return False
+
+
+def drop_empty_cat_parts(gm: torch.fx.GraphModule) -> bool:
+    """Rewrites every ``cat`` with empty and non-empty parts to the non-empty ones (cast to the
+    cat's result dtype: torch promotes over the empty parts too); the values only those parts
+    used become dead code. True if the graph changed."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in _CAT or not node.args:
+            continue
+        parts = list(node.args[0])
+        vals = [p.meta.get("val") if isinstance(p, torch.fx.Node) else None for p in parts]
+        out = node.meta.get("val")
+        if not isinstance(out, torch.Tensor) or not all(isinstance(v, torch.Tensor) for v in vals):
+            continue
+        keep = [(p, v) for p, v in zip(parts, vals) if v.numel() != 0]
+        if not keep or len(keep) == len(parts):
+            continue
+        new_parts = []
+        with gm.graph.inserting_before(node):
+            for p, v in keep:
+                if v.dtype != out.dtype:
+                    cast = gm.graph.call_function(aten._to_copy.default, (p,), {"dtype": out.dtype})
+                    cast.meta["val"] = v.to(out.dtype)
+                    p = cast
+                new_parts.append(p)
+        node.args = (new_parts, *node.args[1:])
+        changed = True
+    if changed:
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+    return changed
