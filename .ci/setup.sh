@@ -34,6 +34,12 @@ if ! .venv/bin/python -c "import torch, numpy, pytest; assert torch.__version__.
   echo "[setup] pip install torch==2.13.0 numpy pytest"
   .venv/bin/pip install -q --disable-pip-version-check torch==2.13.0 numpy pytest
 fi
+# The stock-model suite (tests/python/test_models.py) builds models from transformers' config
+# classes with random weights (no hub access). Pinned: a release that works with torch 2.13.
+if ! .venv/bin/python -c "import transformers; assert transformers.__version__ == '5.24.0'" 2>/dev/null; then
+  echo "[setup] pip install transformers==5.24.0"
+  .venv/bin/pip install -q --disable-pip-version-check transformers==5.24.0
+fi
 
 JOBS=${SPYRE_BUILD_JOBS:-$(nproc)}
 if [ ! -f build/build.ninja ]; then
