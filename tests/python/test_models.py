@@ -25,6 +25,7 @@ def _decoders():
     yield "granite", lambda: T.GraniteForCausalLM(T.GraniteConfig(**_COMMON, num_key_value_heads=2))
     yield "gemma", lambda: T.GemmaForCausalLM(T.GemmaConfig(**_COMMON, num_key_value_heads=2, head_dim=64))
     yield "gpt_neox", lambda: T.GPTNeoXForCausalLM(T.GPTNeoXConfig(**_COMMON))
+    yield "phi3", lambda: T.Phi3ForCausalLM(T.Phi3Config(**_COMMON, num_key_value_heads=2))
 
 
 DECODERS = dict(_decoders())
