@@ -17,9 +17,25 @@ _SWAP = {"add": "add", "mul": "mul", "maximum": "maximum", "minimum": "minimum",
          "lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}
 
 
+_FLOAT_RANK = {torch.float16: 1, torch.bfloat16: 1, torch.float32: 2}
+
+
+def _promoted(env: Env, L: Lowered, a: Any, b: Any) -> tuple[Any, Any]:
+    """Mixed float operands (f16/bf16 with f32, as T5's norm multiplies) promote as torch does:
+    the narrower one is cast to f32 first (a to_dtype kernel on the card)."""
+    ta, tb = env.tensor(a), env.tensor(b)
+    if ta[1] == tb[1] or ta[1] not in _FLOAT_RANK or tb[1] not in _FLOAT_RANK:
+        return a, b
+    if _FLOAT_RANK[ta[1]] == _FLOAT_RANK[tb[1]]:
+        return a, b  # f16 with bf16 promotes to f32 in torch: both casts, left to the frontend's error
+    wide = torch.promote_types(ta[1], tb[1])
+    return (L.cast(a, wide) if ta[1] != wide else a), (L.cast(b, wide) if tb[1] != wide else b)
+
+
 def _binary(env: Env, op: str, a: Any, b: Any) -> Lowered:
     L = Lowered()
     if _is_operand(env, a) and _is_operand(env, b):
+        a, b = _promoted(env, L, a, b)
         L.add(op, [a, b])
     elif _is_operand(env, a):
         L.add(op, [a], scalar=_scalar_value(env, b, f"the second operand of {op}"))

@@ -80,10 +80,18 @@ class Lowered:
     Helper nodes (all but the last) are elementwise with the type of their first operand."""
 
     nodes: list[tuple[str, list[Any], dict[str, Any]]] = field(default_factory=list)
+    #: helper node index -> its dtype where it is not its first operand's (a to_dtype cast)
+    dtypes: dict[int, torch.dtype] = field(default_factory=dict)
 
     def add(self, op: str, operands: list[Any], **attrs: Any) -> Tmp:
         self.nodes.append((op, list(operands), {k: v for k, v in attrs.items() if v is not None}))
         return Tmp(len(self.nodes) - 1)
+
+    def cast(self, x: Any, dtype: torch.dtype) -> Tmp:
+        """A helper node converting x to dtype (IR to_dtype; its shape is x's)."""
+        t = self.add("to_dtype", [x])
+        self.dtypes[t.index] = dtype
+        return t
 
     def operands(self) -> list[Any]:
         """The distinct non-Tmp operands, in first-use order."""
@@ -205,6 +213,8 @@ def node_lines(L: Lowered, name_of: Callable[[Any], str], out_name: str, out_typ
         else:
             first = operands[0]
             ty = tmp_types[first.index] if isinstance(first, Tmp) else type_of(first)
+            if i in L.dtypes:
+                ty = ir_dtype(L.dtypes[i]) + ty[ty.index("["):]
         tmp_names.append(name)
         tmp_types.append(ty)
         lines.append(f"  %{name} = {op}({', '.join(parts)}) : {ty}")

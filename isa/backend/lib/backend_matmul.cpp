@@ -8,6 +8,7 @@
 // The plain lowering plans first (checkMatmul, planBlocks: operand geometry, block sizes,
 // buffering and the LX layout, all plain data in a MatmulPlan), then emits (MatmulEmitter).
 #include "lowerings.h"
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <tuple>
@@ -128,12 +129,17 @@ Kernel compileMatmulKSplit(const SuperDsc &s, const TensorGeom &x, const TensorG
   };
   const int64_t Kc = KTc * 64;
   const int64_t cSticks = 2 * nCore * mCore;
-  const int64_t lxB = 0, lxA = nCore * Kc * 128, lxC = lxA + KTc * mCore * 128, lxD = lxC + cSticks * 128;
-  if (lxD + nCore * mCore * 128 > opts.lxBytes)
+  // The core's K tiles go through LX in chunks of KTch tiles (all of them when they fit): per
+  // tile nCore B sticks x 64 rows and mCore A sticks, plus the fp32 C and DL16 D tiles.
+  const int64_t fixed = cSticks * 128 + nCore * mCore * 128, perTile = (nCore * 64 + mCore) * 128;
+  const int64_t KTch = std::min(KTc, (opts.lxBytes - fixed) / perTile);
+  if (KTch < 1)
     throw Unsupported("K-split matmul whose per-core block (" + std::to_string(mCore) + " rows x " +
-                      std::to_string(nCore * 64) + " columns x " + std::to_string(Kc) + " K) does not fit in LX in " +
-                      s.name);
+                      std::to_string(nCore * 64) + " columns) does not fit in LX with one K tile in " + s.name);
+  const int64_t Kch = KTch * 64, chunks = (KTc + KTch - 1) / KTch;
+  const int64_t lxB = 0, lxA = nCore * Kch * 128, lxC = lxA + KTch * mCore * 128, lxD = lxC + cSticks * 128;
   Kernel k = newKernel(s, {&x, &y, &o});
+  const int64_t yK = strideOf(y, dK) ? strideOf(y, dK) : 128, xK = strideOf(x, dK);
   for (int c = 0; c < k.numCores; ++c) {
     const int64_t j = s.coreIdToWkSlice[c][dK];
     const bool lastSlice = j == ks - 1;
@@ -142,21 +148,28 @@ Kernel compileMatmulKSplit(const SuperDsc &s, const TensorGeom &x, const TensorG
     emitLi(pb, 1, xOff[c]);
     emitLi(pb, 2, yOff[c]);
     emitLi(pb, 3, oOff[c]);
-    // Phase 0: partial product over this core's K tiles.
-    pb.dmaBoxStrided(true, y.segment, 2, 0, -1, lxB,
-                     {{nCore, strideOf(y, dN), Kc * 128}, {rows, strideOf(y, dK) ? strideOf(y, dK) : 128, 128}}, 0, 20, 21);
-    if (rows < Kc) {
-      emitZero(pb);
-      emitZeroPadRows(pb, lxB, nCore, Kc, rows);
+    // Phase 0: partial product over this core's K tiles, chunk by chunk (acc after the first).
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      const int64_t t0 = ch * KTch, tiles = std::min(KTch, KTc - t0), chRows = tiles * 64;
+      const int64_t valid = std::clamp<int64_t>(rows - t0 * 64, 0, chRows);
+      const bool lastChunk = ch == chunks - 1;
+      if (valid > 0)
+        pb.dmaBoxStrided(true, y.segment, 2, t0 * 64 * yK, -1, lxB,
+                         {{nCore, strideOf(y, dN), chRows * 128}, {valid, yK, 128}}, 0, 20, 21);
+      if (valid < chRows) {
+        emitZero(pb);
+        emitZeroPadRows(pb, lxB, nCore, chRows, valid);
+      }
+      pb.dmaBoxStrided(true, x.segment, 1, t0 * xK, -1, lxA,
+                       {{tiles, xK, mCore * 128}, {mCore, strideOf(x, dM) ? strideOf(x, dM) : 128, 128}}, 1, 20, 21);
+      if (lastSlice && lastChunk && K % 64) {
+        emitLaneMask(pb, K % 64);
+        emitZero(pb);
+        emitMaskSticks(pb, lxA + (tiles - 1) * mCore * 128, mCore);
+      }
+      emitPtMm(pb, lxC, lxA, lxB, mCore, nCore * 64, chRows);
+      pb.cur->back().imms[2] = ch > 0 ? 1 : 0; // accumulate onto the earlier chunks
     }
-    pb.dmaBoxStrided(true, x.segment, 1, 0, -1, lxA,
-                     {{KTc, strideOf(x, dK), mCore * 128}, {mCore, strideOf(x, dM) ? strideOf(x, dM) : 128, 128}}, 1, 20, 21);
-    if (lastSlice && K % 64) {
-      emitLaneMask(pb, K % 64);
-      emitZero(pb);
-      emitMaskSticks(pb, lxA + (KTc - 1) * mCore * 128, mCore);
-    }
-    emitPtMm(pb, lxC, lxA, lxB, mCore, nCore * 64, Kc);
     auto send = [&] {
       Instr sd = mk(Opcode::RingSend);
       sd.lx = {-1, lxC};
