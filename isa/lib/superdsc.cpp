@@ -2,6 +2,7 @@
 #include "spyre/isa/error.h"
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <optional>
 
@@ -139,8 +140,16 @@ ojson writeSuperDsc(const SuperDsc &s) {
   dsc["labeledDs_"] = lds;
   ojson consts = ojson::object();
   int ci = 0;
-  for (const auto &[cname, value] : s.constants)
-    consts[std::to_string(ci++)] = {{"name_", cname}, {"dataFormat_", "IEEE_FP32"}, {"value_", value}};
+  for (const auto &[cname, value] : s.constants) {
+    // JSON has no infinities or NaN (nlohmann would write null): those values are the strings
+    // "inf", "-inf" and "nan" (our extension, docs/superdsc.md §2).
+    ojson v = value;
+    if (std::isnan(value))
+      v = "nan";
+    else if (std::isinf(value))
+      v = value > 0 ? "inf" : "-inf";
+    consts[std::to_string(ci++)] = {{"name_", cname}, {"dataFormat_", "IEEE_FP32"}, {"value_", v}};
+  }
   dsc["constantInfo_"] = consts;
   auto ldsRef = [&](int idx) { return s.tensor(idx).dsName + "-idx" + std::to_string(idx); };
   std::vector<std::string> ins, outs;

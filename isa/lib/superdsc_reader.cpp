@@ -5,6 +5,7 @@
 #include "json_reader.h"
 #include "spyre/isa/error.h"
 #include "spyre/isa/superdsc.h"
+#include <limits>
 #include <set>
 
 namespace spyre::isa {
@@ -345,8 +346,15 @@ void parseConstants(const Reader &r, const ojson &dsc, const std::string &dp, Su
     if (s.constants.count(cname))
       r.fail(kp + "/name_", "constant " + inQuotes(cname) + " is defined twice");
     const ojson &v = r.field(c.value(), kp, "value_");
+    if (v.is_string() && (v == "inf" || v == "-inf" || v == "nan")) {
+      const std::string t = v.get<std::string>();
+      s.constants[cname] = t == "nan" ? std::numeric_limits<double>::quiet_NaN()
+                           : t == "inf" ? std::numeric_limits<double>::infinity()
+                                        : -std::numeric_limits<double>::infinity();
+      continue;
+    }
     if (!v.is_number())
-      r.fail(kp + "/value_", "expected a number, got " + detail::brief(v));
+      r.fail(kp + "/value_", "expected a number or \"inf\", \"-inf\", \"nan\", got " + detail::brief(v));
     s.constants[cname] = v.get<double>();
   }
 }

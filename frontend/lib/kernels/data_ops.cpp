@@ -80,9 +80,6 @@ KernelDraft fullKernel(const Graph &g, const Node &n, size_t index, int maxCores
   if (!n.inputs.empty())
     throw Error(where + ": full takes no tensor operand");
   const double value = attrOr(n, "value", 0.0);
-  if (!std::isfinite(value))
-    throw Unsupported("a fill with the non-finite value " + std::to_string(value) + " (" + where +
-                      "; SuperDSC constantInfo_ values are JSON numbers)");
   // The identity SuperDSC with a constant operand writes the value to every element.
   Node fill{"clone", {}, n.output, {{"scalar", Attr(value)}}, {}};
   return pointwiseKernel(g, fill, index, maxCores);

@@ -1,6 +1,8 @@
 #include "spyre/isa/error.h"
 #include "spyre/isa/superdsc.h"
+#include <cmath>
 #include <gtest/gtest.h>
+#include <limits>
 
 using namespace spyre;
 using namespace spyre::isa;
@@ -52,6 +54,33 @@ TEST(SuperDsc, WriteParseRoundTrip) {
   SuperDsc t = parseSuperDscText(text, "again.json");
   EXPECT_EQ(writeSuperDsc(t).dump(2), text);
   EXPECT_EQ(t.coreIdToWkSlice, s.coreIdToWkSlice);
+}
+
+TEST(SuperDsc, NonFiniteConstantsRoundTripAsStrings) {
+  // JSON has no infinities: constantInfo_ holds them (and NaN) as "inf", "-inf", "nan".
+  SuperDsc s = parseSuperDscText(kAbs, "sdsc_0.json");
+  s.constants = {{"lo", -std::numeric_limits<double>::infinity()},
+                 {"hi", std::numeric_limits<double>::infinity()},
+                 {"fill", std::numeric_limits<double>::quiet_NaN()}};
+  std::string text = writeSuperDsc(s).dump(2);
+  EXPECT_NE(text.find("\"value_\": \"-inf\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("null"), std::string::npos) << text;
+  SuperDsc t = parseSuperDscText(text, "again.json");
+  EXPECT_EQ(t.constants.at("lo"), -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(t.constants.at("hi"), std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(t.constants.at("fill")));
+  // Any other string is an error naming the field.
+  std::string bad = mutate(text, "\"-inf\"", "\"-Infinity\"");
+  try {
+    parseSuperDscText(bad, "g/sdsc_0.json");
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("g/sdsc_0.json: /0_abs/dscs_/0/abs/constantInfo_/"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("expected a number or \"inf\", \"-inf\", \"nan\", got \"-Infinity\""),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(SuperDsc, MalformedInputNamesFileAndJsonPath) {
