@@ -130,6 +130,7 @@ bool convertible(DataFormat f, HostType t) {
   case DataFormat::IEEE_FP32: return t == HostType::F32;
   case DataFormat::IEEE_INT32: return t == HostType::I32 || t == HostType::I64;
   case DataFormat::SENINT8: return t == HostType::I8;
+  case DataFormat::SEN143_FP8: return t == HostType::F8E4M3;
   default: return false;
   }
 }
