@@ -428,7 +428,7 @@ def test_memory_functions_reject_other_devices():
 # ---- dtypes ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", [torch.float64, torch.int8, torch.uint8, torch.complex64])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int16, torch.uint8, torch.complex64])
 def test_unsupported_dtype(dtype):
     name = str(dtype)
     with pytest.raises(NotImplementedError, match=f"Unsupported: dtype {name} on spyre"):
