@@ -27,6 +27,8 @@ DeviceOptions currentDeviceOptions() {
 
 void setDowncastWarning(bool on) { gDowncastOverride = on ? 1 : 0; }
 
+void clearDowncastWarning() { gDowncastOverride = -1; }
+
 bool downcastWarning() {
   if (int v = gDowncastOverride.load(); v >= 0)
     return v == 1;

@@ -21,6 +21,8 @@ DeviceOptions currentDeviceOptions();
 
 /// torch-spyre's set_downcast_warning: overrides TORCH_SPYRE_DOWNCAST_WARN for this process.
 void setDowncastWarning(bool on);
+/// Drops the override (tests restore the environment's say with it).
+void clearDowncastWarning();
 /// Whether the int64 downcast warning is on (the override, else TORCH_SPYRE_DOWNCAST_WARN).
 bool downcastWarning();
 

@@ -221,6 +221,13 @@ void bindDevice(::py::module_ &m) {
         wrap(+[](const at::Tensor &t) { return tensorLayout(t); }), ::py::arg("tensor"));
   m.def("_device_address", wrap(+[](const at::Tensor &t) { return deviceAddress(t); }),
         ::py::arg("tensor"), "DDR address of the tensor's storage (for tests and debugging)");
+  m.def("_has_default_layout",
+        wrap(+[](const at::Tensor &t) {
+          const StorageGeometry &g = storageGeometry(t);
+          return g.layout == defaultLayout(g.sizes, g.strides, g.dtype);
+        }),
+        ::py::arg("tensor"),
+        "Whether the tensor's storage has the layout empty_strided gives its geometry");
   m.def("_covers_storage", wrap(+[](const at::Tensor &t) { return coversStorage(t); }),
         ::py::arg("tensor"),
         "Whether the tensor is exactly the host geometry its storage is tiled for");
@@ -302,6 +309,8 @@ void bindRuntime(::py::module_ &m) {
         "Whether the int64 -> int32 downcast warning is enabled");
   m.def("set_downcast_warning", [](bool on) { setDowncastWarning(on); }, ::py::arg("enabled"),
         "Enable/disable the int64 -> int32 downcast warning for this process");
+  m.def("_clear_downcast_warning", [] { clearDowncastWarning(); },
+        "Drop set_downcast_warning's override: TORCH_SPYRE_DOWNCAST_WARN decides again");
   m.def("get_elem_in_stick",
         wrap(+[](at::ScalarType t) { return elemsPerStick(deviceFormatOf(t)); }),
         ::py::arg("dtype"), "Elements of a torch dtype per 128-byte stick on the device");

@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from . import _config, _fallback
+from . import _config, _fallback, _guards
 from ._errors import FallbackWarning, Unsupported, strict_unsupported
 from ._no_trace import no_trace
 from ._lowering import (
@@ -37,6 +37,10 @@ __all__ = ["Unsupported", "FallbackWarning", "spyre_backend", "register", "compi
            "partition_graph"]
 
 aten = torch.ops.aten
+
+# A spyre input in another SpyreTensorLayout recompiles (dynamo builds this frame's guards after
+# the backend has run, so installing here is in time for the first compile).
+_guards.install()
 
 
 @dataclass

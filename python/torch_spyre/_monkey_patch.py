@@ -139,6 +139,12 @@ def _repr(self: torch.Tensor, *, tensor_contents: Any = None) -> str:
     if tensor_contents is None and _has_spyre_data(self):
         host = self.detach().cpu()
         tensor_contents = torch._tensor_str._tensor_str(host, len("tensor("))
+        # torch-spyre prints the device last: "tensor([1., 2.], dtype=torch.float16, device='spyre:0')".
+        text = _orig_repr(self, tensor_contents=tensor_contents)
+        dev = f", device='{self.device}'"
+        if dev in text and text.endswith(")"):
+            text = text.replace(dev, "", 1)[:-1] + dev + ")"
+        return text
     return _orig_repr(self, tensor_contents=tensor_contents)
 
 

@@ -464,7 +464,7 @@ def test_int64_values_are_truncated_to_int32():
 
 def test_repr_shows_values_and_device():
     y = torch.tensor([1.5, -2.0], dtype=torch.float16).to(SPYRE)
-    assert repr(y) == "tensor([ 1.5000, -2.0000], device='spyre:0', dtype=torch.float16)"
+    assert repr(y) == "tensor([ 1.5000, -2.0000], dtype=torch.float16, device='spyre:0')"
 
 
 def test_plain_import_torch_registers_spyre_and_debug_log():

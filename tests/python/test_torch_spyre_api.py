@@ -185,7 +185,7 @@ def test_downcast_warning_switch(warn_always, monkeypatch):
         with pytest.warns(UserWarning, match="does not support int64"):
             torch.arange(5).to(SPYRE)
     finally:
-        torch.spyre.set_downcast_warning(True)
+        _C._clear_downcast_warning()
 
 
 # ---- int8 and float8_e4m3fn tensors ------------------------------------------------------------
@@ -342,3 +342,28 @@ def test_empty_with_device_layout_rejects_bad_arguments():
     with pytest.raises(NotImplementedError):  # the layout does not describe this shape
         torch.empty(8, 64, device_layout=stl, dtype=torch.float16)
     assert torch.empty(3, 4).device.type == "cpu"  # without device_layout: torch.empty itself
+
+
+# ---- dynamo guards on the device layout -------------------------------------------------------
+
+
+def test_a_new_layout_recompiles_and_the_same_layout_does_not():
+    import torch._dynamo
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    x = torch.randn(128, 256, dtype=torch.float16)
+    stl_custom = torch.spyre.SpyreTensorLayout([128, 256], [256, 1], torch.float16, [1, 0])
+    default = x.to(SPYRE)
+    custom = x.to(device_layout=stl_custom)
+    torch._dynamo.reset()
+    cnt = CompileCounterWithBackend("spyre")
+    f = torch.compile(lambda a: a + a, backend=cnt)
+    for t in (default, custom, custom, default):
+        torch.testing.assert_close(f(t).cpu(), x + x, atol=0.1, rtol=0.1)
+    assert cnt.frame_count == 2  # one graph per layout, each reused
+
+
+def test_repr_prints_the_device_last():
+    y = torch.tensor([1.0, 2.0], dtype=torch.float16).to(SPYRE)
+    assert repr(y) == "tensor([1., 2.], dtype=torch.float16, device='spyre:0')"
+    assert repr(torch.tensor([1.0, 2.0]).to(SPYRE)) == "tensor([1., 2.], device='spyre:0')"
