@@ -367,3 +367,20 @@ def test_repr_prints_the_device_last():
     y = torch.tensor([1.0, 2.0], dtype=torch.float16).to(SPYRE)
     assert repr(y) == "tensor([1., 2.], dtype=torch.float16, device='spyre:0')"
     assert repr(torch.tensor([1.0, 2.0]).to(SPYRE)) == "tensor([1., 2.], device='spyre:0')"
+
+
+def test_to_a_layout_of_the_flattened_tensor():
+    x = torch.randn(40, 60, dtype=torch.float16)
+    stl = torch.spyre.SpyreTensorLayout([38, 64], [64, 1], torch.spyre.DataFormats.SEN169_FP16)
+    y = x.to(device_layout=stl)
+    assert y.shape == (40, 60) and y.device_tensor_layout() == stl
+    torch.testing.assert_close(y.cpu(), x, atol=0.1, rtol=0.1)
+    torch.testing.assert_close((y * 2).cpu(), x * 2, atol=0.1, rtol=0.1)
+
+
+def test_viewing_layout_round_trips():
+    x = torch.randn(60, dtype=torch.float16)
+    stl = torch.spyre.SpyreTensorLayout([2, 1, 2, 64], [15, 64, 30, 1], torch.spyre.DataFormats.SEN169_FP16)
+    y = x.to(device_layout=stl)
+    assert y.device_tensor_layout() == stl
+    torch.testing.assert_close(y.cpu(), x, atol=0.1, rtol=0.1)
