@@ -79,9 +79,10 @@ def _to_with_layout(self: torch.Tensor, args: tuple, kwargs: dict, layout: Any) 
             continue
         dst.copy_(self)
         return dst
-    if self.dim() > 1:
-        # A layout of the flattened tensor (torch-spyre's "folding": [40, 60] in 38 sticks of 64):
-        # the storage holds the flat vector; the result is its view in this tensor's shape.
+    eps = layout.device_size[-1]
+    if self.dim() > 1 and len(layout.device_size) == 2 and layout.stride_map == [eps, 1]:
+        # A flat layout, of the flattened tensor (torch-spyre's "folding": [40, 60] in 38 sticks
+        # of 64): the storage holds the flat vector; the result is its view in this shape.
         try:
             flat = _C.empty_with_layout([self.numel()], [1], dtype, layout)
         except NotImplementedError:
