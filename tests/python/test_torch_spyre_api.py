@@ -276,12 +276,16 @@ def test_fp8_quantize_matches_cpu(op, compiled):
     assert out.cpu().float().abs().max() <= 448.0
 
 
-def test_fp8_dequantize_matches_cpu():
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_fp8_dequantize_matches_cpu(compiled):
     x = ((torch.arange(2 * 64, dtype=torch.float32) % 16) + 1).reshape(2, 64).to(torch.float8_e4m3fn)
     scale = torch.tensor(2.0, dtype=torch.float16)
+    fn = torch.ops.spyre.dequantize_fp8_with_scale
+    if compiled:  # an fp8 graph input: the conversion node falls back, the multiply runs on the card
+        fn = torch.compile(fn, backend="spyre")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", torch_spyre.FallbackWarning)
-        out = torch.ops.spyre.dequantize_fp8_with_scale(x.to(SPYRE), scale.to(SPYRE))
+        out = fn(x.to(SPYRE), scale.to(SPYRE))
     assert out.dtype == torch.float16 and out.device.type == SPYRE
     assert torch.equal(out.cpu(), x.to(torch.float16) * scale)
 
