@@ -19,6 +19,7 @@ std::string_view dtypeShortName(HostType t) {
   case HostType::I8: return "i8";
   case HostType::I16: return "i16";
   case HostType::U8: return "u8";
+  case HostType::F8E4M3: return "f8e4m3"; // storage only: graph text does not accept it
   }
   return "?";
 }

@@ -49,6 +49,7 @@ std::string_view hostTypeName(HostType t) {
   case HostType::I8: return "int8";
   case HostType::I16: return "int16";
   case HostType::U8: return "uint8";
+  case HostType::F8E4M3: return "float8_e4m3fn";
   }
   return "?";
 }
@@ -58,7 +59,7 @@ int64_t hostTypeBytes(HostType t) {
   case HostType::F16: case HostType::BF16: case HostType::I16: return 2;
   case HostType::F32: case HostType::I32: return 4;
   case HostType::I64: return 8;
-  case HostType::Bool: case HostType::I8: case HostType::U8: return 1;
+  case HostType::Bool: case HostType::I8: case HostType::U8: case HostType::F8E4M3: return 1;
   }
   return 0;
 }
@@ -71,6 +72,7 @@ DataFormat deviceFormatFor(HostType t) {
   case HostType::I8: return DataFormat::SENINT8;
   case HostType::I16: return DataFormat::SENINT16;
   case HostType::U8: return DataFormat::SENUINT32;
+  case HostType::F8E4M3: return DataFormat::SEN143_FP8;
   }
   return DataFormat::INVALID;
 }

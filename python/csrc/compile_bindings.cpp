@@ -58,6 +58,7 @@ at::ScalarType torchType(HostType t) {
   case HostType::I8: return at::kChar;
   case HostType::I16: return at::kShort;
   case HostType::U8: return at::kByte;
+  case HostType::F8E4M3: return at::kFloat8_e4m3fn;
   }
   return at::kHalf;
 }

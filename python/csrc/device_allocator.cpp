@@ -1,6 +1,7 @@
 // The "spyre" PyTorch device (PrivateUse1), part 1: the simulated DDR, its allocator,
 // SpyreTensorImpl and the tensor factories (empty_strided, empty_with_layout). The other parts:
-// device_transfers.cpp, device_kernels.cpp, device_hooks.cpp (device_internal.h lists them).
+// device_transfers.cpp, device_kernels.cpp, device_hooks.cpp, device_streams.cpp (device_internal.h
+// lists them).
 // Compute ops are the compile path's business.
 //
 // Every translation unit that includes ATen costs ~40 s on the 2-core build box: the device is
@@ -15,6 +16,7 @@
 #include <c10/core/Allocator.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -119,6 +121,7 @@ std::string dtypeName(at::ScalarType t) {
   case at::kChar: return "torch.int8";
   case at::kByte: return "torch.uint8";
   case at::kBool: return "torch.bool";
+  case at::kFloat8_e4m3fn: return "torch.float8_e4m3fn";
   case at::kComplexFloat: return "torch.complex64";
   case at::kComplexDouble: return "torch.complex128";
   default: return std::string("torch.") + c10::toString(t);
@@ -133,6 +136,8 @@ std::optional<HostType> hostTypeOf(at::ScalarType t) {
   case at::kInt: return HostType::I32;
   case at::kLong: return HostType::I64;
   case at::kBool: return HostType::Bool;
+  case at::kChar: return HostType::I8;
+  case at::kFloat8_e4m3fn: return HostType::F8E4M3;
   default: return std::nullopt;
   }
 }
@@ -146,18 +151,30 @@ std::string vecStr(at::IntArrayRef v) {
 
 } // namespace detail
 
+namespace {
+std::atomic<bool> gRuntimeStarted{false};
+} // namespace
+
 sim::DeviceMemory &deviceMemory() {
   // Leaked on purpose: tensors still alive at interpreter teardown free into it after static
   // destructors have run.
-  static auto *mem = new sim::DeviceMemory(kDdrBytes);
+  static auto *mem = [] {
+    auto *m = new sim::DeviceMemory(kDdrBytes);
+    gRuntimeStarted = true;
+    return m;
+  }();
   return *mem;
 }
+
+bool runtimeStarted() { return gRuntimeStarted; }
+
+void startRuntime() { (void)deviceMemory(); }
 
 DataFormat deviceFormatOf(at::ScalarType t) {
   auto h = hostTypeOf(t);
   if (!h)
     throw Unsupported("dtype " + dtypeName(t) + " on spyre (supported: float16, bfloat16, " +
-                      "float32, int32, int64 (stored as int32), bool)");
+                      "float32, int32, int64 (stored as int32), int8, float8_e4m3fn, bool)");
   return deviceFormatFor(*h);
 }
 

@@ -1,13 +1,11 @@
 // The "spyre" device, part 4: device selection (one simulated card), the default generator,
-// the pinned host allocator, the PrivateUse1 hooks and the device guard, registered when _C is
-// loaded.
+// the pinned host allocator and the PrivateUse1 hooks, registered when _C is loaded.
 #include "device_internal.h"
 
 #include "spyre/isa/error.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
-#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/alloc_cpu.h>
 
 #include <algorithm>
@@ -45,11 +43,6 @@ private:
 const at::Generator &defaultGenerator() {
   static at::Generator gen = at::make_generator<SpyreGeneratorImpl>(c10::default_rng_seed_val);
   return gen;
-}
-
-void checkIndex(c10::DeviceIndex index) {
-  TORCH_CHECK(index == -1 || (index >= 0 && index < kDeviceCount), "Invalid spyre device index ",
-              int(index), ": the simulator has ", kDeviceCount, " device (valid index: 0)");
 }
 
 /// Host memory for Tensor.pin_memory() and DataLoader(pin_memory=True). The simulated card
@@ -109,21 +102,21 @@ struct SpyreHooks final : public at::PrivateUse1HooksInterface {
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
   void init() const override {}
   c10::DeviceIndex deviceCount() const override { return kDeviceCount; }
-  void setCurrentDevice(c10::DeviceIndex d) const override { checkIndex(d); }
+  void setCurrentDevice(c10::DeviceIndex d) const override { checkDeviceIndex(d); }
   c10::DeviceIndex getCurrentDevice() const override { return 0; }
   c10::DeviceIndex exchangeDevice(c10::DeviceIndex d) const override {
-    checkIndex(d);
+    checkDeviceIndex(d);
     return 0;
   }
   c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex d) const override {
     return exchangeDevice(d);
   }
   const at::Generator &getDefaultGenerator(c10::DeviceIndex d) const override {
-    checkIndex(d);
+    checkDeviceIndex(d);
     return defaultGenerator();
   }
   at::Generator getNewGenerator(c10::DeviceIndex d) const override {
-    checkIndex(d);
+    checkDeviceIndex(d);
     return at::make_generator<SpyreGeneratorImpl>();
   }
   bool isPinnedPtr(const void *data) const override {
@@ -149,35 +142,6 @@ struct SpyreHooks final : public at::PrivateUse1HooksInterface {
 
 SpyreHooks gHooks;
 
-struct SpyreGuardImpl final : public c10::impl::DeviceGuardImplInterface {
-  c10::DeviceType type() const override { return kSpyre; }
-  c10::Device exchangeDevice(c10::Device d) const override {
-    checkIndex(d.index());
-    return c10::Device(kSpyre, 0);
-  }
-  c10::Device getDevice() const override { return c10::Device(kSpyre, 0); }
-  void setDevice(c10::Device d) const override { checkIndex(d.index()); }
-  void uncheckedSetDevice(c10::Device) const noexcept override {}
-  c10::Stream getStream(c10::Device d) const override {
-    return c10::Stream(c10::Stream::DEFAULT, c10::Device(kSpyre, 0));
-  }
-  c10::Stream exchangeStream(c10::Stream s) const override {
-    return c10::Stream(c10::Stream::DEFAULT, c10::Device(kSpyre, 0));
-  }
-  c10::DeviceIndex deviceCount() const noexcept override { return kDeviceCount; }
-  // Everything the simulator does is synchronous: streams and events are always complete.
-  bool queryStream(const c10::Stream &) const override { return true; }
-  void synchronizeStream(const c10::Stream &) const override {}
-  void synchronizeDevice(const c10::DeviceIndex) const override {}
-  void record(void **, const c10::Stream &, const c10::DeviceIndex,
-              const c10::EventFlag) const override {}
-  void block(void *, const c10::Stream &) const override {}
-  bool queryEvent(void *) const override { return true; }
-  void destroyEvent(void *, const c10::DeviceIndex) const noexcept override {}
-};
-
-C10_REGISTER_GUARD_IMPL(PrivateUse1, SpyreGuardImpl);
-
 // Hooks are registered when _C is loaded (like torch-spyre's module init); loading does not
 // touch the DDR reservation, which is created on first allocation.
 const bool gHooksRegistered = [] {
@@ -186,6 +150,11 @@ const bool gHooksRegistered = [] {
 }();
 
 } // namespace
+
+void detail::checkDeviceIndex(c10::DeviceIndex index) {
+  TORCH_CHECK(index == -1 || (index >= 0 && index < kDeviceCount), "Invalid spyre device index ",
+              int(index), ": the simulator has ", kDeviceCount, " device (valid index: 0)");
+}
 
 int currentDevice() { return 0; }
 

@@ -4,7 +4,8 @@
 //   device_allocator.cpp  simulated DDR, the allocator, SpyreTensorImpl, tensor factories
 //   device_transfers.cpp  host <-> device copies (toCpu, copyFromCpu, staging through the CPU)
 //   device_kernels.cpp    the eager ATen kernels that move or reinterpret data
-//   device_hooks.cpp      device selection, generator, PrivateUse1 hooks, device guard
+//   device_hooks.cpp      device selection, generator, PrivateUse1 hooks
+//   device_streams.cpp    the device guard, streams and events
 //   device_options.cpp    the device's knobs (TORCH_SPYRE_DEBUG, TORCH_SPYRE_DOWNCAST_WARN)
 //
 // Views: a view shares its base's storage, and the bytes of that storage are tiled for one host
@@ -41,6 +42,9 @@ Allocation *allocationOf(const c10::Storage &s);
 std::string dtypeName(at::ScalarType t);
 std::optional<HostType> hostTypeOf(at::ScalarType t);
 std::string vecStr(at::IntArrayRef v);
+
+/// Throws c10::Error naming the valid range unless index is -1 (current) or 0.
+void checkDeviceIndex(c10::DeviceIndex index);
 
 /// A dense PrivateUse1 tensor that also carries the SpyreTensorLayout of its storage (what
 /// torch-spyre's get_spyre_tensor_layout returns).

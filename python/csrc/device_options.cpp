@@ -1,5 +1,6 @@
 #include "device_options.h"
 
+#include <atomic>
 #include <cstdlib>
 
 namespace spyre::py {
@@ -12,9 +13,27 @@ DeviceOptions DeviceOptions::fromEnv(const spyre::Env &env) {
   return o;
 }
 
+namespace {
+std::atomic<int> gDowncastOverride{-1}; // -1: none, else 0/1
+} // namespace
+
 DeviceOptions currentDeviceOptions() {
   spyre::Env env(&std::getenv);
-  return DeviceOptions::fromEnv(env);
+  DeviceOptions o = DeviceOptions::fromEnv(env);
+  if (int v = gDowncastOverride.load(); v >= 0)
+    o.downcastWarn = v == 1;
+  return o;
+}
+
+void setDowncastWarning(bool on) { gDowncastOverride = on ? 1 : 0; }
+
+void clearDowncastWarning() { gDowncastOverride = -1; }
+
+bool downcastWarning() {
+  if (int v = gDowncastOverride.load(); v >= 0)
+    return v == 1;
+  spyre::Env env(&std::getenv);
+  return DeviceOptions::fromEnv(env).downcastWarn;
 }
 
 } // namespace spyre::py

@@ -15,7 +15,15 @@ struct DeviceOptions {
   static DeviceOptions fromEnv(const spyre::Env &env);
 };
 
-/// DeviceOptions::fromEnv over the process environment, as it is now.
+/// DeviceOptions::fromEnv over the process environment, as it is now, with the process-wide
+/// override of the downcast warning (torch.spyre.set_downcast_warning) applied.
 DeviceOptions currentDeviceOptions();
+
+/// torch-spyre's set_downcast_warning: overrides TORCH_SPYRE_DOWNCAST_WARN for this process.
+void setDowncastWarning(bool on);
+/// Drops the override (tests restore the environment's say with it).
+void clearDowncastWarning();
+/// Whether the int64 downcast warning is on (the override, else TORCH_SPYRE_DOWNCAST_WARN).
+bool downcastWarning();
 
 } // namespace spyre::py

@@ -3,6 +3,8 @@
 #include "compile_bindings.h"
 #include "spyre_device.h"
 
+#include "device_options.h"
+
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/error.h"
 
@@ -34,6 +36,19 @@ void checkDevice(const ::py::object &device) {
     index = d.has_index() ? d.index() : 0;
   }
   setDevice(static_cast<int>(index)); // validates
+}
+
+::py::dict memoryStats(const ::py::object &device) {
+  checkDevice(device);
+  auto s = deviceMemory().stats();
+  ::py::dict out;
+  out["allocated_bytes.all.current"] = s.allocated;
+  out["allocated_bytes.all.peak"] = s.peak;
+  out["allocation.all.allocated"] = s.numAllocs;
+  out["allocation.all.freed"] = s.numFrees;
+  out["allocation.all.current"] = s.live;
+  out["capacity_bytes"] = s.capacity;
+  return out;
 }
 
 SpyreTensorLayout layoutFromTorchDtype(std::vector<int64_t> size, at::ScalarType dtype) {
@@ -88,7 +103,12 @@ void bindLayout(::py::module_ &m) {
              return L::fromDevice(deviceSize, strideMap, dtype, ea);
            }),
            ::py::arg("device_size"), ::py::arg("stride_map"), ::py::arg("device_dtype"),
-           ::py::arg("element_arrangement"))
+           ::py::arg("element_arrangement") = Ea::STANDARD)
+      .def("with_element_arrangement",
+           [](const L &l, Ea ea) {
+             return L::fromDevice(l.device_size, l.stride_map, l.device_dtype, ea);
+           },
+           ::py::arg("element_arrangement"), "The same layout with another element arrangement")
       .def_property_readonly("device_size", [](const L &l) { return toList(l.device_size); })
       .def_property_readonly("stride_map", [](const L &l) { return toList(l.stride_map); })
       .def_property_readonly("device_dtype", [](const L &l) { return l.device_dtype; })
@@ -164,18 +184,27 @@ void bindDevice(::py::module_ &m) {
           deviceMemory().resetPeak();
         }),
         ::py::arg("device") = ::py::none());
-  m.def("memory_stats",
-        wrap(+[](::py::object d) -> ::py::dict {
+  m.def("memory_stats", wrap(+[](::py::object d) { return memoryStats(d); }),
+        ::py::arg("device") = ::py::none());
+  // torch-spyre's allocator statistics (SpyreAllocator's names).
+  m.def("_spyre_get_allocator_stats", wrap(+[](::py::object d) { return memoryStats(d); }),
+        ::py::arg("device"), "Allocator statistics of the device (torch.cuda.memory_stats' keys)");
+  m.def("_spyre_reset_accumulated_stats",
+        wrap(+[](::py::object d) {
           checkDevice(d);
-          auto s = deviceMemory().stats();
-          ::py::dict out;
-          out["allocated_bytes.all.current"] = s.allocated;
-          out["allocated_bytes.all.peak"] = s.peak;
-          out["allocation.all.allocated"] = s.numAllocs;
-          out["allocation.all.freed"] = s.numFrees;
-          out["allocation.all.current"] = s.numAllocs - s.numFrees;
-          out["capacity_bytes"] = s.capacity;
-          return out;
+          deviceMemory().resetAccumulated();
+        }),
+        ::py::arg("device"), "Reset accumulated allocator statistics");
+  m.def("_spyre_reset_peak_stats",
+        wrap(+[](::py::object d) {
+          checkDevice(d);
+          deviceMemory().resetPeak();
+        }),
+        ::py::arg("device"), "Reset peak allocator statistics");
+  m.def("reset_accumulated_memory_stats",
+        wrap(+[](::py::object d) {
+          checkDevice(d);
+          deviceMemory().resetAccumulated();
         }),
         ::py::arg("device") = ::py::none());
   m.def("manual_seed_all", [](uint64_t seed) { manualSeed(seed); }, ::py::arg("seed"));
@@ -192,9 +221,99 @@ void bindDevice(::py::module_ &m) {
         wrap(+[](const at::Tensor &t) { return tensorLayout(t); }), ::py::arg("tensor"));
   m.def("_device_address", wrap(+[](const at::Tensor &t) { return deviceAddress(t); }),
         ::py::arg("tensor"), "DDR address of the tensor's storage (for tests and debugging)");
+  m.def("_has_default_layout",
+        wrap(+[](const at::Tensor &t) {
+          const StorageGeometry &g = storageGeometry(t);
+          return g.layout == defaultLayout(g.sizes, g.strides, g.dtype);
+        }),
+        ::py::arg("tensor"),
+        "Whether the tensor's storage has the layout empty_strided gives its geometry");
   m.def("_covers_storage", wrap(+[](const at::Tensor &t) { return coversStorage(t); }),
         ::py::arg("tensor"),
         "Whether the tensor is exactly the host geometry its storage is tiled for");
+}
+
+// torch-spyre's runtime state enums (values are its ABI).
+enum class SpyreStreamError : int { Success = 0, Shutdown = 1 };
+enum class SpyreDeviceState : int { Ok = 0, NotInitialized = 1, StreamError = 2 };
+
+c10::Stream checkedStream(const c10::Stream &s) {
+  if (s.device_type() != at::DeviceType::PrivateUse1)
+    throw Error("expected a spyre stream, got a stream of " + s.device().str());
+  streamPriority(s.id()); // validates the id
+  return s;
+}
+
+c10::Stream spyreStream(c10::StreamId id) {
+  return c10::Stream(c10::Stream::UNSAFE, c10::Device(at::DeviceType::PrivateUse1, 0), id);
+}
+
+void bindRuntime(::py::module_ &m) {
+  // Lazy initialisation: the card (its DDR) comes up on first use or start_runtime().
+  m.def("start_runtime", [] { withTorchErrors([] { startRuntime(); }); });
+  m.def("is_initialized", [] { return runtimeStarted(); });
+
+  ::py::enum_<SpyreStreamError>(m, "SpyreStreamError")
+      .value("Success", SpyreStreamError::Success)
+      .value("Shutdown", SpyreStreamError::Shutdown);
+  ::py::enum_<SpyreDeviceState>(m, "SpyreDeviceState")
+      .value("Ok", SpyreDeviceState::Ok)
+      .value("NotInitialized", SpyreDeviceState::NotInitialized)
+      .value("StreamError", SpyreDeviceState::StreamError);
+  // A simulated kernel or transfer that fails raises at the call that issued it; no stream is
+  // ever left in an error state.
+  m.def("get_device_state", [] {
+    return runtimeStarted() ? SpyreDeviceState::Ok : SpyreDeviceState::NotInitialized;
+  });
+  m.def("has_any_stream_error", [] { return false; });
+  m.def("stream_get_error", wrap(+[](c10::Stream s) {
+          checkedStream(s);
+          return SpyreStreamError::Success;
+        }),
+        ::py::arg("stream"), "The SpyreStreamError state of one stream");
+  m.def("stream_get_error_string", [](SpyreStreamError e) -> std::string {
+    return e == SpyreStreamError::Success ? "Success" : "Shutdown";
+  }, ::py::arg("error"));
+
+  // Streams (device_streams.cpp): torch.Stream objects of the spyre device.
+  m.def("current_stream",
+        wrap(+[](::py::object d) {
+          checkDevice(d);
+          return spyreStream(currentStreamId());
+        }),
+        ::py::arg("device") = ::py::none());
+  m.def("default_stream",
+        wrap(+[](::py::object d) {
+          checkDevice(d);
+          return spyreStream(0);
+        }),
+        ::py::arg("device") = ::py::none());
+  m.def("set_current_stream", wrap(+[](c10::Stream s) { exchangeStreamId(checkedStream(s).id()); }),
+        ::py::arg("stream"));
+  m.def("get_stream_from_pool",
+        wrap(+[](::py::object d, int priority) {
+          checkDevice(d);
+          return spyreStream(poolStreamId(priority));
+        }),
+        ::py::arg("device") = ::py::none(), ::py::arg("priority") = 0);
+  m.def("_new_stream",
+        wrap(+[](::py::object d, int priority) {
+          checkDevice(d);
+          return spyreStream(newStreamId(priority));
+        }),
+        ::py::arg("device") = ::py::none(), ::py::arg("priority") = 0);
+  m.def("_stream_priority", wrap(+[](c10::Stream s) { return streamPriority(checkedStream(s).id()); }),
+        ::py::arg("stream"));
+
+  m.def("get_downcast_warning", [] { return withTorchErrors([] { return downcastWarning(); }); },
+        "Whether the int64 -> int32 downcast warning is enabled");
+  m.def("set_downcast_warning", [](bool on) { setDowncastWarning(on); }, ::py::arg("enabled"),
+        "Enable/disable the int64 -> int32 downcast warning for this process");
+  m.def("_clear_downcast_warning", [] { clearDowncastWarning(); },
+        "Drop set_downcast_warning's override: TORCH_SPYRE_DOWNCAST_WARN decides again");
+  m.def("get_elem_in_stick",
+        wrap(+[](at::ScalarType t) { return elemsPerStick(deviceFormatOf(t)); }),
+        ::py::arg("dtype"), "Elements of a torch dtype per 128-byte stick on the device");
 }
 
 } // namespace
@@ -219,5 +338,6 @@ PYBIND11_MODULE(_C, m) {
   });
   spyre::py::bindLayout(m);
   spyre::py::bindDevice(m);
+  spyre::py::bindRuntime(m);
   spyre::py::registerCompileBindings(m);
 }

@@ -61,6 +61,19 @@ constexpr int kDeviceCount = 1;
 int currentDevice();
 /// Throws spyre::Error naming the valid range for any index other than 0.
 void setDevice(int index);
+/// Whether the simulated card has been brought up (its DDR reserved): false until the first
+/// allocation or startRuntime(). torch-spyre's lazy initialisation.
+bool runtimeStarted();
+void startRuntime();
+
+// Streams (device_streams.cpp): ids name streams; 0 is the default stream. All work is complete
+// when the call that issued it returns, so streams only order and name work.
+c10::StreamId currentStreamId();               // this thread's current stream
+c10::StreamId exchangeStreamId(c10::StreamId id); // makes id current, returns the previous one
+c10::StreamId newStreamId(int priority);
+c10::StreamId poolStreamId(int priority);      // round-robin over a small pool per priority class
+int streamPriority(c10::StreamId id);          // throws c10::Error for an unknown id
+
 /// Seeds the spyre default generator (torch.spyre.manual_seed_all).
 void manualSeed(uint64_t seed);
 uint64_t initialSeed();

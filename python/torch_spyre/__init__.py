@@ -37,7 +37,7 @@ def _autoload() -> None:
             torch._register_device_module("spyre", _device.make_spyre_module())
         if not hasattr(torch.Tensor, "is_spyre"):
             torch.utils.generate_methods_for_privateuse1_backend()
-        from . import _monkey_patch
+        from . import _custom_ops, _monkey_patch  # noqa: F401 - _custom_ops defines spyre:: ops
 
         _monkey_patch.apply()
         # Set before importing _compile: it may import torch_spyre itself.

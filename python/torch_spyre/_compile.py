@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from . import _config, _fallback
+from . import _config, _fallback, _guards
 from ._errors import FallbackWarning, Unsupported, strict_unsupported
 from ._no_trace import no_trace
 from ._lowering import (
@@ -37,6 +37,10 @@ __all__ = ["Unsupported", "FallbackWarning", "spyre_backend", "register", "compi
            "partition_graph"]
 
 aten = torch.ops.aten
+
+# A spyre input in another SpyreTensorLayout recompiles (dynamo builds this frame's guards after
+# the backend has run, so installing here is in time for the first compile).
+_guards.install()
 
 
 @dataclass
@@ -271,7 +275,9 @@ def _check_static(gm: torch.fx.GraphModule) -> None:
     for node in gm.graph.find_nodes(op="placeholder"):
         val = node.meta.get("val")
         if isinstance(val, torch.Tensor):
-            type_text(val.shape, val.dtype, f"node {node.name}")
+            # Shapes only: an input of a dtype the graph IR lacks (int8, float8_e4m3fn) is for
+            # the partitioner, whose nodes that read it run through the CPU fallback.
+            type_text(val.shape, torch.float16, f"node {node.name}")
         elif val is not None and not isinstance(val, (int, float, bool)):
             raise Unsupported(f"non-tensor value {type(val).__name__} at node {node.name} "
                               f"({node.format_node()})")

@@ -1,5 +1,6 @@
-"""The ``torch.spyre`` device module: device queries, memory statistics and seeding over the
-``_C`` extension, plus the layout types torch-spyre exposes there."""
+"""The ``torch.spyre`` device module: device queries, lazy initialisation, memory statistics,
+seeding, streams and events over the ``_C`` extension, plus the layout types torch-spyre exposes
+there. Names and behaviour are torch-spyre's."""
 
 from __future__ import annotations
 
@@ -10,9 +11,16 @@ import torch
 
 from . import _C
 from ._C import DataFormats, ElementArrangement, SpyreTensorLayout, get_device_dtype
+from ._streams import Event, Stream, current_stream, default_stream, set_stream, stream
 
 __all__ = [
     "DataFormats",
+    "Event",
+    "Stream",
+    "current_stream",
+    "default_stream",
+    "set_stream",
+    "stream",
     "ElementArrangement",
     "SpyreTensorLayout",
     "current_device",
@@ -24,8 +32,11 @@ __all__ = [
     "max_memory_allocated",
     "memory_allocated",
     "memory_stats",
+    "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
     "set_device",
+    "get_downcast_warning",
+    "set_downcast_warning",
     "synchronize",
 ]
 
@@ -42,7 +53,16 @@ def is_available() -> bool:
 
 
 def is_initialized() -> bool:
-    return True
+    """False until the simulated card is first used (a spyre allocation) or ``init()``."""
+    return _C.is_initialized()
+
+
+def init() -> None:
+    """Brings the simulated card up now (torch-spyre's start_runtime); idempotent."""
+    _C.start_runtime()
+
+
+_lazy_init = init
 
 
 def _is_in_bad_fork() -> bool:
@@ -64,8 +84,20 @@ def set_device(device: Any) -> None:
 
 
 def synchronize(device: Any = None) -> None:
-    """No-op: the simulator finishes every transfer and kernel before returning."""
+    """Waits for all streams of the device; the simulator finishes every transfer and kernel
+    before the call that issued it returns, so there is nothing left to wait for."""
     _C.synchronize(_dev(device))
+
+
+def get_downcast_warning() -> bool:
+    """Whether int64 tensors warn that they are stored as int32 (``set_downcast_warning``, else
+    ``TORCH_SPYRE_DOWNCAST_WARN``, default on)."""
+    return _C.get_downcast_warning()
+
+
+def set_downcast_warning(enabled: bool) -> None:
+    """Turns the int64 -> int32 downcast warning on or off for this process."""
+    _C.set_downcast_warning(bool(enabled))
 
 
 def memory_allocated(device: Any = None) -> int:
@@ -79,6 +111,11 @@ def max_memory_allocated(device: Any = None) -> int:
 
 def reset_peak_memory_stats(device: Any = None) -> None:
     _C.reset_peak_memory_stats(_dev(device))
+
+
+def reset_accumulated_memory_stats(device: Any = None) -> None:
+    """Zeroes ``allocation.all.allocated``/``.freed``; the live figures stay."""
+    _C.reset_accumulated_memory_stats(_dev(device))
 
 
 def memory_stats(device: Any = None) -> dict[str, int]:
@@ -131,7 +168,18 @@ _MODULE_MEMBERS = (
     "memory_allocated",
     "max_memory_allocated",
     "reset_peak_memory_stats",
+    "reset_accumulated_memory_stats",
     "memory_stats",
+    "get_downcast_warning",
+    "set_downcast_warning",
+    "init",
+    "_lazy_init",
+    "Stream",
+    "Event",
+    "stream",
+    "current_stream",
+    "default_stream",
+    "set_stream",
     "manual_seed",
     "manual_seed_all",
     "initial_seed",
@@ -150,4 +198,9 @@ def make_spyre_module() -> types.ModuleType:
         setattr(mod, name, globals()[name])
     mod.encode_constant = _C.encode_constant
     mod.empty_with_layout = _C.empty_with_layout
+    mod.get_elem_in_stick = _C.get_elem_in_stick
+    # torch-spyre's allocator statistics (its SpyreAllocator's names).
+    mod._spyre_get_allocator_stats = _C._spyre_get_allocator_stats
+    mod._spyre_reset_accumulated_stats = _C._spyre_reset_accumulated_stats
+    mod._spyre_reset_peak_stats = _C._spyre_reset_peak_stats
     return mod

@@ -3,6 +3,8 @@
 * ``Tensor.device_tensor_layout()``: the SpyreTensorLayout of a spyre tensor's storage (views
   report their storage's layout), ``None`` for tensors on other devices;
 * ``Tensor.to(..., device_layout=stl)``: copy to spyre into a storage tiled by ``stl``;
+* ``torch.empty(..., device_layout=stl)`` and ``torch.empty_strided(..., device_layout=stl)``:
+  a spyre tensor whose storage is tiled by ``stl``;
 * ``repr`` of spyre tensors: printed from a host copy, since printing runs compute ops that the
   device only has through torch.compile.
 
@@ -28,6 +30,8 @@ from ._no_trace import no_trace
 _applied = False
 _orig_to = torch._C.TensorBase.to
 _orig_repr = torch.Tensor.__repr__
+_orig_empty = torch.empty
+_orig_empty_strided = torch.empty_strided
 
 
 def _contiguous_strides(size: list[int]) -> list[int]:
@@ -75,6 +79,17 @@ def _to_with_layout(self: torch.Tensor, args: tuple, kwargs: dict, layout: Any) 
             continue
         dst.copy_(self)
         return dst
+    eps = layout.device_size[-1]
+    if self.dim() > 1 and len(layout.device_size) == 2 and layout.stride_map == [eps, 1]:
+        # A flat layout, of the flattened tensor (torch-spyre's "folding": [40, 60] in 38 sticks
+        # of 64): the storage holds the flat vector; the result is its view in this shape.
+        try:
+            flat = _C.empty_with_layout([self.numel()], [1], dtype, layout)
+        except NotImplementedError:
+            pass
+        else:
+            flat.copy_(self.reshape(-1))
+            return flat.view(size)
     assert error is not None
     raise error
 
@@ -84,6 +99,43 @@ def _to(self: torch.Tensor, *args: Any, device_layout: Any = None, **kwargs: Any
     if device_layout is None:
         return _orig_to(self, *args, **kwargs)
     return _to_with_layout(self, args, kwargs, device_layout)
+
+
+def _empty_in_layout(size: list[int], stride: list[int] | None, layout: Any, kwargs: dict) -> torch.Tensor:
+    if not isinstance(layout, SpyreTensorLayout):
+        raise TypeError(f"device_layout= expects a torch.spyre.SpyreTensorLayout, got {type(layout).__name__}")
+    device = kwargs.pop("device", None)
+    if device is not None and torch.device(device).type != "spyre":
+        raise ValueError(f"device_layout= allocates on spyre, but device={device} was given")
+    dtype = kwargs.pop("dtype", None) or torch.get_default_dtype()
+    requires_grad = bool(kwargs.pop("requires_grad", False))
+    if kwargs.pop("layout", torch.strided) != torch.strided:
+        raise ValueError("device_layout= allocates a strided tensor; layout= must be torch.strided")
+    if kwargs.pop("memory_format", None) not in (None, torch.contiguous_format, torch.preserve_format):
+        raise ValueError("device_layout= fixes the layout; memory_format is not allowed")
+    if kwargs.pop("pin_memory", False):
+        raise ValueError("device_layout= allocates on spyre; pin_memory is not allowed")
+    if kwargs:
+        raise TypeError(f"unexpected keyword arguments with device_layout=: {sorted(kwargs)}")
+    if device is not None:
+        _C.set_device(torch.device(device))  # validates the index
+    out = _C.empty_with_layout(size, stride if stride is not None else _contiguous_strides(size), dtype, layout)
+    return out.requires_grad_() if requires_grad else out
+
+
+@no_trace
+def _empty(*size: Any, device_layout: Any = None, **kwargs: Any) -> torch.Tensor:
+    if device_layout is None:
+        return _orig_empty(*size, **kwargs)
+    dims = list(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)) else list(size)
+    return _empty_in_layout([int(d) for d in dims], None, device_layout, kwargs)
+
+
+@no_trace
+def _empty_strided(size: Any, stride: Any, *, device_layout: Any = None, **kwargs: Any) -> torch.Tensor:
+    if device_layout is None:
+        return _orig_empty_strided(size, stride, **kwargs)
+    return _empty_in_layout([int(d) for d in size], [int(s) for s in stride], device_layout, kwargs)
 
 
 def _has_spyre_data(t: torch.Tensor) -> bool:
@@ -98,6 +150,12 @@ def _repr(self: torch.Tensor, *, tensor_contents: Any = None) -> str:
     if tensor_contents is None and _has_spyre_data(self):
         host = self.detach().cpu()
         tensor_contents = torch._tensor_str._tensor_str(host, len("tensor("))
+        # torch-spyre prints the device last: "tensor([1., 2.], dtype=torch.float16, device='spyre:0')".
+        text = _orig_repr(self, tensor_contents=tensor_contents)
+        dev = f", device='{self.device}'"
+        if dev in text and text.endswith(")"):
+            text = text.replace(dev, "", 1)[:-1] + dev + ")"
+        return text
     return _orig_repr(self, tensor_contents=tensor_contents)
 
 
@@ -111,4 +169,8 @@ def apply() -> None:
     _to.__doc__ = _orig_to.__doc__
     torch.Tensor.to = _to
     torch.Tensor.__repr__ = _repr
+    for name, wrapper, orig in (("empty", _empty, _orig_empty), ("empty_strided", _empty_strided, _orig_empty_strided)):
+        wrapper.__doc__ = orig.__doc__
+        wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
+        setattr(torch, name, wrapper)
     _applied = True

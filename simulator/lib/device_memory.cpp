@@ -36,6 +36,7 @@ uint64_t DeviceMemory::allocate(uint64_t bytes) {
     stats_.allocated += need;
     stats_.peak = std::max(stats_.peak, stats_.allocated);
     ++stats_.numAllocs;
+    ++stats_.live;
     return addr;
   }
   throw OutOfMemory("Spyre device out of memory: tried to allocate " + std::to_string(bytes) +
@@ -52,6 +53,7 @@ void DeviceMemory::free(uint64_t addr) {
   live_.erase(it);
   stats_.allocated -= size;
   ++stats_.numFrees;
+  --stats_.live;
   // Give the host pages back and guarantee zero-filled memory on reuse.
   madvise(base_ + addr, size, MADV_DONTNEED);
   auto next = free_.lower_bound(addr);
@@ -102,6 +104,12 @@ MemoryStats DeviceMemory::stats() const {
 void DeviceMemory::resetPeak() {
   std::lock_guard<std::mutex> g(mu_);
   stats_.peak = stats_.allocated;
+}
+
+void DeviceMemory::resetAccumulated() {
+  std::lock_guard<std::mutex> g(mu_);
+  stats_.numAllocs = 0;
+  stats_.numFrees = 0;
 }
 
 } // namespace spyre::sim

@@ -1,13 +1,114 @@
 #include "spyre/sim/host_transfer.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/error.h"
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 namespace spyre::sim {
 
+namespace {
+
+LayoutMapping mapExact(const SpyreTensorLayout &layout, const std::vector<int64_t> &hostSizes,
+                       const std::vector<int64_t> &refStrides);
+
+/// The general matcher (LayoutMapping::nested): each device dim of stride sm belongs to the host
+/// dim with the largest reference stride that divides sm and keeps sm/stride inside the dim.
+LayoutMapping mapNested(const SpyreTensorLayout &layout, const std::vector<int64_t> &hostSizes,
+                        const std::vector<int64_t> &refStrides) {
+  const size_t nd = layout.device_size.size(), rank = hostSizes.size();
+  LayoutMapping m;
+  m.hostSizes = hostSizes;
+  m.dims.resize(nd);
+  m.nested = true;
+  m.groups.resize(rank);
+  for (size_t j = 0; j < nd; ++j) {
+    const int64_t sm = layout.stride_map[j], ds = layout.device_size[j];
+    auto &dim = m.dims[j];
+    if (sm == 0) {
+      dim.broadcast = true;
+      continue;
+    }
+    if (sm < 0 || ds == 1)
+      continue;
+    int best = -1;
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t r = refStrides[d];
+      if (hostSizes[d] > 1 && r > 0 && sm % r == 0 && sm / r < hostSizes[d] &&
+          (best == -1 || r > refStrides[best]))
+        best = static_cast<int>(d);
+    }
+    if (best == -1)
+      throw Unsupported("layout " + layout.str() + " does not match a host tensor of that " +
+                        "shape and strides (device dim " + std::to_string(j) + ")");
+    dim.hostDim = best;
+    dim.mult = sm / refStrides[best];
+    m.groups[best].push_back(static_cast<int>(j));
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    auto &g = m.groups[d];
+    // By mult; on a tie the later device dim (the stick) first: it then holds one element.
+    std::sort(g.begin(), g.end(), [&](int a, int b) {
+      return m.dims[a].mult != m.dims[b].mult ? m.dims[a].mult < m.dims[b].mult : a > b;
+    });
+    if (hostSizes[d] <= 1)
+      continue;
+    int64_t reach = 1; // coordinates [0, reach) are covered by the dims so far
+    for (size_t k = 0; k < g.size(); ++k) {
+      const int64_t mult = m.dims[g[k]].mult;
+      if (mult > reach || (k > 0 && mult == m.dims[g[k - 1]].mult && g[k - 1] != static_cast<int>(nd) - 1))
+        break; // a gap, or two tiles over the same elements
+      reach = mult * layout.device_size[g[k]];
+    }
+    if (g.empty() || reach < hostSizes[d])
+      throw Unsupported("layout " + layout.str() + " does not cover host dim " +
+                        std::to_string(d) + " of size " + std::to_string(hostSizes[d]));
+  }
+  return m;
+}
+
+/// Whether device coordinate `coord` (the stick dim's entry included) is a host element of a
+/// nested mapping, and its host coordinates.
+bool nestedCoord(const SpyreTensorLayout &layout, const LayoutMapping &m,
+                 const std::vector<int64_t> &coord, std::vector<int64_t> &hc) {
+  for (size_t j = 0; j < coord.size(); ++j)
+    if (m.dims[j].hostDim < 0 && !m.dims[j].broadcast && coord[j] != 0)
+      return false;
+  for (size_t d = 0; d < m.groups.size(); ++d) {
+    const auto &g = m.groups[d];
+    int64_t partial = 0;
+    for (size_t k = 0; k < g.size(); ++k) {
+      partial += coord[g[k]] * m.dims[g[k]].mult;
+      const int64_t bound = k + 1 < g.size() ? m.dims[g[k + 1]].mult : m.hostSizes[d];
+      if (partial >= bound)
+        return false;
+    }
+    hc[d] = partial;
+  }
+  (void)layout;
+  return true;
+}
+
+} // namespace
+
 LayoutMapping mapLayout(const SpyreTensorLayout &layout, const std::vector<int64_t> &hostSizes,
                         const std::vector<int64_t> &refStrides) {
+  try {
+    return mapExact(layout, hostSizes, refStrides);
+  } catch (const Unsupported &) {
+    for (int64_t s : hostSizes)
+      if (s == 0)
+        throw;
+    return mapNested(layout, hostSizes, refStrides); // throws the general matcher's reason
+  }
+}
+
+namespace {
+
+/// The matcher for layouts whose device dims tile their host dims exactly (every layout the
+/// constructors and the compiler make).
+LayoutMapping mapExact(const SpyreTensorLayout &layout, const std::vector<int64_t> &hostSizes,
+                       const std::vector<int64_t> &refStrides) {
   size_t nd = layout.device_size.size();
   size_t rank = hostSizes.size();
   LayoutMapping m;
@@ -54,8 +155,6 @@ LayoutMapping mapLayout(const SpyreTensorLayout &layout, const std::vector<int64
   return m;
 }
 
-namespace {
-
 // Visits every stick of the layout: fn(stickIndex, hostBase, validCount, hostStep) where the
 // stick's element e (< validCount) lives at host element offset hostBase + e*hostStep, or
 // fn receives validCount = 0 when the whole stick is padding.
@@ -71,6 +170,33 @@ void forEachStick(const SpyreTensorLayout &layout, const LayoutMapping &map,
     nsticks *= layout.device_size[j];
   std::vector<int64_t> coord(nd, 0), hc(rank);
   for (int64_t s = 0; s < nsticks; ++s) {
+    if (map.nested) {
+      // The valid elements of a stick are a prefix: every bound is an upper bound on its entry.
+      int64_t count = 0, base = 0, step = 0;
+      coord[nd - 1] = 0;
+      if (nestedCoord(layout, map, coord, hc)) {
+        for (size_t d = 0; d < rank; ++d)
+          base += hc[d] * hostStrides[d];
+        if (elem.broadcast || elem.hostDim < 0) {
+          count = elem.broadcast ? eps : 1;
+        } else {
+          step = elem.mult * hostStrides[elem.hostDim];
+          std::vector<int64_t> scratch(rank);
+          for (count = 1; count < eps; ++count) {
+            coord[nd - 1] = count;
+            if (!nestedCoord(layout, map, coord, scratch))
+              break;
+          }
+        }
+      }
+      fn(s, base, count, step);
+      for (int64_t j = static_cast<int64_t>(nd) - 2; j >= 0; --j) {
+        if (++coord[j] < layout.device_size[j])
+          break;
+        coord[j] = 0;
+      }
+      continue;
+    }
     std::fill(hc.begin(), hc.end(), 0);
     bool valid = true;
     for (size_t j = 0; j + 1 < nd; ++j) {
@@ -130,6 +256,7 @@ bool convertible(DataFormat f, HostType t) {
   case DataFormat::IEEE_FP32: return t == HostType::F32;
   case DataFormat::IEEE_INT32: return t == HostType::I32 || t == HostType::I64;
   case DataFormat::SENINT8: return t == HostType::I8;
+  case DataFormat::SEN143_FP8: return t == HostType::F8E4M3;
   default: return false;
   }
 }

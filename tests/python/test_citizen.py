@@ -54,6 +54,8 @@ fns = {
     "repr": lambda x: x * len(repr(x)),  # a break in stock torch too: the same one
     "break_then_to": lambda x: (torch._dynamo.graph_break(), (x + 1).to(torch.float64) * 2)[1],
     "module_to": lambda x: torch.nn.Linear(8, 2).to(torch.float64)(x.to(torch.float64)),
+    "empty": lambda x: torch.empty(4, 8).fill_(2) * x + torch.empty((4, 8), dtype=x.dtype).fill_(1),
+    "empty_strided": lambda x: torch.empty_strided((4, 8), (1, 4)).fill_(3) + x,
 }
 result = {}
 for name, fn in fns.items():
@@ -74,7 +76,7 @@ def test_cpu_models_compile_to_the_same_graphs_with_and_without_torch_spyre():
     assert with_spyre.pop("spyre_loaded") is True
     assert without.pop("spyre_loaded") is False
     assert with_spyre == without
-    for name in ("to_dtype", "to_device_dtype", "to_kwargs", "to_other", "norm"):
+    for name in ("to_dtype", "to_device_dtype", "to_kwargs", "to_other", "norm", "empty", "empty_strided"):
         frames, _ops, breaks, reasons = with_spyre[name]
         assert (frames, breaks, reasons) == (1, 0, []), name
 

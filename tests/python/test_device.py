@@ -428,7 +428,7 @@ def test_memory_functions_reject_other_devices():
 # ---- dtypes ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", [torch.float64, torch.int8, torch.uint8, torch.complex64])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int16, torch.uint8, torch.complex64])
 def test_unsupported_dtype(dtype):
     name = str(dtype)
     with pytest.raises(NotImplementedError, match=f"Unsupported: dtype {name} on spyre"):
@@ -464,7 +464,7 @@ def test_int64_values_are_truncated_to_int32():
 
 def test_repr_shows_values_and_device():
     y = torch.tensor([1.5, -2.0], dtype=torch.float16).to(SPYRE)
-    assert repr(y) == "tensor([ 1.5000, -2.0000], device='spyre:0', dtype=torch.float16)"
+    assert repr(y) == "tensor([ 1.5000, -2.0000], dtype=torch.float16, device='spyre:0')"
 
 
 def test_plain_import_torch_registers_spyre_and_debug_log():

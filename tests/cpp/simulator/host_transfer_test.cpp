@@ -147,3 +147,58 @@ TEST(HostTransfer, ErrorsAreClear) {
   mem.free(a);
   EXPECT_EQ(mem.stats().allocated, st.allocated);
 }
+
+// torch-spyre's "viewing" and "tiling" layouts (fp32: 32 elements a stick): one host dim split
+// over device dims whose strides do not nest exactly; element i sits where the stride_map says.
+TEST(HostTransfer, TilesThatDoNotNestExactly) {
+  sim::DeviceMemory mem(1ull << 28);
+  struct Nested {
+    V size, deviceSize, strideMap;
+  };
+  const Nested cases[] = {
+      {{60}, {2, 1, 2, 32}, {15, 32, 30, 1}},
+      {{4800}, {3, 2, 27, 32}, {60, 32, 180, 1}},
+      {{40, 60}, {24, 2, 2, 32}, {60, 32, 1440, 1}},
+      {{60}, {1, 60, 32}, {32, 1, 1}}, // one element per stick
+  };
+  for (const auto &c : cases) {
+    auto l = SpyreTensorLayout::fromDevice(c.deviceSize, c.strideMap, DataFormat::IEEE_FP32,
+                                           ElementArrangement::STANDARD);
+    V strides = contiguousStrides(c.size);
+    std::vector<float> host(numel(c.size)), back(host.size(), -1.0f);
+    for (size_t i = 0; i < host.size(); ++i)
+      host[i] = static_cast<float>(i + 1);
+    uint64_t addr = mem.allocate(l.deviceBytes());
+    uint8_t *dev = mem.at(addr, l.deviceBytes());
+    auto map = sim::mapLayout(l, c.size, strides);
+    EXPECT_TRUE(map.nested) << l.str();
+    sim::copyHostToDevice({host.data(), HostType::F32, c.size, strides}, l, map, dev);
+    sim::copyDeviceToHost(dev, l, map, {back.data(), HostType::F32, c.size, strides});
+    EXPECT_EQ(host, back) << l.str();
+    // Each non-zero device element holds the host element its coordinates name.
+    const size_t nd = c.deviceSize.size();
+    int64_t seen = 0;
+    for (int64_t i = 0; i < l.deviceBytes() / 4; ++i) {
+      float v;
+      std::memcpy(&v, dev + 4 * i, 4);
+      if (v == 0.0f)
+        continue;
+      int64_t rest = i, offset = 0;
+      for (int64_t j = static_cast<int64_t>(nd) - 1; j >= 0; --j) {
+        offset += (rest % c.deviceSize[j]) * c.strideMap[j];
+        rest /= c.deviceSize[j];
+      }
+      EXPECT_EQ(v, static_cast<float>(offset + 1)) << l.str() << " device element " << i;
+      ++seen;
+    }
+    EXPECT_EQ(seen, numel(c.size)) << l.str();
+    mem.free(addr);
+  }
+  // Two tiles over the same elements, or a gap, cover nothing: an error, not a wrong copy.
+  auto overlap = SpyreTensorLayout::fromDevice({2, 2, 32}, {16, 16, 1}, DataFormat::IEEE_FP32,
+                                               ElementArrangement::STANDARD);
+  EXPECT_THROW(sim::mapLayout(overlap, {64}, {1}), Unsupported);
+  auto gap = SpyreTensorLayout::fromDevice({2, 32}, {40, 1}, DataFormat::IEEE_FP32,
+                                           ElementArrangement::STANDARD);
+  EXPECT_THROW(sim::mapLayout(gap, {64}, {1}), Unsupported);
+}

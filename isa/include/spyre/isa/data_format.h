@@ -44,8 +44,10 @@ int64_t bytesPerElem(DataFormat f);
 std::string_view dataFormatName(DataFormat f);
 std::optional<DataFormat> parseDataFormat(std::string_view name);
 
-/// Host element types we convert from/to (the torch dtypes the device accepts).
-enum class HostType : uint8_t { F16, BF16, F32, I32, I64, Bool, I8, I16, U8 };
+/// Host element types we convert from/to (the torch dtypes the device accepts). F8E4M3 is
+/// torch.float8_e4m3fn; the simulator's SEN143_FP8 holds exactly its bytes (1-4-3, bias 7,
+/// no infinities, S.1111.111 is NaN, max 448).
+enum class HostType : uint8_t { F16, BF16, F32, I32, I64, Bool, I8, I16, U8, F8E4M3 };
 std::string_view hostTypeName(HostType t);
 int64_t hostTypeBytes(HostType t);
 /// torch-spyre's stringToDTDataFormatPair: the device format a host dtype lives in.

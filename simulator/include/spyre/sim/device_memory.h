@@ -10,8 +10,9 @@ namespace spyre::sim {
 struct MemoryStats {
   uint64_t allocated = 0;     ///< bytes in live allocations
   uint64_t peak = 0;          ///< high-water mark of `allocated` since the last reset
-  uint64_t numAllocs = 0;     ///< allocations ever made
-  uint64_t numFrees = 0;
+  uint64_t numAllocs = 0;     ///< allocations made since the last accumulated-stats reset
+  uint64_t numFrees = 0;      ///< frees since the last accumulated-stats reset
+  uint64_t live = 0;          ///< allocations alive now
   uint64_t capacity = 0;
 };
 
@@ -42,6 +43,9 @@ public:
 
   MemoryStats stats() const;
   void resetPeak();
+  /// Zeroes the allocation and free counters (torch's reset_accumulated_memory_stats); the
+  /// live figures stay.
+  void resetAccumulated();
 
 private:
   uint8_t *base_ = nullptr;

@@ -25,6 +25,13 @@ struct LayoutMapping {
   };
   std::vector<Dim> dims;
   std::vector<int64_t> hostSizes;
+  /// Set for layouts that tile one host dim over device dims whose strides do not nest exactly
+  /// (torch-spyre's "viewing"/"tiling" layouts, e.g. [2, 1, 2, 64] / [15, 64, 30, 1] for 60
+  /// elements): groups[d] lists the device dims of host dim d by increasing mult, and a device
+  /// coordinate is valid when every partial sum of that order stays below the next dim's mult
+  /// (the last below the host size).
+  bool nested = false;
+  std::vector<std::vector<int>> groups;
 };
 
 /// Matches the layout's stride_map against `refStrides` (the host strides the layout was made

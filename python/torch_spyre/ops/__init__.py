@@ -1,0 +1,1 @@
+"""torch-spyre's ``torch_spyre.ops`` package: ``fallbacks`` names the CPU-fallback warning."""
