@@ -203,6 +203,60 @@ def _logical_not(x: torch.Tensor) -> torch.Tensor:
     return x == 0
 
 
+# T5's fp16 overflow guard: clamp(h, -v, v) with v = where(isinf(h).any(), max - 1000, max), the
+# bound a 0-d tensor.
+@_register(aten.isinf.default)
+def _isinf(x: torch.Tensor) -> Any:
+    """|x| == inf. On DL16 NaN and inf share one code (read as +inf), so a NaN of an fp16 tensor
+    is inf on the card (docs/isa.md §5); fp32 keeps them apart."""
+    if not x.is_floating_point():
+        return NotImplemented
+    return aten.eq.Scalar(aten.abs.default(x), float("inf"))
+
+
+@_register(aten.any.default, aten.any.dims, aten.any.dim)
+def _any(x: torch.Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """Some element is nonzero: the max of (x != 0) as 1.0 / 0.0 in fp16, then > 0."""
+    if not (x.is_floating_point() or x.dtype == torch.bool):
+        return NotImplemented
+    dims = list(range(x.dim())) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    nz = x if x.dtype == torch.bool else aten.ne.Scalar(x, 0)
+    ones = aten.where.ScalarOther(nz, aten.full_like.default(nz, 1.0, dtype=torch.float16), 0.0)
+    return aten.gt.Scalar(aten.amax.default(ones, dims, keepdim), 0)
+
+
+@_register(aten.where.Scalar)
+def _where_scalars(cond: torch.Tensor, a: Any, b: Any) -> Any:
+    """where with two numbers, (a - b) * cond + b: cond as 1.0 / 0.0 in fp16 (the stick geometry
+    of a bool), then cast to torch's result dtype (fp32 for Python floats) on the card."""
+    from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+
+    _, dtype = elementwise_dtypes(a, b, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
+    if not dtype.is_floating_point:
+        return NotImplemented
+    ones = aten.where.ScalarOther(cond, aten.full_like.default(cond, 1.0, dtype=torch.float16), 0.0)
+    out = aten.add.Tensor(aten.mul.Tensor(ones, float(a) - float(b)), float(b))
+    return out if dtype == torch.float16 else aten._to_copy.default(out, dtype=dtype)
+
+
+@_register(aten.clamp.Tensor)
+def _clamp_tensor(x: torch.Tensor, min: torch.Tensor | None = None, max: torch.Tensor | None = None) -> Any:
+    """clamp with tensor bounds: maximum / minimum with the bounds in the result dtype (a 0-d
+    bound does not promote x, as torch's type promotion)."""
+    from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+
+    _, dtype = elementwise_dtypes(x, *(b for b in (min, max) if b is not None),
+                                  type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
+    if not dtype.is_floating_point:
+        return NotImplemented
+    out = x.to(dtype) if x.dtype != dtype else x
+    if min is not None:
+        out = aten.maximum.default(out, min.to(dtype) if min.dtype != dtype else min)
+    if max is not None:
+        out = aten.minimum.default(out, max.to(dtype) if max.dtype != dtype else max)
+    return out
+
+
 @_register(aten.leaky_relu.default)
 def _leaky_relu(x: torch.Tensor, negative_slope: float = 0.01) -> torch.Tensor:
     return torch.where(x > 0, x, x * negative_slope)

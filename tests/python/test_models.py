@@ -68,3 +68,16 @@ def test_vit_runs_entirely_on_the_card(monkeypatch):
         ref = model(pixel_values=px).last_hidden_state.float()
         got = _compiled_on_spyre(model, monkeypatch)(pixel_values=px.half().to("spyre")).last_hidden_state.cpu()
     assert _relerr(got, ref) < 0.05
+
+
+def test_t5_encoder_runs_entirely_on_the_card(monkeypatch):
+    # Its norm multiplies fp16 by fp32 statistics and its fp16 guard clamps with 0-d bounds
+    # from where(isinf(h).any(), ...): promotion casts, isinf / any / where.Scalar / clamp.Tensor.
+    torch.manual_seed(0)
+    model = _prepare(T.T5EncoderModel(T.T5Config(vocab_size=V, d_model=H, d_ff=512, num_layers=L, num_heads=4,
+                                                  d_kv=64, pad_token_id=0, eos_token_id=1)))
+    ids = torch.randint(3, V, (1, S))
+    with torch.no_grad():
+        ref = model(input_ids=ids).last_hidden_state.float()
+        got = _compiled_on_spyre(model, monkeypatch)(input_ids=ids.to("spyre")).last_hidden_state.cpu()
+    assert _relerr(got, ref) < 0.05

@@ -479,6 +479,13 @@ ON_SPYRE = [
     pytest.param("std", lambda a: a.std(-1, keepdim=True), 1, id="std"),
     pytest.param("layer_norm", lambda a: F.layer_norm(a, (256,)), 1, id="layer_norm"),
     pytest.param("rms_norm", lambda a: F.rms_norm(a, (256,), eps=1e-6), 1, id="rms_norm"),
+    pytest.param("sin_cos", lambda a: torch.sin(a * 3) * torch.cos(a), 1, id="sin_cos"),
+    pytest.param("isinf", lambda a: torch.isinf(torch.where(a > 1, float("inf"), a)), 1, id="isinf"),
+    pytest.param("any", lambda a: ((a > 2).any(), (a > 3).any(-1)), 1, id="any"),
+    pytest.param("where_scalars", lambda a: torch.where(a > 0, 2.0, -1.0), 1, id="where_scalars"),
+    # T5's fp16 overflow guard: a 0-d fp32 bound from where(isinf(h).any(), ...) clamps h.
+    pytest.param("t5_clamp", lambda a: torch.clamp(a * 2, min=-torch.where(torch.isinf(a).any(), 0.5, 1.0),
+                                                   max=torch.where(torch.isinf(a).any(), 0.5, 1.0)), 1, id="t5_clamp"),
 ]
 
 
