@@ -80,7 +80,7 @@ struct Instr;
 /// A loop body. A std::vector<Instr> in every way but its destructor, which is iterative: the
 /// implicit one would recurse once per nesting level and overflow the stack on a kernel built in
 /// memory tens of thousands of loops deep (the limits bound parsed kernels, not built ones).
-/// Copying still recurses; only checked kernels (checkKernelLimits) are copied.
+/// Copying still recurses: parsed kernels are at most KernelLimits::maxLoopDepth (64) deep.
 struct InstrBody : std::vector<Instr> {
   using std::vector<Instr>::vector;
   using std::vector<Instr>::operator=;
