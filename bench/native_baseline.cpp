@@ -1,5 +1,6 @@
 // libtorch CPU baseline for spyre-jit-bench: the only translation unit of the bench that
-// includes torch headers (ATen only; no autograd, no Python).
+// includes torch headers (ATen only; no autograd, no Python). Built as its own shared module,
+// loaded on first use by native_loader.cpp (native_baseline.h).
 #include "native_baseline.h"
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -96,11 +97,9 @@ std::vector<double> timeOp(const Fn &f, int reps) {
   return ms;
 }
 
-} // namespace
+std::string version() { return std::string("libtorch ") + TORCH_VERSION; }
 
-std::string nativeVersion() { return std::string("libtorch ") + TORCH_VERSION; }
-
-NativeResult runNative(const NativeSpec &s, int threads, int reps) {
+NativeResult run(const NativeSpec &s, int threads, int reps) {
   NativeResult r;
   at::set_num_threads(std::max(1, threads));
   Fn f;
@@ -138,4 +137,9 @@ NativeResult runNative(const NativeSpec &s, int threads, int reps) {
   return r;
 }
 
+} // namespace
+
 } // namespace spyre::bench
+
+// The module's one export (native_baseline.h), found by dlsym in native_loader.cpp.
+extern "C" const spyre::bench::NativeModule spyre_bench_native_module{&spyre::bench::version, &spyre::bench::run};

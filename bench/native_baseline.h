@@ -1,6 +1,9 @@
 // The native baseline of spyre-jit-bench: the same op on libtorch CPU, in the same process.
-// No torch header here: native_baseline.cpp is the only translation unit that includes
-// libtorch, and native_baseline_none.cpp replaces it when torch is not importable at CMake time.
+// No torch header here: native_baseline.cpp, the only translation unit that includes libtorch,
+// is a separate shared module (libspyre_bench_native.so next to the executable) that
+// native_loader.cpp loads on first use, so that runs without the baseline (--native off,
+// --listing, every command-line error) do not pay the ~1.5 s of loading libtorch. Without an
+// importable torch at CMake time the module is not built and the baseline is "n/a".
 #pragma once
 #include <cstdint>
 #include <string>
@@ -28,10 +31,21 @@ struct NativeResult {
   double f32MedianMs = 0; ///< when alsoF32
 };
 
-/// "libtorch 2.x.y" or "" when the bench was built without libtorch.
+/// "libtorch 2.x.y", or "" when the baseline is not available (loads the module).
 std::string nativeVersion();
+/// Why the baseline is not available (e.g. "built without libtorch"); "" when it is.
+std::string nativeUnavailable();
 /// Times `reps` runs (fewer when one run takes over a second) after one warm-up, on `threads`
 /// intra-op threads.
+/// Not available: `note` says why.
 NativeResult runNative(const NativeSpec &spec, int threads, int reps);
+
+/// What the module exports, as one C symbol (kNativeModuleSymbol) so that dlsym needs no
+/// mangled names.
+struct NativeModule {
+  std::string (*version)();
+  NativeResult (*run)(const NativeSpec &spec, int threads, int reps);
+};
+inline constexpr const char *kNativeModuleSymbol = "spyre_bench_native_module";
 
 } // namespace spyre::bench

@@ -105,9 +105,12 @@ void printCompiles(const std::vector<CompileResult> &compiles, int compileReps) 
 
 void printTables(const std::vector<WorkloadResult> &rs, const std::vector<CompileResult> &compiles, int compileReps,
                  const Options &o) {
-  std::string lib = bench::nativeVersion();
+  std::string lib = o.native ? bench::nativeVersion() : ""; // --native off: never loaded
+  std::string baseline = !o.native      ? "off (--native off)"
+                         : lib.empty() ? "n/a (" + bench::nativeUnavailable() + ")"
+                                       : lib + ", same process, same thread count";
   printf("host: %d thread(s), JIT tier %s; libtorch baseline: %s\n\n", o.threads, o.tier == jit::OptTier::O0 ? "O0" : "O2",
-         lib.empty() ? "n/a (built without libtorch)" : (lib + ", same process, same thread count").c_str());
+         baseline.c_str());
   printf("%-22s %4s %25s %10s %9s %9s %8s %10s %10s %9s %16s %9s\n", "workload", "krn", "JIT ms med (min..max)",
          "Msticks/s", "GFLOP/s", "cold ms", "hit ms", "sim us", "interp ms", "JIT/int", "torch ms (dtype)",
          "JIT/torch");

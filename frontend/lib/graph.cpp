@@ -417,7 +417,18 @@ private:
     if (!parseDtype(dt, t))
       fail("a dtype (f16 bf16 f32 i32 i64 bool i8 i16 u8)", dt);
     expect('[');
-    return {t, listRest([this] { return dimension(); })};
+    const size_t start = pos_ - 1; // the '['
+    std::vector<int64_t> shape = listRest([this] { return dimension(); });
+    // Every pass counts elements in int64: a shape whose product overflows it is an error here.
+    int64_t elements = 1;
+    if (std::find(shape.begin(), shape.end(), 0) == shape.end())
+      for (int64_t d : shape)
+        if (__builtin_mul_overflow(elements, d, &elements)) {
+          std::string got(t_.substr(start, pos_ - start));
+          pos_ = start;
+          fail("a shape of at most 9223372036854775807 elements", got);
+        }
+    return {t, std::move(shape)};
   }
 };
 } // namespace

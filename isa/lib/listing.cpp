@@ -61,9 +61,12 @@ std::string shapeText(const DmaShape &d) {
   return s;
 }
 
-std::string printInstr(const Instr &in, const Kernel &k, int indent) {
+namespace {
+
+/// Appends `in`'s own line; a loop's ends in " N {" (printInstr adds its body and "}").
+void appendLine(std::string &s, const Instr &in, const Kernel &k, int indent) {
   const OpInfo &info = opInfo(in.op);
-  std::string s(indent, ' ');
+  s.append(indent, ' ');
   std::string mn(info.mnemonic);
   if (in.fmt != Format::None)
     mn += "." + std::string(formatName(in.fmt));
@@ -101,10 +104,7 @@ std::string printInstr(const Instr &in, const Kernel &k, int indent) {
       continue;
     case 'N': {
       s += " " + std::to_string(in.imm) + " {\n";
-      for (const auto &b : in.body)
-        s += printInstr(b, k, indent + 4);
-      s += std::string(indent, ' ') + "}\n";
-      return s;
+      return;
     }
     }
     if (first) {
@@ -115,7 +115,42 @@ std::string printInstr(const Instr &in, const Kernel &k, int indent) {
     }
     s += t;
   }
-  return s + "\n";
+  s += "\n";
+}
+
+/// Indentation grows 4 columns per loop up to the deepest nest the limits accept and stays there:
+/// a deeper kernel built in memory still prints in linear size (the parser ignores indentation).
+constexpr int kMaxIndent = 4 * (kKernelLimits.maxLoopDepth + 1);
+
+} // namespace
+
+std::string printInstr(const Instr &in, const Kernel &k, int indent) {
+  std::string s;
+  appendLine(s, in, k, indent);
+  if (in.op != Opcode::Loop)
+    return s;
+  // Iterative (an explicit stack, like forEachNested): any depth.
+  struct Frame {
+    const std::vector<Instr> *body;
+    size_t next;
+    int indent; ///< of the loop that owns `body`
+  };
+  std::vector<Frame> stack{{&in.body, 0, indent}};
+  while (!stack.empty()) {
+    Frame &f = stack.back();
+    if (f.next == f.body->size()) {
+      s.append(f.indent, ' ');
+      s += "}\n";
+      stack.pop_back();
+      continue;
+    }
+    const Instr &b = (*f.body)[f.next++];
+    const int inner = std::min(f.indent + 4, std::max(kMaxIndent, indent + 4));
+    appendLine(s, b, k, inner);
+    if (b.op == Opcode::Loop)
+      stack.push_back({&b.body, 0, inner}); // invalidates f
+  }
+  return s;
 }
 
 std::string printKernel(const Kernel &k) {

@@ -35,6 +35,23 @@ std::string_view unitName(Unit u) {
   return "?";
 }
 
+InstrBody::~InstrBody() {
+  // Detach every nested body onto a worklist before destroying it, so that each Instr the
+  // vectors destroy has an empty body: one level of destructor calls at any depth.
+  std::vector<std::vector<Instr>> work;
+  auto detach = [&work](std::vector<Instr> &body) {
+    for (Instr &in : body)
+      if (!in.body.empty())
+        work.push_back(std::move(static_cast<std::vector<Instr> &>(in.body))); // leaves it empty
+  };
+  detach(*this);
+  while (!work.empty()) {
+    std::vector<Instr> body = std::move(work.back());
+    work.pop_back();
+    detach(body);
+  }
+}
+
 const CoreProgram *Kernel::programFor(int core) const {
   for (const auto &p : programs)
     if (core >= p.firstCore && core <= p.lastCore)

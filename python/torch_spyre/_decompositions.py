@@ -345,7 +345,9 @@ def sdpa_math(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torc
     The compiled path substitutes this for F.scaled_dot_product_attention in dynamo graphs (see
     ``substitute_sdpa``); dropout (training) keeps torch's implementation."""
     L, S = q.shape[-2], k.shape[-2]
-    s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    # Head dim 0: every score is an empty sum, 0, whatever the scale (torch's default 1/sqrt(0) is
+    # inf, and its math path gives softmax(0) @ v too); any finite default gives exactly that.
+    s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
     root = math.sqrt(s)
     q, k = q * root, k * root
     if enable_gqa and k.dim() >= 3 and k.shape[-3] != q.shape[-3]:

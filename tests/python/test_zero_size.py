@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 import torch_spyre  # noqa: F401
 from torch_spyre import _C
+from torch_spyre._decompositions import sdpa_math
 from torch_spyre._fallback import count_fallbacks
 
 SHAPES = [(0, 64), (5, 0), (0, 4, 64)]  # 0 rows, 0 columns, 0 batch
@@ -145,3 +146,18 @@ def test_the_frontend_rejects_empty_graphs_with_a_clear_reason():
     reason = _C.check_graph("graph(%x: f16[0, 64]) {\n  %t = transpose(%x) : f16[64, 0]\n  return (%t)\n}\n")
     assert reason == ("Unsupported: empty tensor %x: f16[0, 64] (<graph>:1, graph input): "
                       "zero-size dimensions are not compiled")
+
+
+@pytest.mark.parametrize("ev", [0, 6], ids=["empty_v", "v_with_columns"])
+def test_attention_with_head_dim_zero_is_the_mean_of_v(ev):
+    # Once ZeroDivisionError in sdpa_math's default scale 1/sqrt(0) (issue 16). Every score is an
+    # empty sum, 0, so each query row is the mean of v's rows, as in torch.
+    q, k = torch.empty(2, 3, 4, 0, dtype=torch.float16), torch.empty(2, 3, 5, 0, dtype=torch.float16)
+    v = torch.randn(2, 3, 5, ev, dtype=torch.float16)
+    expected = F.scaled_dot_product_attention(q, k, v)
+    assert expected.shape == (2, 3, 4, ev)
+    torch.testing.assert_close(expected, v.mean(-2, keepdim=True).expand(2, 3, 4, ev))
+    sdpa = lambda a, b, c: F.scaled_dot_product_attention(a, b, c)  # noqa: E731
+    _same(sdpa(_spyre(q), _spyre(k), _spyre(v)), expected)
+    _same(torch.compile(sdpa)(_spyre(q), _spyre(k), _spyre(v)), expected)
+    _same(sdpa_math(_spyre(q), _spyre(k), _spyre(v)), expected)

@@ -75,6 +75,25 @@ struct DmaShape {
   int64_t sticks() const { return n[0] * n[1] * n[2]; }
 };
 
+struct Instr;
+
+/// A loop body. A std::vector<Instr> in every way but its destructor, which is iterative: the
+/// implicit one would recurse once per nesting level and overflow the stack on a kernel built in
+/// memory tens of thousands of loops deep (the limits bound parsed kernels, not built ones).
+/// Copying still recurses: parsed kernels are at most KernelLimits::maxLoopDepth (64) deep.
+struct InstrBody : std::vector<Instr> {
+  using std::vector<Instr>::vector;
+  using std::vector<Instr>::operator=;
+  InstrBody() = default;
+  InstrBody(const std::vector<Instr> &v);
+  InstrBody(std::vector<Instr> &&v) noexcept;
+  InstrBody(const InstrBody &) = default;
+  InstrBody(InstrBody &&) noexcept = default;
+  InstrBody &operator=(const InstrBody &) = default;
+  InstrBody &operator=(InstrBody &&) noexcept = default;
+  ~InstrBody();
+};
+
 struct Instr {
   Opcode op = Opcode::Bar;
   Format fmt = Format::None;
@@ -91,9 +110,12 @@ struct Instr {
   int outToken = -1;                 ///< O operand
   std::vector<int> tokens;           ///< T operand
   std::vector<int64_t> table;        ///< X operand
-  std::vector<Instr> body;           ///< loop body
+  InstrBody body;                    ///< loop body
   int line = 0;                      ///< source line in a parsed listing (0 if generated)
 };
+
+inline InstrBody::InstrBody(const std::vector<Instr> &v) : std::vector<Instr>(v) {}
+inline InstrBody::InstrBody(std::vector<Instr> &&v) noexcept : std::vector<Instr>(std::move(v)) {}
 
 namespace detail {
 template <typename T> void appendBytes(std::string &out, const T &v) {
@@ -109,18 +131,11 @@ inline void appendLx(std::string &out, const LxAddr &a) {
   appendBytes(out, a.base);
   appendBytes(out, a.offset);
 }
-} // namespace detail
-
-/// The identity of an instruction, the one definition of "the same instruction": every field
-/// except `line` (a source position, not code), in a fixed order, floats by bit pattern (NaN
-/// payloads count), vectors with their length, loop bodies recursively. `operator==`,
-/// `hashInstr` and the JIT's code-cache key are all this byte string; `skipLiImm` leaves out
-/// the immediate of every `li` (the JIT compiles phases equal up to those once).
-inline void appendInstrIdentity(std::string &out, const Instr &in, bool skipLiImm = false) {
+/// The identity of `in` itself, ending with its body's length (appendInstrIdentity adds the body).
+inline void appendOwnIdentity(std::string &out, const Instr &in, bool skipLiImm) {
   // A new field in Instr must be added here (or excluded like `line`), or equal-looking
   // instructions compare equal and the code cache may return stale code: this check fails first.
-  static_assert(sizeof(Instr) == 280, "isa::Instr changed: update appendInstrIdentity");
-  using detail::appendBytes;
+  static_assert(sizeof(Instr) == 280, "isa::Instr changed: update appendOwnIdentity");
   appendBytes(out, in.op);
   appendBytes(out, in.fmt);
   appendBytes(out, in.v);
@@ -129,9 +144,9 @@ inline void appendInstrIdentity(std::string &out, const Instr &in, bool skipLiIm
   appendBytes(out, in.imms);
   appendBytes(out, in.fimm);
   appendBytes(out, in.fimm2);
-  detail::appendLx(out, in.lx);
-  detail::appendLx(out, in.lx2);
-  detail::appendLx(out, in.lx3);
+  appendLx(out, in.lx);
+  appendLx(out, in.lx2);
+  appendLx(out, in.lx3);
   appendBytes(out, in.ddr.arg);
   appendBytes(out, in.ddr.base);
   appendBytes(out, in.ddr.offset);
@@ -139,11 +154,36 @@ inline void appendInstrIdentity(std::string &out, const Instr &in, bool skipLiIm
   appendBytes(out, in.dma.ddrStride);
   appendBytes(out, in.dma.lxStride);
   appendBytes(out, in.outToken);
-  detail::appendVector(out, in.tokens);
-  detail::appendVector(out, in.table);
+  appendVector(out, in.tokens);
+  appendVector(out, in.table);
   appendBytes(out, in.body.size());
-  for (const Instr &b : in.body)
-    appendInstrIdentity(out, b, skipLiImm);
+}
+} // namespace detail
+
+/// The identity of an instruction, the one definition of "the same instruction": every field
+/// except `line` (a source position, not code), in a fixed order, floats by bit pattern (NaN
+/// payloads count), vectors with their length, then the loop body's instructions in pre-order.
+/// `operator==`, `hashInstr` and the JIT's code-cache key are all this byte string; `skipLiImm`
+/// leaves out the immediate of every `li` (the JIT compiles phases equal up to those once).
+/// Iterative (an explicit stack), like forEachNested: any depth.
+inline void appendInstrIdentity(std::string &out, const Instr &in, bool skipLiImm = false) {
+  detail::appendOwnIdentity(out, in, skipLiImm);
+  struct Frame {
+    const std::vector<Instr> *body;
+    size_t next;
+  };
+  std::vector<Frame> stack{{&in.body, 0}};
+  while (!stack.empty()) {
+    Frame &f = stack.back();
+    if (f.next == f.body->size()) {
+      stack.pop_back();
+      continue;
+    }
+    const Instr &b = (*f.body)[f.next++];
+    detail::appendOwnIdentity(out, b, skipLiImm);
+    if (!b.body.empty())
+      stack.push_back({&b.body, 0}); // invalidates f
+  }
 }
 inline std::string instrIdentity(const Instr &in, bool skipLiImm = false) {
   std::string s;
