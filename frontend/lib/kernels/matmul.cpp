@@ -31,8 +31,12 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
   const int64_t bK = b.shape[transB ? rb - 1 : rb - 2];
   if (bK != K)
     throw Error(where + ": inner dims differ (" + std::to_string(K) + " vs " + std::to_string(bK) + ")");
-  if (ro != ra || out.shape[ro - 2] != M || out.shape[ro - 1] != N)
-    throw Error(where + ": output shape does not match [.., M, N]");
+  // The whole declared shape, batch dims included: the kernel writes the batch it computes, so
+  // a larger declared batch would be read uninitialised and a smaller one written past
+  // (fuzz_graph finding matmul_shape_ddr_overrun).
+  if (ro != ra || out.shape[ro - 2] != M || out.shape[ro - 1] != N ||
+      !std::equal(a.shape.begin(), a.shape.end() - 2, out.shape.begin()))
+    throw Error(where + ": output shape does not match [.., M, N] with the first operand's batch dims");
   if (ra > 4)
     throw Unsupported("matmul with more than 2 batch dims (" + where + ")");
   std::vector<int64_t> batchShape(a.shape.begin(), a.shape.end() - 2);
