@@ -404,11 +404,17 @@ private:
     return a;
   }
 
-  void genDma(std::vector<Instr> &body, State &s, std::set<int> &issuedHere) {
+  /// The tokens no DMA holds.
+  static std::vector<int> freeTokens(const State &s) {
     std::vector<int> free;
     for (int t = 0; t < isa::kNumTokens; ++t)
       if (!s.outstanding.count(t))
         free.push_back(t);
+    return free;
+  }
+
+  void genDma(std::vector<Instr> &body, State &s, std::set<int> &issuedHere) {
+    std::vector<int> free = freeTokens(s);
     if (free.empty())
       return;
     Instr d;
@@ -449,10 +455,7 @@ private:
     }
     // Strides may be zero or smaller than a row: the span covers [base, base + extent).
     settle(body, s, d.lx, lxExtent, isa::isDmaToLx(d.op));
-    free.clear();
-    for (int t = 0; t < isa::kNumTokens; ++t)
-      if (!s.outstanding.count(t))
-        free.push_back(t);
+    free = freeTokens(s);
     d.outToken = free[pick(static_cast<int>(free.size()))];
     s.outstanding.insert(d.outToken);
     Span sp = lxSpan(s, d.lx, lxExtent);
@@ -468,10 +471,7 @@ private:
   /// otherwise they are whatever LX holds, and the launch's device fault (the first bad index,
   /// its box zero-filled) must be the same on both engines.
   void genGather(std::vector<Instr> &body, State &s, std::set<int> &issuedHere) {
-    std::vector<int> free;
-    for (int t = 0; t < isa::kNumTokens; ++t)
-      if (!s.outstanding.count(t))
-        free.push_back(t);
+    std::vector<int> free = freeTokens(s);
     if (free.empty())
       return;
     Instr d;
@@ -523,10 +523,7 @@ private:
     d.imm = n;
     d.imms = {rows, rowStride, lxStep};
     settle(body, s, d.lx, dstExtent, true);
-    free.clear();
-    for (int t = 0; t < isa::kNumTokens; ++t)
-      if (!s.outstanding.count(t))
-        free.push_back(t);
+    free = freeTokens(s);
     d.outToken = free[pick(static_cast<int>(free.size()))];
     s.outstanding.insert(d.outToken);
     Span sp = lxSpan(s, d.lx, dstExtent);
