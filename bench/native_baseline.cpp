@@ -63,6 +63,15 @@ Fn makeOp(const NativeSpec &s, at::ScalarType dt) {
     at::Tensor x = in[0], w1 = in[1], w3 = in[2], w2 = in[3];
     return [x, w1, w3, w2] { return at::mm(at::mul(at::silu(at::mm(x, w1)), at::mm(x, w3)), w2); };
   }
+  if (k == "rope") { // x [T, H, 2d], cos/sin [T, 1, d], as the graph
+    need(3);
+    at::Tensor x = in[0], c = in[1], sn = in[2];
+    const int64_t d = c.size(-1);
+    return [x, c, sn, d] {
+      at::Tensor x1 = x.narrow(-1, 0, d), x2 = x.narrow(-1, d, d);
+      return at::cat({x1 * c - x2 * sn, x2 * c + x1 * sn}, -1);
+    };
+  }
   need(1);
   at::Tensor x = in[0];
   if (k == "relu") return [x] { return at::relu(x); };

@@ -12,7 +12,7 @@
 namespace spyre::bench {
 
 struct NativeSpec {
-  /// "add", "softmax", "layernorm", "rmsnorm", "mm", "swiglu", or a single ATen op name
+  /// "add", "softmax", "layernorm", "rmsnorm", "mm", "swiglu", "rope", or a single ATen op name
   /// (add sub mul div maximum minimum relu neg abs clone exp sigmoid tanh silu sqrt rsqrt).
   std::string kind;
   /// Operand shapes in graph-input order.

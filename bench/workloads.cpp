@@ -86,6 +86,22 @@ constexpr const char *kVectorAdd = R"(graph(%a: f16[4096], %b: f16[4096]) {
   return (%c)
 })";
 
+/// Rotary position embedding (rotate-half form) of 4096 tokens x 40 heads x head dim 128
+/// (x f16[163840, 128] as [T, H, 128]) with cos/sin tables f16[4096, 64] broadcast over heads:
+/// y = cat(x1 cos - x2 sin, x2 cos + x1 sin) where x1, x2 are x's two halves.
+constexpr const char *kRope = R"(graph(%x: f16[$T, $H, 128], %cos: f16[$T, 1, 64], %sin: f16[$T, 1, 64]) {
+  %x1 = slice(%x, dim=2, start=0, end=64) : f16[$T, $H, 64]
+  %x2 = slice(%x, dim=2, start=64, end=128) : f16[$T, $H, 64]
+  %a = mul(%x1, %cos) : f16[$T, $H, 64]
+  %b = mul(%x2, %sin) : f16[$T, $H, 64]
+  %lo = sub(%a, %b) : f16[$T, $H, 64]
+  %c = mul(%x2, %cos) : f16[$T, $H, 64]
+  %d = mul(%x1, %sin) : f16[$T, $H, 64]
+  %hi = add(%c, %d) : f16[$T, $H, 64]
+  %y = cat(%lo, %hi, dim=2) : f16[$T, $H, 128]
+  return (%y)
+})";
+
 frontend::Graph matmulGraph(int64_t m, int64_t k, int64_t n) { return graphOf(kMatmul, {{'M', m}, {'K', k}, {'N', n}}); }
 
 } // namespace
@@ -120,6 +136,9 @@ std::vector<Workload> workloads() {
     w.push_back({"attn_pv_1x8192x128", "decode attention P.V: f16[1, 8192] @ f16[8192, 128]",
                  [] { return matmulGraph(1, 8192, 128); }, ns});
   }
+  w.push_back({"rope_163840x128", "rotary embedding of f16[4096 x 40, 128] with cos/sin f16[4096, 64]: slice mul sub add cat",
+               [] { return graphOf(kRope, {{'T', 4096}, {'H', 40}}); },
+               {"rope", {{4096, 40, 128}, {4096, 1, 64}, {4096, 1, 64}}}});
   return w;
 }
 
