@@ -49,19 +49,42 @@ StickPos stickOf(const std::vector<int64_t> &shape, const std::vector<int64_t> &
   return {s, idx[k - 1] % eps};
 }
 
-std::vector<int64_t> unravel(int64_t linear, const std::vector<int64_t> &shape) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    idx[d] = linear % shape[d];
-    linear /= shape[d];
-  }
-  return idx;
-}
 
 } // namespace
 } // namespace spyre::frontend::detail
 
 namespace spyre::frontend {
+
+namespace {
+
+/// The generic layout's stick index of row r (row-major over the leading dims), tile t, for a
+/// shape whose dim 0 has `d0` rows and whose middle dims hold `mid` rows: device dims are
+/// [middle dims, tile, dim 0], so S(r, t) = ((r % mid) * tiles + t) * d0 + r / mid.
+struct RowOrder {
+  int64_t d0, mid;
+};
+
+RowOrder rowOrderOf(const std::vector<int64_t> &shape) {
+  if (shape.size() <= 1)
+    return {1, 1}; // [N] is stored as [1, N]
+  int64_t mid = 1;
+  for (size_t d = 1; d + 1 < shape.size(); ++d)
+    mid *= shape[d];
+  return {shape[0], mid};
+}
+
+/// S_a(r, t) == S_b(r, t) for every row r < rows and tile t < tiles: equal when dim 0 has the
+/// same size (then the middle dims hold as many rows); otherwise both must be the identity
+/// r -> r, which needs one tile and dim 0 or the middle dims of size 1 on each side (any
+/// other pair differs at row 1: S = d0 * tiles or 1).
+bool sameRowOrder(RowOrder a, RowOrder b, int64_t rows, int64_t tiles) {
+  if (a.d0 == b.d0 || rows <= 1)
+    return true;
+  auto identity = [&](RowOrder o) { return o.d0 == 1 || o.mid == 1; };
+  return tiles == 1 && identity(a) && identity(b);
+}
+
+} // namespace
 
 bool reshapeKeepsDeviceBytes(const std::vector<int64_t> &from, const std::vector<int64_t> &to, int64_t eps) {
   auto numel = [](const std::vector<int64_t> &s) {
@@ -72,19 +95,28 @@ bool reshapeKeepsDeviceBytes(const std::vector<int64_t> &from, const std::vector
   std::vector<int64_t> a = from.empty() ? std::vector<int64_t>{1} : from;
   std::vector<int64_t> b = to.empty() ? std::vector<int64_t>{1} : to;
   const int64_t lastA = a.back(), lastB = b.back();
-  // Every stick of b: its first element must start a stick of a at the same stick index, with
-  // the same number of valid lanes (so padding lanes coincide as well).
   std::vector<int64_t> lead(b.begin(), b.end() - 1);
   const int64_t tiles = (lastB + eps - 1) / eps, rows = numel(lead);
+  // Same row length: every stick of b is the stick of a with the same row and tile (same
+  // lanes, same padding); the two layouts only order the rows. Closed form, O(rank): the scan
+  // below visits every stick, which took seconds on tensors of millions of sticks.
+  if (lastA == lastB)
+    return sameRowOrder(rowOrderOf(a), rowOrderOf(b), rows, tiles);
+  // Every stick of b: its first element must start a stick of a at the same stick index, with
+  // the same number of valid lanes (so padding lanes coincide as well).
   int64_t sticksA = numel(std::vector<int64_t>(a.begin(), a.end() - 1)) * ((lastA + eps - 1) / eps);
   if (sticksA != rows * tiles)
     return false;
+  std::vector<int64_t> ib(b.size()), ia(a.size());
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t t = 0; t < tiles; ++t) {
-      std::vector<int64_t> ib = detail::unravel(r, lead);
-      ib.push_back(t * eps);
-      int64_t linear = r * lastB + t * eps;
-      std::vector<int64_t> ia = detail::unravel(linear, a);
+      int64_t rest = r;
+      for (size_t d = lead.size(); d-- > 0;)
+        ib[d] = rest % lead[d], rest /= lead[d];
+      ib.back() = t * eps;
+      rest = r * lastB + t * eps;
+      for (size_t d = a.size(); d-- > 0;)
+        ia[d] = rest % a[d], rest /= a[d];
       detail::StickPos pb = detail::stickOf(b, ib, eps), pa = detail::stickOf(a, ia, eps);
       int64_t validB = std::min(eps, lastB - t * eps), validA = std::min(eps, lastA - ia.back());
       if (pa.lane != 0 || pa.stick != pb.stick || validA != validB)
