@@ -103,7 +103,8 @@ std::vector<KernelDraft> nodeKernels(const Graph &g, const Node &n, size_t index
   case OpClass::Reshape: return {reshapeKernel(g, n, index, cores)};
   case OpClass::Permute: return {permuteKernel(g, n, index, cores)};
   case OpClass::Full: return {fullKernel(g, n, index, cores)};
-  case OpClass::Gather: return {embeddingKernel(g, n, index, cores)};
+  case OpClass::Gather:
+    return {isOp(n.op, OpId::IndexCopy) ? indexCopyKernel(g, n, index, cores) : embeddingKernel(g, n, index, cores)};
   // Several copies (numbered in launch order, after every earlier draft).
   case OpClass::Cat: return catKernels(g, n, index, cores);
   case OpClass::CopyInto: return copyIntoKernels(g, n, index, cores);

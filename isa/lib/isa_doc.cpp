@@ -31,7 +31,7 @@ std::string timingCost(const OpInfo &op, const HardwareConfig &hw) {
            num(hw.ddrBytesPerCyclePerCore(hw.numCores)) + " B/cycle per core with " +
            std::to_string(hw.numCores) + " active cores" +
            (op.op == Opcode::DmaMc       ? "; each of the k cohort members is charged bytes ÷ k (one DDR read per cohort)"
-            : op.op == Opcode::DmaGather ? "; bytes = n boxes (one start-up for the whole index list)"
+            : isIndexedDma(op.op)        ? "; bytes = n boxes (one start-up for the whole index list)"
                                          : "");
   case TimingClass::Lsu:
     return "LSU, " + num(1.0 / (hw.lsuSticksPerCycle * c)) + " cycle per stick (" +

@@ -135,6 +135,8 @@ private:
   void rule(Row<Opcode::Loop>, const Instr &in, int depth);
   void rule(Row<Opcode::DmaMc>, const Instr &in, int depth);
   void rule(Row<Opcode::DmaGather>, const Instr &in, int depth);
+  void rule(Row<Opcode::DmaScatter>, const Instr &in, int depth);
+  void indexedDma(const Instr &in, const char *what) const;
   void rule(Row<Opcode::Splat>, const Instr &in, int depth);
   void rule(Row<Opcode::LdPad>, const Instr &in, int depth);
   void rule(Row<Opcode::Ldu>, const Instr &in, int depth);
@@ -160,17 +162,21 @@ void StaticChecker::rule(Row<Opcode::DmaMc>, const Instr &in, int) {
     fail(in, std::to_string(in.imm), "multicast cohort size must be in 2.." + std::to_string(kMaxCohort));
 }
 
-/// dma.gather: at least one entry and one table row; whole-stick LX boxes a non-negative step apart.
-void StaticChecker::rule(Row<Opcode::DmaGather>, const Instr &in, int) {
+/// dma.gather, dma.scatter: at least one entry and one table row; whole-stick LX boxes a
+/// non-negative step apart.
+void StaticChecker::indexedDma(const Instr &in, const char *what) const {
+  const std::string w = what;
   if (in.imm < 1)
-    fail(in, std::to_string(in.imm), "gather entry count n must be >= 1");
+    fail(in, std::to_string(in.imm), w + " entry count n must be >= 1");
   if (in.imms[0] < 1)
-    fail(in, std::to_string(in.imms[0]), "gather table rows must be >= 1");
+    fail(in, std::to_string(in.imms[0]), w + " table rows must be >= 1");
   if (in.imms[1] < 0)
-    fail(in, std::to_string(in.imms[1]), "gather row stride must be >= 0");
+    fail(in, std::to_string(in.imms[1]), w + " row stride must be >= 0");
   if (in.imm > 1 && (in.imms[2] < 0 || in.imms[2] % 128 != 0))
-    fail(in, std::to_string(in.imms[2]), "gather lxstep must be a non-negative multiple of 128");
+    fail(in, std::to_string(in.imms[2]), w + " lxstep must be a non-negative multiple of 128");
 }
+void StaticChecker::rule(Row<Opcode::DmaGather>, const Instr &in, int) { indexedDma(in, "gather"); }
+void StaticChecker::rule(Row<Opcode::DmaScatter>, const Instr &in, int) { indexedDma(in, "scatter"); }
 
 void StaticChecker::rule(Row<Opcode::Splat>, const Instr &in, int) {
   if (in.imm < 0 || in.imm >= kLanes)

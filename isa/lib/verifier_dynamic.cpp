@@ -160,6 +160,8 @@ private:
   void rule(Row<Opcode::DmaMc>, const Instr &in, const ScalarState &s, int depth);
   void rule(Row<Opcode::DmaOut>, const Instr &in, const ScalarState &s, int depth);
   void rule(Row<Opcode::DmaGather>, const Instr &in, const ScalarState &s, int depth);
+  void rule(Row<Opcode::DmaScatter>, const Instr &in, const ScalarState &s, int depth);
+  std::pair<__int128, __int128> indexList(const Instr &in, const ScalarState &s) const;
   void rule(Row<Opcode::Wait>, const Instr &in, const ScalarState &s, int depth);
   void rule(Row<Opcode::Bar>, const Instr &in, const ScalarState &s, int depth);
   void stickAccess(const Instr &in, const ScalarState &s);
@@ -285,11 +287,11 @@ void DynamicChecker::rule(Row<Opcode::DmaIn>, const Instr &in, const ScalarState
 void DynamicChecker::rule(Row<Opcode::DmaMc>, const Instr &in, const ScalarState &s, int) { dma(in, s); }
 void DynamicChecker::rule(Row<Opcode::DmaOut>, const Instr &in, const ScalarState &s, int) { dma(in, s); }
 
-/// dma.gather: the boxes of entries 0 and n-1 inside LX (the lxstep is affine), the boxes of table
-/// rows 0 and rows-1 inside DDR (every index in [0, rows) is then inside: the values are checked
-/// at run time), the index list inside LX, 4-byte aligned, not being filled by a DMA and apart
-/// from the boxes it fills (entry i must not overwrite the index of entry i+1).
-void DynamicChecker::rule(Row<Opcode::DmaGather>, const Instr &in, const ScalarState &s, int) {
+/// dma.gather / dma.scatter: the boxes of entries 0 and n-1 inside LX (the lxstep is affine),
+/// the boxes of table rows 0 and rows-1 inside DDR (every index in [0, rows) is then inside: the
+/// values are checked at run time), the index list inside LX, 4-byte aligned and not being
+/// filled by a DMA. Returns the index list's LX bytes.
+std::pair<__int128, __int128> DynamicChecker::indexList(const Instr &in, const ScalarState &s) const {
   const int64_t n = in.imm, rows = in.imms[0];
   for (int64_t i : {int64_t{0}, n - 1})
     dmaRows(in, s, true, static_cast<__int128>(i) * in.imms[2]);
@@ -302,14 +304,31 @@ void DynamicChecker::rule(Row<Opcode::DmaGather>, const Instr &in, const ScalarS
                         std::to_string(lxBytes_) + ")");
   if (ilo % 4 != 0)
     fail(in, idxOp, "index list address " + num(ilo) + " is not 4-byte aligned (int32 indices)");
+  touch(in, idxOp, ilo, ihi, false);
+  return {ilo, ihi};
+}
+
+/// dma.gather: as indexList, and the index list apart from the boxes it fills (entry i must not
+/// overwrite the index of entry i+1).
+void DynamicChecker::rule(Row<Opcode::DmaGather>, const Instr &in, const ScalarState &s, int) {
+  const auto [ilo, ihi] = indexList(in, s);
   auto [lo, hi] = dmaLxSpan(in, s);
   if (ilo < hi && lo < ihi)
-    fail(in, idxOp, "index list [" + num(ilo) + ", " + num(ihi) + ") overlaps the LX [" + num(lo) + ", " + num(hi) +
-                        ") the gather fills");
-  touch(in, idxOp, ilo, ihi, false);
+    fail(in, lxText(in.lx2), "index list [" + num(ilo) + ", " + num(ihi) + ") overlaps the LX [" + num(lo) + ", " +
+                                 num(hi) + ") the gather fills");
   tokenFree(in);
   touch(in, lxText(in.lx), lo, hi, true);
   issue(in, lo, hi);
+}
+
+/// dma.scatter: as indexList. It reads both its boxes and its index list until its token is
+/// waited, so the LX it holds is the hull of the two (nothing in it may be written meanwhile).
+void DynamicChecker::rule(Row<Opcode::DmaScatter>, const Instr &in, const ScalarState &s, int) {
+  const auto [ilo, ihi] = indexList(in, s);
+  auto [lo, hi] = dmaLxSpan(in, s);
+  tokenFree(in);
+  touch(in, lxText(in.lx), lo, hi, false);
+  issue(in, std::min(lo, ilo), std::max(hi, ihi));
 }
 
 void DynamicChecker::rule(Row<Opcode::Wait>, const Instr &in, const ScalarState &, int) {

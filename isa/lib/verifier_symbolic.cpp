@@ -409,6 +409,7 @@ private:
     case Opcode::DmaMc:
     case Opcode::DmaOut: dma(in, s); return;
     case Opcode::DmaGather: giveUp(in, "dma.gather is verified by the dry run");
+    case Opcode::DmaScatter: giveUp(in, "dma.scatter is verified by the dry run");
     case Opcode::Wait:
       for (int t : in.tokens) {
         if (!outstanding_[t] && !issued_[t])

@@ -145,6 +145,7 @@ private:
 
   // --- DMA (lower_dma.cpp) -------------------------------------------------------------------
   void lowerDma(const Instr &in, bool toLx);
+  void lowerIndexedDma(const Instr &in, const char *fnName);
 
   // --- SFP (lower_sfp.cpp) -------------------------------------------------------------------
   Value *select01(Value *cond) { return b_.CreateSelect(cond, fsplat(1.0f), fsplat(0.0f)); }

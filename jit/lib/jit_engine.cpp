@@ -358,6 +358,7 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
     syms[impl_->jit->mangleAndIntern("spyre_ring_send")] = {orc::ExecutorAddr::fromPtr(&spyre_ring_send), flags};
     syms[impl_->jit->mangleAndIntern("spyre_ring_recv")] = {orc::ExecutorAddr::fromPtr(&spyre_ring_recv), flags};
     syms[impl_->jit->mangleAndIntern("spyre_dma_gather")] = {orc::ExecutorAddr::fromPtr(&spyre_dma_gather), flags};
+    syms[impl_->jit->mangleAndIntern("spyre_dma_scatter")] = {orc::ExecutorAddr::fromPtr(&spyre_dma_scatter), flags};
     if (auto err = jd.define(orc::absoluteSymbols(std::move(syms))))
       throw spyre::Error("JIT: defining runtime symbols: " + toError(std::move(err)));
   }

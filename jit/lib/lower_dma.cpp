@@ -15,10 +15,11 @@ void FunctionLowering::lowerDmaIn(const Instr &in) { lowerDma(in, true); }
 void FunctionLowering::lowerDmaMc(const Instr &in) { lowerDma(in, true); }
 void FunctionLowering::lowerDmaOut(const Instr &in) { lowerDma(in, false); }
 
-// dma.gather calls the simulator's shared semantics at every tier (simulator/lib/ring.cpp): the
-// index values are data, so each is bounds-checked at run time and a bad one is a device fault
-// reported through the core's port. The shape is a constant global (sim::GatherShape).
-void FunctionLowering::lowerDmaGather(const Instr &in) {
+// dma.gather and dma.scatter call the simulator's shared semantics at every tier
+// (simulator/lib/ring.cpp): the index values are data, so each is bounds-checked at run time and
+// a bad one is a device fault reported through the core's port. The shape is a constant global
+// (sim::GatherShape).
+void FunctionLowering::lowerIndexedDma(const Instr &in, const char *fnName) {
   static_assert(sizeof(sim::GatherShape) == 11 * sizeof(int64_t));
   const auto &d = in.dma;
   const std::array<int64_t, 11> shape{in.imm,       in.imms[0],      in.imms[1],      in.imms[2],
@@ -34,10 +35,15 @@ void FunctionLowering::lowerDmaGather(const Instr &in) {
   Value *argBase = b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(i64_, argBase_, in.ddr.arg));
   Value *table = b_.CreateGEP(i8_, ddr_, b_.CreateAdd(b_.CreateAdd(argBase, readS(in.ddr.base)),
                                                       b_.getInt64(static_cast<uint64_t>(in.ddr.offset))));
-  FunctionCallee fn = m_.getOrInsertFunction("spyre_dma_gather",
-                                             FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, ptr_, ptr_, ptr_}, false));
-  b_.CreateCall(fn, {port, lxAddr(in.lx), lxAddr(in.lx2), table, g});
+  FunctionCallee fn =
+      m_.getOrInsertFunction(fnName, FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, ptr_, ptr_, ptr_}, false));
+  if (in.op == isa::Opcode::DmaGather)
+    b_.CreateCall(fn, {port, lxAddr(in.lx), lxAddr(in.lx2), table, g});
+  else
+    b_.CreateCall(fn, {port, table, lxAddr(in.lx), lxAddr(in.lx2), g});
 }
+void FunctionLowering::lowerDmaGather(const Instr &in) { lowerIndexedDma(in, "spyre_dma_gather"); }
+void FunctionLowering::lowerDmaScatter(const Instr &in) { lowerIndexedDma(in, "spyre_dma_scatter"); }
 
 void FunctionLowering::lowerDma(const Instr &in, bool toLx) {
   const auto &d = in.dma;

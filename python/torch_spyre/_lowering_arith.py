@@ -115,6 +115,13 @@ def _where(env: Env, b: dict) -> Lowered:
     return L
 
 
+@_reg(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
+def _masked_fill(env: Env, b: dict) -> Lowered:
+    """x.masked_fill(mask, v) is where(mask, v, x): v a number or a 0-d tensor (eager
+    ``masked_fill_`` through this functional form)."""
+    return _where(env, {"condition": b["mask"], "self": b["value"], "other": b["self"]})
+
+
 
 
 @_reg(aten.clone.default)

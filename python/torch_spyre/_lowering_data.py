@@ -286,3 +286,49 @@ def _index(env: Env, b: dict) -> Lowered:
     if i is not None and i[1] not in _INDEX_DTYPES:
         raise Unsupported(f"index by a {i[1]} tensor (boolean masks are not supported)")
     return _rows_of(env, b["self"], indices[0], "index")
+
+
+def _rows_into(env: Env, x: Any, dim: int, index: Any, source: Any, what: str) -> Lowered:
+    """x with source's rows written at index along dim (the frontend's ``index_copy``: the card's
+    dma.scatter; an out-of-range index is a device error). dim is the second-to-last dim: the
+    rows are whole last-dim sticks (a static KV cache's ``index_copy_(2, pos, k)``)."""
+    shape, dim = _shape_and_dim(env, x, dim, what)
+    if not _is_operand(env, x) or len(shape) < 2 or dim != len(shape) - 2:
+        raise Unsupported(f"{what} along dim {dim} of {_describe(env, x)} (the second-to-last dim of a "
+                          "tensor of rank 2 or more)")
+    i = env.tensor(index)
+    if i is None or not _is_operand(env, index) or i[1] not in _INDEX_DTYPES or len(i[0]) != 1:
+        raise Unsupported(f"{what} by {_describe(env, index)}" + (f" of {i[1]}" if i else "")
+                          + " (a 1-d int32/int64 index)")
+    s = env.tensor(source)
+    expect = shape[:dim] + (i[0][0],) + shape[dim + 1:]
+    if s is None or not _is_operand(env, source) or tuple(s[0]) != expect or s[1] != env.tensor(x)[1]:
+        raise Unsupported(f"{what} of {_describe(env, source)}" + (f" {s[1]}" if s else "")
+                          + f" (a {env.tensor(x)[1]} source of shape {expect})")
+    L = Lowered()
+    L.add("index_copy", [x, index, source])
+    return L
+
+
+@_reg(aten.index_copy.default)
+def _index_copy(env: Env, b: dict) -> Lowered:
+    """x.index_copy(dim, index, source) (also the functional form of ``index_copy_``)."""
+    return _rows_into(env, b["self"], b["dim"], b["index"], b["source"], "index_copy")
+
+
+@_reg(aten.index_put.default, aten._index_put_impl.default)
+def _index_put(env: Env, b: dict) -> Lowered:
+    """x[.., idx] = v with one integer index tensor (on the second-to-last dim) after full slices
+    (None in the index list): transformers' StaticCache update ``cache[:, :, pos] = k`` (eager
+    setitem reaches ``_index_put_impl_``, whose functional form is this one)."""
+    if b.get("accumulate"):
+        raise Unsupported("index_put with accumulate=True")
+    indices = list(b["indices"])
+    tensors = [k for k, t in enumerate(indices) if t is not None]
+    if len(tensors) != 1 or tensors[0] != len(indices) - 1:
+        raise Unsupported(f"index_put with index tensors at positions {tensors} of {len(indices)} (one, the last)")
+    d = tensors[0]
+    i = env.tensor(indices[d])
+    if i is not None and i[1] not in _INDEX_DTYPES:
+        raise Unsupported(f"index_put by a {i[1]} tensor (boolean masks are not supported)")
+    return _rows_into(env, b["self"], d, indices[d], b["values"], "index_put")

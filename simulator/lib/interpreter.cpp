@@ -135,6 +135,7 @@ private:
       }
   }
 
+  sim::GatherShape indexedDma(const Instr &in, Ctx &c) const;
   /// One handler per row of instructions.def (defined below): a row without an `exec<Enum>`
   /// fails to link (used but never defined). SFP rows need none: every SFP instruction runs the
   /// shared semantics (isa::sfpApply, the definition the JIT matches bit for bit) through execSfp.
@@ -184,13 +185,14 @@ void Interp::execLoop(const Instr &in, Ctx &c) const {
 void Interp::execDmaIn(const Instr &in, Ctx &c) const { dma(in, c, true); }
 void Interp::execDmaMc(const Instr &in, Ctx &c) const { dma(in, c, true); }
 void Interp::execDmaOut(const Instr &in, Ctx &c) const { dma(in, c, false); }
-// The gather checks what the verifier proves (the corner boxes of rows 0 and rows-1, every LX
-// box, the index list), then runs the semantics both engines share (simulator/lib/ring.cpp).
-void Interp::execDmaGather(const Instr &in, Ctx &c) const {
+// The gather and the scatter check what the verifier proves (the corner boxes of rows 0 and
+// rows-1, every LX box, the index list), then run the semantics both engines share
+// (simulator/lib/ring.cpp).
+sim::GatherShape Interp::indexedDma(const Instr &in, Ctx &c) const {
   const DmaShape &d = in.dma;
   const int64_t n = in.imm, rows = in.imms[0], rowStride = in.imms[1], lxStep = in.imms[2], run = d.n[2] * 128;
   if (n < 1 || rows < 1)
-    fault(in, c, "dma.gather needs n >= 1 and rows >= 1");
+    fault(in, c, std::string(opInfo(in.op).mnemonic) + " needs n >= 1 and rows >= 1");
   const int64_t base = reg(c, in.ddr.base) + in.ddr.offset;
   for (int64_t j : {int64_t{0}, rows - 1})
     for (int64_t i2 : {int64_t{0}, d.n[0] - 1})
@@ -200,10 +202,18 @@ void Interp::execDmaGather(const Instr &in, Ctx &c) const {
   LxAddr box = in.lx;
   box.offset += lo;
   lxPtr(in, c, box, hi - lo);
-  const uint8_t *idx = lxPtr(in, c, in.lx2, 4 * n);
-  const sim::GatherShape g{n, rows, rowStride, lxStep, d.n[0], d.n[1], run, d.lxStride[0], d.lxStride[1],
-                           d.ddrStride[0], d.ddrStride[1]};
-  sim::dmaGather(*c.cs.ring, c.cs.lx + reg(c, in.lx.base) + in.lx.offset, idx, c.args.ddr + c.args.base[in.ddr.arg] + base, g);
+  lxPtr(in, c, in.lx2, 4 * n);
+  return {n, rows, rowStride, lxStep, d.n[0], d.n[1], run, d.lxStride[0], d.lxStride[1], d.ddrStride[0], d.ddrStride[1]};
+}
+void Interp::execDmaGather(const Instr &in, Ctx &c) const {
+  const sim::GatherShape g = indexedDma(in, c);
+  sim::dmaGather(*c.cs.ring, c.cs.lx + reg(c, in.lx.base) + in.lx.offset, lxPtr(in, c, in.lx2, 4 * g.n),
+                 c.args.ddr + c.args.base[in.ddr.arg] + reg(c, in.ddr.base) + in.ddr.offset, g);
+}
+void Interp::execDmaScatter(const Instr &in, Ctx &c) const {
+  const sim::GatherShape g = indexedDma(in, c);
+  sim::dmaScatter(*c.cs.ring, c.args.ddr + c.args.base[in.ddr.arg] + reg(c, in.ddr.base) + in.ddr.offset,
+                  c.cs.lx + reg(c, in.lx.base) + in.lx.offset, lxPtr(in, c, in.lx2, 4 * g.n), g);
 }
 
 // Sync: DMA completes synchronously in the functional model; timing counts waits.

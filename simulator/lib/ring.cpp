@@ -78,7 +78,30 @@ void dmaGather(RingPort &p, uint8_t *lx, const uint8_t *idx, const uint8_t *tabl
   }
 }
 
+void dmaScatter(RingPort &p, uint8_t *table, const uint8_t *lx, const uint8_t *idx, const GatherShape &g) {
+  for (int64_t i = 0; i < g.n; ++i) {
+    int32_t j;
+    std::memcpy(&j, idx + 4 * i, 4);
+    if (j < 0 || j >= g.rows) {
+      reportFault(p, "dma.scatter on core " + std::to_string(p.core) + ": index " + std::to_string(j) + " (entry " +
+                         std::to_string(i) + " of the index list) is outside the table's rows [0, " +
+                         std::to_string(g.rows) + ")");
+      continue;
+    }
+    const uint8_t *src = lx + i * g.lxStep;
+    uint8_t *dst = table + j * g.rowStride;
+    for (int64_t i2 = 0; i2 < g.n2; ++i2)
+      for (int64_t i1 = 0; i1 < g.n1; ++i1)
+        std::memcpy(dst + i2 * g.ddrS2 + i1 * g.ddrS1, src + i2 * g.lxS2 + i1 * g.lxS1, static_cast<size_t>(g.run));
+  }
+}
+
 } // namespace spyre::sim
+
+extern "C" void spyre_dma_scatter(spyre::sim::RingPort *p, uint8_t *table, const uint8_t *lx, const uint8_t *idx,
+                                  const spyre::sim::GatherShape *g) {
+  spyre::sim::dmaScatter(*p, table, lx, idx, *g);
+}
 
 extern "C" void spyre_dma_gather(spyre::sim::RingPort *p, uint8_t *lx, const uint8_t *idx, const uint8_t *table,
                                  const spyre::sim::GatherShape *g) {

@@ -81,3 +81,32 @@ def test_t5_encoder_runs_entirely_on_the_card(monkeypatch):
         ref = model(input_ids=ids).last_hidden_state.float()
         got = _compiled_on_spyre(model, monkeypatch)(input_ids=ids.to("spyre")).last_hidden_state.cpu()
     assert _relerr(got, ref) < 0.05
+
+
+def test_llama_generate_with_a_static_cache_compiles_prefill_and_decode_once():
+    """model.generate() with cache_implementation="static": the cache update is index_copy_ on
+    the card (dma.scatter); the forward compiles twice (prefill, decode), not once per token.
+    Not strict yet: generate()'s int64 bookkeeping (arange + cache position, stopping criteria)
+    still runs on the CPU."""
+    from torch_spyre import _compile
+
+    torch.manual_seed(0)
+    model = _prepare(DECODERS["llama"]())
+    ids = torch.randint(3, V, (1, 16))
+    kw = dict(max_new_tokens=6, min_new_tokens=6, do_sample=False, cache_implementation="static")
+    with torch.no_grad():
+        ref = model.generate(ids, **kw)
+    m = model.half().to("spyre")
+    graphs = []
+
+    def count(gm, example_inputs):
+        graphs.append(gm)
+        return _compile.spyre_backend(gm, example_inputs)
+
+    torch._dynamo.reset()
+    m.forward = torch.compile(m.forward, backend=count, dynamic=False)
+    with torch.no_grad():
+        got = m.generate(ids.to("spyre"), **kw).cpu()
+    assert got.shape == ref.shape
+    assert (got[0, 16:] == ref[0, 16:]).float().mean().item() >= 0.8
+    assert len(graphs) == 2

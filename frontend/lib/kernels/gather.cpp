@@ -2,6 +2,9 @@
 // op `embedding`, docs/superdsc.md; the backend's dma.gather). Dims [x,] mb, in, out: the
 // indices [B,] S span x and mb, the table [V, D] in and out, the output [B,] S, D x, mb and out.
 // Cores split x and mb, mb in whole index sticks (32 int32 indices).
+// index_copy(%self, %indices, %source): self with rows of source written at the indices along
+// dim -2 (our SuperDSC op `index_copy`; the backend's dma.scatter). Dims [x, [y,]] mb, in, out:
+// x and y self's leading dims.
 #include "kernels.h"
 #include "spyre/isa/error.h"
 #include <algorithm>
@@ -74,6 +77,76 @@ KernelDraft embeddingKernel(const Graph &g, const Node &n, size_t index, int max
   s.inputConsts = {"", ""};
   s.outputs = {2};
   kd.tensorValues = {n.inputs[0], n.inputs[1], n.output};
+  return kd;
+}
+
+KernelDraft indexCopyKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
+  const Value &out = g.values[n.output];
+  const std::string where = "node %" + out.name + " = " + n.op;
+  checkAttrs(n, where);
+  if (n.inputs.size() != 3)
+    throw Error(where + ": index_copy takes three tensor operands (self, indices, source)");
+  const Value &self = g.values[n.inputs[0]], &idx = g.values[n.inputs[1]], &src = g.values[n.inputs[2]];
+  if (self.shape.size() < 2 || self.shape.size() > 4)
+    throw Unsupported("index_copy into a rank-" + std::to_string(self.shape.size()) + " tensor (" + where +
+                      "); rank 2 to 4, rows on dim -2");
+  if (idx.shape.size() != 1)
+    throw Unsupported("index_copy with rank-" + std::to_string(idx.shape.size()) + " indices (" + where + "); 1 dim");
+  if (idx.dtype != HostType::I32 && idx.dtype != HostType::I64)
+    throw Unsupported(std::string(dtypeShortName(idx.dtype)) + " index_copy indices (" + where + "); int32/int64 only");
+  std::vector<int64_t> expect = self.shape;
+  expect[expect.size() - 2] = idx.shape[0];
+  if (src.shape != expect || src.dtype != self.dtype)
+    throw Error(where + ": index_copy's source must be self's shape with the indices' length on dim -2, in self's dtype");
+  if (out.shape != self.shape || out.dtype != self.dtype)
+    throw Error(where + ": index_copy's result has self's shape and dtype");
+  requireNonEmpty(self.shape, where);
+  requireNonEmpty(idx.shape, where);
+  const DataFormat fmt = deviceFormatOrInt(self.dtype, where);
+  // The leading dims are x (and y for rank 4), each tensor in the generic layout of its dims.
+  const size_t lead = self.shape.size() - 2;
+  const std::vector<std::string> leadNames{"x", "y"};
+  std::vector<std::string> dims(leadNames.begin(), leadNames.begin() + static_cast<std::ptrdiff_t>(lead));
+  std::vector<int64_t> N(self.shape.begin(), self.shape.begin() + static_cast<std::ptrdiff_t>(lead));
+  const int64_t K = idx.shape[0], V = self.shape[lead], D = self.shape.back();
+  dims.insert(dims.end(), {"mb", "in", "out"});
+  N.insert(N.end(), {K, V, D});
+  // Cores split the leading dims (whole slabs per core: no two cores write one row), x first.
+  std::vector<int64_t> splits(N.size(), 1);
+  int left = maxCores;
+  for (size_t d = 0; d < lead; ++d) {
+    splits[d] = largestDivisor(N[d], left);
+    left /= static_cast<int>(splits[d]);
+  }
+  KernelDraft kd = newDraft(index, "index_copy", "sfp", dims, N, splits);
+  SuperDsc &s = kd.s;
+  std::vector<std::string> slab(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(lead)), rows = slab;
+  slab.insert(slab.end(), {"in", "out"});
+  rows.insert(rows.end(), {"mb", "out"});
+  s.primaryDsInfo["INPUT"] = genericLayout(slab, elemsPerStick(fmt));
+  s.primaryDsInfo["INDEX"] = genericLayout({"mb"}, 32);
+  s.primaryDsInfo["KERNEL"] = genericLayout(rows, elemsPerStick(fmt));
+  s.primaryDsInfo["OUTPUT"] = genericLayout(slab, elemsPerStick(fmt));
+  const std::vector<int64_t> perCore = perCoreElems(N, splits, {lead}, 32);
+  auto place = [&](int ldsIdx, DataFormat f, const char *type, const std::vector<std::string> &present) {
+    SdscTensor t;
+    t.ldsIdx = ldsIdx;
+    t.dsName = "Tensor" + std::to_string(ldsIdx);
+    t.dsType = type;
+    t.dataFormat = f;
+    for (const std::string &d : dims)
+      t.scale.push_back(std::find(present.begin(), present.end(), d) != present.end() ? 1 : -1);
+    placeTensor(s, t, perCore);
+    s.labeledDs.push_back(t);
+  };
+  place(0, fmt, "INPUT", slab);
+  place(1, DataFormat::IEEE_INT32, "INDEX", {"mb"});
+  place(2, fmt, "KERNEL", rows);
+  place(3, fmt, "OUTPUT", slab);
+  s.inputs = {0, 1, 2};
+  s.inputConsts = {"", "", ""};
+  s.outputs = {3};
+  kd.tensorValues = {n.inputs[0], n.inputs[1], n.inputs[2], n.output};
   return kd;
 }
 

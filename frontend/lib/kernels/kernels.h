@@ -47,6 +47,8 @@ void expandLaneMovingReshapes(Graph &g);
 
 // gather.cpp: embedding(%table, %indices), rows of a table by integer indices (dma.gather).
 KernelDraft embeddingKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+// gather.cpp: index_copy(%self, %indices, %source), rows written at integer indices (dma.scatter).
+KernelDraft indexCopyKernel(const Graph &g, const Node &n, size_t index, int maxCores);
 
 // Op builders in layernorm_ops.cpp.
 KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int maxCores, bool splitReductions);

@@ -20,6 +20,8 @@ int64_t strideOf(const TensorGeom &g, int d) {
 } // namespace
 
 Kernel compileGather(const SuperDsc &s, const BackendOptions &opts) {
+  if (s.opFuncName == "index_copy")
+    return compileIndexCopy(s, opts); // the scatter side (backend_scatter.cpp)
   if (s.inputs.size() != 2 || s.outputs.size() != 1 || s.inputs[0] < 0 || s.inputs[1] < 0)
     throw Error(where(s) + ": " + s.opFuncName + " takes two input tensors (table, indices) and one output");
   const int dIn = s.dimIndex("in"), dOut = s.dimIndex("out"), dMb = s.dimIndex("mb"), dX = s.dimIndex("x");

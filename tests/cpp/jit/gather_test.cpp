@@ -1,6 +1,6 @@
-// dma.gather (indirect access): rows of a DDR table by int32 indices in LX, on both engines and
-// both JIT tiers, against a reference; an out-of-range index is a device error naming the kernel,
-// core, entry and value, never a host access outside the table.
+// dma.gather and dma.scatter (indirect access): rows of a DDR table by int32 indices in LX, read
+// or written, on both engines and both JIT tiers, against a reference; an out-of-range index is
+// a device error naming the kernel, core, entry and value, never a host access outside the table.
 #include "spyre/isa/listing.h"
 #include "spyre/isa/verifier.h"
 #include "spyre/jit/jit_engine.h"
@@ -147,4 +147,103 @@ TEST(Gather, VerifierChecksTheTableTheBoxesAndTheIndexList) {
   EXPECT_NE(verify("dma.gather lx[0x100], ddr[table], " + box + ", lx[0x199990], 5, 10, 128, 256 -> t1")
                 .find("index list [1677712, 1677732) is outside the usable LX"),
             std::string::npos);
+}
+
+// dma.scatter, the gather's mirror: each core reads its index stick and 10 source sticks (5
+// entries of 2 sticks), then writes entry i's box to row idx[2 + i] of the [10, 128] fp16 table.
+constexpr const char *kScatter = R"(.kernel s cores=2
+.args src idx out
+.core 0..1
+    tbl       r1, [0, 128]
+    dma.in    lx[0x0], ddr[idx+r1], shape=(1,1,1) -> t0
+    tbl       r2, [0, 1280]
+    dma.in    lx[0x100], ddr[src+r2], shape=(1,1,10) -> t1
+    wait      t0, t1
+    dma.scatter ddr[out], lx[0x100], shape=(1,2,1), ddr.stride=(2560,1280), lx.stride=(256,128), lx[0x8], 5, 10, 128, 256 -> t2
+    wait      t2
+)";
+
+namespace {
+
+/// The table after the scatter of `rows` (per core, 5 entries) from `src` into 0xAB bytes.
+std::vector<uint8_t> scattered(const std::vector<uint8_t> &src, const int32_t (&rows)[2][5]) {
+  std::vector<uint8_t> expect(kOutBytes, 0xAB);
+  for (int c = 0; c < 2; ++c)
+    for (int i = 0; i < 5; ++i)
+      for (int t = 0; t < 2; ++t)
+        if (rows[c][i] >= 0 && rows[c][i] < 10)
+          std::memcpy(&expect[(t * 10 + rows[c][i]) * 128], &src[(c * 10 + i * 2 + t) * 128], 128);
+  return expect;
+}
+
+std::vector<int32_t> indexSticks(const int32_t (&rows)[2][5]) {
+  std::vector<int32_t> idx(64, -7); // entries outside [2, 7) of each stick are never read
+  for (int c = 0; c < 2; ++c)
+    for (int i = 0; i < 5; ++i)
+      idx[c * 32 + 2 + i] = rows[c][i];
+  return idx;
+}
+
+} // namespace
+
+TEST(Scatter, RowsByIndexOnEveryEngineLastEntryWins) {
+  isa::Kernel k = isa::parseKernel(kScatter);
+  EXPECT_EQ(isa::printKernel(isa::parseKernel(isa::printKernel(k))), isa::printKernel(k));
+  isa::verifyKernel(k, {kTableBytes, kIdxBytes, kOutBytes});
+  const int32_t rows[2][5] = {{3, 0, 9, 3, 5}, {8, 1, 2, 6, 7}}; // row 3 twice: entry 3 wins; row 4 untouched
+  const std::vector<uint8_t> src = tableBytes();
+  const std::vector<uint8_t> expect = scattered(src, rows);
+  EXPECT_NE(0, std::memcmp(&expect[3 * 128], &src[0], 128)); // entry 0's row 3 was overwritten
+  for (auto &e : engines()) {
+    Result r = run(*e, k, src, indexSticks(rows));
+    EXPECT_EQ(r.error, "") << e->name();
+    EXPECT_EQ(r.out, expect) << e->name();
+  }
+}
+
+TEST(Scatter, OutOfRangeIndexIsADeviceErrorAndWritesNothing) {
+  isa::Kernel k = isa::parseKernel(kScatter);
+  const std::vector<uint8_t> src = tableBytes();
+  for (int32_t bad : {10, -1, 1 << 30}) {
+    int32_t rows[2][5] = {{3, 0, 9, 4, 5}, {8, 1, 2, 6, 7}};
+    rows[1][3] = bad; // core 1, entry 3
+    for (auto &e : engines()) {
+      Result r = run(*e, k, src, indexSticks(rows));
+      EXPECT_EQ(r.error, "kernel s: dma.scatter on core 1: index " + std::to_string(bad) +
+                             " (entry 3 of the index list) is outside the table's rows [0, 10)")
+          << e->name();
+      EXPECT_EQ(r.out, scattered(src, rows)) << e->name(); // the others written, row 6 untouched
+    }
+  }
+}
+
+TEST(Scatter, VerifierChecksTheTableTheBoxesAndTheIndexList) {
+  auto verify = [](const std::string &body, std::vector<uint64_t> bytes = {kTableBytes, kIdxBytes, kOutBytes}) {
+    std::string text = ".kernel v cores=1\n.args src idx out\n.core 0..0\n    " + body + "\n    wait t1\n";
+    try {
+      isa::verifyKernel(isa::parseKernel(text), bytes);
+      return std::string();
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+  };
+  const std::string box = "shape=(1,2,1), ddr.stride=(2560,1280), lx.stride=(256,128)";
+  const std::string ok = "dma.scatter ddr[out], lx[0x100], " + box + ", lx[0x0], 5, 10, 128, 256 -> t1";
+  EXPECT_EQ(verify(ok), "");
+  EXPECT_NE(verify("dma.scatter ddr[out], lx[0x100], " + box + ", lx[0x0], 5, 11, 128, 256 -> t1")
+                .find("DMA row (0,1) covers DDR [2560, 2688), outside argument out of 2560 bytes"),
+            std::string::npos);
+  EXPECT_NE(verify("dma.scatter ddr[out], lx[0x100], " + box + ", lx[0x0], 5, 0, 128, 256 -> t1")
+                .find("scatter table rows must be >= 1"),
+            std::string::npos);
+  EXPECT_NE(verify("dma.scatter ddr[out], lx[0x100], " + box + ", lx[0x2], 5, 10, 128, 256 -> t1")
+                .find("index list address 2 is not 4-byte aligned"),
+            std::string::npos);
+  EXPECT_NE(verify("dma.scatter ddr[out], lx[0x199980], " + box + ", lx[0x0], 5, 10, 128, 256 -> t1")
+                .find("outside the usable LX"),
+            std::string::npos);
+  // Until its token is waited the scatter still reads its index list: no store may change it.
+  EXPECT_NE(verify(ok + "\n    st.i32 lx[0x0], v0").find("writes LX [0, 128) while dma.scatter"), std::string::npos);
+  // An index list the scatter reads may overlap its boxes (nothing is filled).
+  EXPECT_EQ(verify("dma.scatter ddr[out], lx[0x100], " + box + ", lx[0x180], 5, 10, 128, 256 -> t1"), "");
 }

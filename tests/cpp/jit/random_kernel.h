@@ -465,17 +465,18 @@ private:
     body.push_back(d);
   }
 
-  /// dma.gather: a random box per entry, a table of `rows` rows rowStride apart, the index list
-  /// apart from the boxes it fills. Mostly the indices are valid: written just before by
+  /// dma.gather / dma.scatter: a random box per entry, a table of `rows` rows rowStride apart,
+  /// the index list apart from the boxes. Mostly the indices are valid: written just before by
   /// iota.f32 / cvt.i32 / st.i32 (the values 0..31 of one stick, rows >= the last one used);
-  /// otherwise they are whatever LX holds, and the launch's device fault (the first bad index,
-  /// its box zero-filled) must be the same on both engines.
-  void genGather(std::vector<Instr> &body, State &s, std::set<int> &issuedHere) {
+  /// otherwise they are whatever LX holds, and the launch's device fault (the first bad index;
+  /// a gather zero-fills its box, a scatter skips it) must be the same on both engines. A
+  /// scatter's entries may repeat a row (a zero rowstride, or lxstep 0): the last one wins.
+  void genIndexed(std::vector<Instr> &body, State &s, std::set<int> &issuedHere, bool scatter) {
     std::vector<int> free = freeTokens(s);
     if (free.empty())
       return;
     Instr d;
-    d.op = Opcode::DmaGather;
+    d.op = scatter ? Opcode::DmaScatter : Opcode::DmaGather;
     auto &sh = d.dma;
     sh.n = {1, range(1, 2), range(1, 2)};
     sh.lxStride = sh.ddrStride = isa::DmaShape::dense(sh.n);
@@ -487,19 +488,19 @@ private:
     const int64_t boxLx = (sh.n[1] - 1) * sh.lxStride[1] + run, boxDdr = (sh.n[1] - 1) * sh.ddrStride[1] + run;
     const int64_t n = range(1, 8), k = range(0, 32 - n);
     const int64_t lxStep = chance(15) ? 0 : (boxLx + 127) / 128 * 128 + 128 * range(0, 1);
-    const int64_t dstExtent = (n - 1) * lxStep + boxLx;
+    const int64_t boxExtent = (n - 1) * lxStep + boxLx;
     const bool valid = chance(75);
     const int64_t rows = valid ? range(k + n, k + n + 8) : range(1, 40), rowStride = range(0, 128);
     const int arg = pick(static_cast<int>(argBytes_.size()));
     const int64_t ddrExtent = (rows - 1) * rowStride + boxDdr;
-    if (dstExtent + 128 > o_.lxBytes || ddrExtent > static_cast<int64_t>(argBytes_[arg]))
+    if (boxExtent + 128 > o_.lxBytes || ddrExtent > static_cast<int64_t>(argBytes_[arg]))
       return;
     isa::LxAddr idx;
     bool placed = false;
     for (int attempt = 0; attempt < 8 && !placed; ++attempt) {
-      d.lx = lxAddr(s, dstExtent);
+      d.lx = lxAddr(s, boxExtent);
       idx = lxAddr(s, 128);
-      Span a = lxSpan(s, d.lx, dstExtent), b = lxSpan(s, idx, 128);
+      Span a = lxSpan(s, d.lx, boxExtent), b = lxSpan(s, idx, 128);
       placed = a.hi <= b.lo || b.hi <= a.lo;
     }
     if (!placed)
@@ -522,12 +523,17 @@ private:
     d.ddr = ddrAddr(s, arg, ddrExtent);
     d.imm = n;
     d.imms = {rows, rowStride, lxStep};
-    settle(body, s, d.lx, dstExtent, true);
+    settle(body, s, d.lx, boxExtent, !scatter);
     free = freeTokens(s);
     d.outToken = free[pick(static_cast<int>(free.size()))];
     s.outstanding.insert(d.outToken);
-    Span sp = lxSpan(s, d.lx, dstExtent);
-    sp.fills = true;
+    Span sp = lxSpan(s, d.lx, boxExtent);
+    if (scatter) { // it holds its index list too (the verifier's hull)
+      const Span is = lxSpan(s, d.lx2, 4 * n);
+      sp.lo = std::min(sp.lo, is.lo);
+      sp.hi = std::max(sp.hi, is.hi);
+    }
+    sp.fills = !scatter;
     s.span[d.outToken] = sp;
     issuedHere.insert(d.outToken);
     body.push_back(d);
@@ -643,8 +649,8 @@ private:
       settle(body, s, in.lx, 128, in.op == Opcode::St);
       body.push_back(in);
     } else if (kind < 42) {
-      if (chance(15))
-        genGather(body, s, issuedHere);
+      if (chance(20))
+        genIndexed(body, s, issuedHere, chance(50));
       else
         genDma(body, s, issuedHere);
     } else if (kind < 46) {

@@ -21,7 +21,7 @@ enum class OpClass {
   Cat,
   CopyInto,
   LayerNorm,
-  Gather,     ///< rows of a table by integer indices (embedding)
+  Gather,     ///< rows of a table by integer indices (embedding) or written at them (index_copy)
   Decomposed,
 };
 

@@ -41,7 +41,9 @@ std::string_view unitName(Unit u);
 
 /// DMAs that fill LX from DDR (dma.in, its multicast form dma.mc and the indexed dma.gather).
 constexpr bool isDmaToLx(Opcode op) { return op == Opcode::DmaIn || op == Opcode::DmaMc || op == Opcode::DmaGather; }
-constexpr bool isDma(Opcode op) { return isDmaToLx(op) || op == Opcode::DmaOut; }
+constexpr bool isDma(Opcode op) { return isDmaToLx(op) || op == Opcode::DmaOut || op == Opcode::DmaScatter; }
+/// The indexed DMAs: n boxes, one per int32 index in LX (imms: rows, rowstride, lxstep).
+constexpr bool isIndexedDma(Opcode op) { return op == Opcode::DmaGather || op == Opcode::DmaScatter; }
 /// A multicast cohort: at most 8 cores share one DDR read (torch-spyre's _COHORT_LIMIT).
 constexpr int kMaxCohort = 8;
 /// The first core of `core`'s cohort of size k (cohorts are aligned runs of k core ids).
@@ -198,16 +200,16 @@ inline size_t hashInstr(const Instr &in) { return std::hash<std::string>{}(instr
 /// DDR bytes one execution of a DMA charges its core. A multicast (dma.mc) reads DDR once for
 /// its cohort of k = imm cores, so each member is charged 1/k of the transfer (sticks are 128
 /// bytes and k <= 8 divides 128: exact).
-/// A gather (dma.gather) moves its box once per index: n = imm boxes.
+/// A gather or scatter (dma.gather, dma.scatter) moves its box once per index: n = imm boxes.
 inline int64_t dmaDdrBytes(const Instr &in) {
   const int64_t bytes = in.dma.sticks() * 128;
-  if (in.op == Opcode::DmaGather)
+  if (isIndexedDma(in.op))
     return in.imm > 0 ? bytes * in.imm : 0;
   return in.op == Opcode::DmaMc && in.imm > 1 ? bytes / in.imm : bytes;
 }
 
 /// The LX bytes a DMA's rows cover, as [first, second) relative to its `lx` operand: the box
-/// (lx.stride may be negative), and for dma.gather its n boxes lxstep apart.
+/// (lx.stride may be negative), and for dma.gather / dma.scatter its n boxes lxstep apart.
 inline std::pair<int64_t, int64_t> dmaLxExtent(const Instr &in) {
   int64_t lo = 0, hi = 0;
   for (int j = 0; j < 2; ++j) {
@@ -215,7 +217,7 @@ inline std::pair<int64_t, int64_t> dmaLxExtent(const Instr &in) {
     lo += span < 0 ? span : 0;
     hi += span > 0 ? span : 0;
   }
-  if (in.op == Opcode::DmaGather && in.imm > 1) {
+  if (isIndexedDma(in.op) && in.imm > 1) {
     const int64_t span = (in.imm - 1) * in.imms[2];
     lo += span < 0 ? span : 0;
     hi += span > 0 ? span : 0;

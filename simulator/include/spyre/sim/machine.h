@@ -83,6 +83,11 @@ struct GatherShape {
   int64_t n2, n1, run, lxS2, lxS1, ddrS2, ddrS1;
 };
 void dmaGather(RingPort &p, uint8_t *lx, const uint8_t *idx, const uint8_t *table, const GatherShape &g);
+/// dma.scatter, shared by both engines: for i = 0 .. n-1 in order, j = the int32 at idx[i];
+/// 0 <= j < rows copies the box at lx + i*lxStep to table + j*rowStride (same shape fields as
+/// a gather, the strides read the other way); any other j is a device fault naming the core, i
+/// and j, and nothing is written for it (never a host access outside the table).
+void dmaScatter(RingPort &p, uint8_t *table, const uint8_t *lx, const uint8_t *idx, const GatherShape &g);
 
 } // namespace spyre::sim
 
@@ -90,6 +95,8 @@ extern "C" void spyre_ring_send(spyre::sim::RingPort *p, int32_t dir, const uint
 extern "C" void spyre_ring_recv(spyre::sim::RingPort *p, int32_t dir, uint8_t *dst, int64_t bytes, int32_t mode);
 extern "C" void spyre_dma_gather(spyre::sim::RingPort *p, uint8_t *lx, const uint8_t *idx, const uint8_t *table,
                                  const spyre::sim::GatherShape *g);
+extern "C" void spyre_dma_scatter(spyre::sim::RingPort *p, uint8_t *table, const uint8_t *lx, const uint8_t *idx,
+                                  const spyre::sim::GatherShape *g);
 
 namespace spyre::sim {
 
