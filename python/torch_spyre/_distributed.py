@@ -34,7 +34,7 @@ import torch.distributed as dist
 from ._errors import Unsupported
 
 __all__ = ["BACKEND_NAME", "BACKEND_ALIASES", "SpyreProcessGroup", "register_backend", "collective_stats",
-           "link_time_us", "LINK_BYTES_PER_SECOND", "LINK_LATENCY_US"]
+           "link_time_us", "link_figures"]
 
 BACKEND_NAME = "spyre"
 # torch-spyre's backend name: its scripts call init_process_group("cpu:gloo,spyre:spyreccl").
@@ -47,13 +47,14 @@ _DTYPE_CODES = {dt: i for i, dt in enumerate([
     torch.int16, torch.int8, torch.uint8, torch.bool, torch.float8_e4m3fn])}
 
 
-# The card-to-card link (docs/architecture.md, "Several cards"). torch-spyre publishes the host
-# interface only: a PCIe Gen5 x16 card, up to eight cards per I/O drawer. Assumed: cards talk
-# peer to peer over that PCIe link: 32 GT/s x 16 lanes x 128/130 = 63 GB/s per direction, of
-# which 80 % is payload (TLP headers, flow control) -> 50.4 GB/s; 2 us per step of a
-# collective (DMA descriptor, doorbell and completion through a PCIe switch).
-LINK_BYTES_PER_SECOND = 32e9 * 16 / 8 * 128 / 130 * 0.8
-LINK_LATENCY_US = 2.0
+def link_figures() -> tuple[float, float]:
+    """(bytes per second per direction, µs per collective step) of the card-to-card link:
+    HardwareConfig's ``linkBytesPerSecond`` and ``linkLatencyNs`` (hardware_config.def states
+    the assumptions: PCIe Gen5 x16 peer to peer)."""
+    from . import _C
+
+    hw = _C.hardware_config()
+    return float(hw["linkBytesPerSecond"]), float(hw["linkLatencyNs"]) / 1e3
 
 
 def link_time_us(kind: str, nbytes: int, world: int) -> float:
@@ -64,17 +65,18 @@ def link_time_us(kind: str, nbytes: int, world: int) -> float:
     reduce_scatter are n-1 steps; broadcast and point-to-point are one pipelined transfer."""
     if world <= 1 and kind != "send":
         return 0.0
-    bw_per_us = LINK_BYTES_PER_SECOND / 1e6
+    bw, latency_us = link_figures()
+    bw_per_us = bw / 1e6
     n = max(world, 1)
     if kind in ("all_reduce",):
-        return 2 * (n - 1) * (LINK_LATENCY_US + nbytes / n / bw_per_us)
+        return 2 * (n - 1) * (latency_us + nbytes / n / bw_per_us)
     if kind in ("reduce_scatter", "all_to_all"):
-        return (n - 1) * (LINK_LATENCY_US + nbytes / n / bw_per_us)
+        return (n - 1) * (latency_us + nbytes / n / bw_per_us)
     if kind in ("all_gather", "gather", "scatter"):
-        return (n - 1) * (LINK_LATENCY_US + nbytes / bw_per_us)
+        return (n - 1) * (latency_us + nbytes / bw_per_us)
     if kind == "barrier":
-        return 2 * (n - 1) * LINK_LATENCY_US
-    return LINK_LATENCY_US + nbytes / bw_per_us  # broadcast, reduce, send
+        return 2 * (n - 1) * latency_us
+    return latency_us + nbytes / bw_per_us  # broadcast, reduce, send
 
 
 class CollectiveStats:

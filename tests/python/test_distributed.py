@@ -89,3 +89,29 @@ def test_single_rank_group(tmp_path):
             dist.all_gather_into_tensor(torch.empty(4).to("spyre"), torch.ones(8).to("spyre"))
     finally:
         dist.destroy_process_group()
+
+
+def test_link_model():
+    """The card-to-card link figures come from HardwareConfig; ring formulas per collective."""
+    from torch_spyre import _C
+    from torch_spyre._distributed import collective_stats, link_figures, link_time_us
+
+    hw = _C.hardware_config()
+    assert hw["linkBytesPerSecond"] == 50.4e9 and hw["linkLatencyNs"] == 2000
+    assert hw["numCores"] == torch_spyre._C.sencores()
+    bw, lat = link_figures()
+    per_us = bw / 1e6
+    nbytes = 1 << 20
+    assert link_time_us("all_reduce", nbytes, 1) == 0.0
+    assert link_time_us("all_reduce", nbytes, 4) == pytest.approx(6 * (lat + nbytes / 4 / per_us))
+    assert link_time_us("reduce_scatter", nbytes, 4) == pytest.approx(3 * (lat + nbytes / 4 / per_us))
+    assert link_time_us("all_gather", nbytes, 2) == pytest.approx(lat + nbytes / per_us)
+    assert link_time_us("send", nbytes, 2) == pytest.approx(lat + nbytes / per_us)
+    # 1 MiB all_reduce over 2 cards: 2 steps of (2 us + 512 KiB at 50.4 GB/s = 10.40 us).
+    assert link_time_us("all_reduce", nbytes, 2) == pytest.approx(24.80, abs=0.01)
+    collective_stats.reset()
+    collective_stats.add("all_reduce", [torch.ones(4, 64, dtype=torch.int64).to("spyre")], 2)
+    snap = collective_stats.snapshot()
+    assert snap["calls"] == 1 and snap["bytes"] == 4 * 64 * 4  # int64 is int32 on the card
+    assert snap["simulated_us"] == pytest.approx(link_time_us("all_reduce", 1024, 2))
+    collective_stats.reset()
