@@ -26,6 +26,8 @@ WALL_LIMIT = 120  # seconds for a whole scenario (the processes are killed after
 def run_ranks(scenario: str, tmp_path, world: int = 2, backend: str = "spyre") -> list[str]:
     init = f"file://{tmp_path}/store"
     env = dict(os.environ, SPYRE_TEST_BACKEND=backend, TORCH_DEVICE_BACKEND_AUTOLOAD="1")
+    if os.path.exists("/sys/class/net/lo"):
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback, whatever the hostname resolves to
     procs = [subprocess.Popen([sys.executable, WORKER, scenario, str(r), str(world), init], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for r in range(world)]
