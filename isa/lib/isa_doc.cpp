@@ -479,7 +479,10 @@ std::string hardwareConfiguration(const HardwareConfig &hw) {
          "| ring | " + num(hw.ringBytesPerCyclePerHop) + " B/cycle per direction per hop | torch-spyre |\n"
          "| barrier | " + num(hw.barrierNs) + " ns | our choice: a ring round trip + handshake |\n"
          "| kernel launch | " + num(hw.kernelLaunchNs / 1e3) + " µs | our choice: a small pointwise kernel costs a few µs |\n"
-         "| LX | " + std::to_string(hw.lxBytes) + " B, usable " + std::to_string(hw.lxUsableBytes) + " B | torch-spyre |\n";
+         "| LX | " + std::to_string(hw.lxBytes) + " B, usable " + std::to_string(hw.lxUsableBytes) + " B | torch-spyre |\n"
+         "| card-to-card link | " + num(hw.linkBytesPerSecond / 1e9) + " GB/s per direction, " +
+         num(hw.linkLatencyNs / 1e3) + " µs per collective step | our assumption: PCIe Gen5 x16 peer to peer "
+         "(torch-spyre publishes the host interface only); the collectives' time, docs/architecture.md §5 |\n";
 }
 
 } // namespace

@@ -5,6 +5,7 @@
 #include "spyre/frontend/graph.h"
 #include "spyre/frontend/ops.h"
 #include "spyre/backend/backend.h"
+#include "spyre/isa/hardware_config.h"
 #include "spyre/isa/listing.h"
 #include "spyre/jit/jit_engine.h"
 #include "spyre/sim/executable.h"
@@ -257,6 +258,19 @@ void registerCompileBindings(pyb::module_ &m) {
         return names;
       },
       "Names of the graph-IR ops with one tensor operand and no attributes (from ops.def)");
+  m.def(
+      "hardware_config",
+      [] {
+        return withTorchErrors([] {
+          const isa::HardwareConfig hw = isa::HardwareConfig::fromEnv(processEnv());
+          pyb::dict d;
+#define HW(type, name, value) d[#name] = hw.name;
+#include "spyre/isa/hardware_config.def"
+#undef HW
+          return d;
+        });
+      },
+      "The modelled card's HardwareConfig (hardware_config.def), SENCORES applied: member name -> value");
   m.def("sencores", [] { return withTorchErrors([] { return frontend::CompileOptions::fromEnv(processEnv()).maxCores; }); });
 }
 

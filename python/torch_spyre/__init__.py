@@ -40,6 +40,9 @@ def _autoload() -> None:
         from . import _custom_ops, _monkey_patch  # noqa: F401 - _custom_ops defines spyre:: ops
 
         _monkey_patch.apply()
+        from . import _collectives, _distributed  # noqa: F401 - spyre::*_async, c10d "spyre"
+
+        _distributed.register_backend()  # the c10d backend "spyre"
         # Set before importing _compile: it may import torch_spyre itself.
         _loaded = True
     try:

@@ -22,6 +22,8 @@ import torch
 
 from . import _config, _fallback, _guards
 from ._errors import FallbackWarning, Unsupported, strict_unsupported
+from ._collectives import COLLECTIVE_OPS as _COLLECTIVE_OPS
+from ._collectives import rewrite_collectives
 from ._no_trace import no_trace
 from ._lowering import (
     Env,
@@ -179,6 +181,9 @@ _NATIVE = {
 
 def _runs_natively(target: Any) -> bool:
     if target is operator.getitem:
+        return True
+    if target in _COLLECTIVE_OPS:
+        # Collectives run between the partitions, through the c10d backend (``_collectives``).
         return True
     if isinstance(target, torch._ops.OpOverload):
         return target.is_view or target in _NATIVE
@@ -403,6 +408,7 @@ def fold_constants(gm: torch.fx.GraphModule) -> list:
 def _compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
     from ._empty import compiled_graph_has_empty, drop_empty_cat_parts
 
+    rewrite_collectives(gm)
     drop_empty_cat_parts(gm)
     if compiled_graph_has_empty(gm):
         return gm  # zero-size values need no kernels: node by node through the eager kernels
