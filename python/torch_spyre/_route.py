@@ -12,7 +12,8 @@ Every way of asking for inductor ends in one of two places:
   module is first imported (a ``sys.meta_path`` hook), so ``import torch`` still imports neither
   dynamo nor inductor.
 
-A graph routed here is compiled by our backend as a whole: inductor's ``config_patches``,
+A graph goes to our backend when it touches spyre (``touches_spyre``: a spyre input, a spyre
+value inside, or a factory with ``device="spyre"``). A graph routed here is compiled by our backend as a whole: inductor's ``config_patches``,
 ``inner_compile`` and the like do not apply to it (our compiler is not inductor).
 """
 
@@ -26,7 +27,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["install", "has_spyre_tensor"]
+__all__ = ["install", "has_spyre_tensor", "touches_spyre"]
 
 COMPILE_FX = "torch._inductor.compile_fx"
 _lock = threading.Lock()
@@ -38,6 +39,37 @@ def has_spyre_tensor(xs: Any) -> bool:
         return any(isinstance(x, torch.Tensor) and x.device.type == "spyre" for x in xs)
     except TypeError:  # not iterable: not example inputs we know
         return False
+
+
+def _is_spyre_value(v: Any) -> bool:
+    if isinstance(v, (tuple, list)):
+        return any(_is_spyre_value(x) for x in v)
+    return isinstance(v, torch.Tensor) and v.device.type == "spyre"
+
+
+def _is_spyre_device(d: Any) -> bool:
+    if not isinstance(d, (str, torch.device)):
+        return False
+    try:
+        return torch.device(d).type == "spyre"
+    except (RuntimeError, TypeError):
+        return False
+
+
+def touches_spyre(model_: Any, inputs_: Any) -> bool:
+    """True if the graph ``model_`` works on spyre: a spyre example input, a node whose traced
+    value is a spyre tensor, or a factory with ``device="spyre"`` (``torch.arange(n,
+    device="spyre")`` has no tensor input at all)."""
+    if has_spyre_tensor(inputs_):
+        return True
+    graph = getattr(model_, "graph", None)
+    for node in getattr(graph, "nodes", ()):
+        meta = getattr(node, "meta", {})
+        if _is_spyre_value(meta.get("example_value", meta.get("val"))):
+            return True
+        if _is_spyre_device(node.kwargs.get("device")):
+            return True
+    return False
 
 
 def _spyre_backend(model_: Any, inputs_: Any) -> Any:
@@ -53,7 +85,7 @@ def _wrap_inductor_wrapper() -> None:
     original = wrapper.__call__
 
     def __call__(self: Any, model_: Any, inputs_: Any, *args: Any, **kwargs: Any) -> Any:
-        if has_spyre_tensor(inputs_):
+        if touches_spyre(model_, inputs_):
             return _spyre_backend(model_, inputs_)
         return original(self, model_, inputs_, *args, **kwargs)
 
@@ -70,7 +102,7 @@ def wrap_compile_fx(module: Any) -> None:
         return
 
     def compile_fx(model_: Any, example_inputs_: Any, *args: Any, **kwargs: Any) -> Any:
-        if has_spyre_tensor(example_inputs_):
+        if touches_spyre(model_, example_inputs_):
             return _spyre_backend(model_, example_inputs_)
         return original(model_, example_inputs_, *args, **kwargs)
 

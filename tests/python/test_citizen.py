@@ -255,6 +255,19 @@ def test_the_compile_fx_route_sends_only_spyre_graphs_to_us():
     torch.testing.assert_close(out.cpu(), torch.relu(x) * 2, atol=0.01, rtol=0.01)
 
 
+def test_a_graph_without_spyre_inputs_that_makes_spyre_tensors_is_ours():
+    torch._dynamo.reset()
+    graphs = _compile.compile_stats.graphs
+    for compiled in (torch.compile(lambda n, device=None: torch.arange(n, dtype=torch.float16, device=device)),
+                     torch._dynamo.optimize("inductor")(
+                         lambda n, device=None: torch.arange(n, dtype=torch.float16, device=device))):
+        out = compiled(64.0, device="spyre")
+        assert out.device.type == "spyre"
+        torch.testing.assert_close(out.cpu(), torch.arange(64, dtype=torch.float16))
+        torch._dynamo.reset()
+    assert _compile.compile_stats.graphs == graphs + 2
+
+
 def test_cpu_graphs_still_reach_inductor():
     torch._dynamo.reset()
     graphs = _compile.compile_stats.graphs
