@@ -1,5 +1,5 @@
-"""The default torch.compile backend ("inductor") compiles graphs whose inputs are spyre tensors
-with our "spyre" backend; other graphs go to inductor unchanged.
+"""The default torch.compile backend ("inductor") compiles graphs that work on spyre with our
+"spyre" backend; other graphs go to inductor unchanged.
 
 Every way of asking for inductor ends in one of two places:
 
