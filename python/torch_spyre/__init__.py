@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 import threading
 import warnings
-from typing import Any
 
 _lock = threading.RLock()
 _loaded = False
@@ -54,33 +53,18 @@ def _autoload() -> None:
                       stacklevel=2)
     # torch.compile machinery (dynamo, inductor, our _compile) is imported on first use only:
     # the "spyre" backend is found through the `torch_dynamo_backends` entry point, and the
-    # default backend reaches it through _route_default_backend. `import torch` stays cheap.
+    # "inductor" backend reaches it through _route_default_backend. `import torch` stays cheap.
     _route_default_backend()
 
 
-def _has_spyre_tensor(xs: Any) -> bool:
-    return any(isinstance(x, torch.Tensor) and x.device.type == "spyre" for x in xs)
-
-
 def _route_default_backend() -> None:
-    """``torch.compile(fn)`` (the default "inductor" backend) compiles graphs whose inputs are
-    spyre tensors with the "spyre" backend; other graphs go to inductor unchanged. Wraps
-    torch's inductor backend object, which imports inductor only when it is called."""
-    wrapper = getattr(torch, "_TorchCompileInductorWrapper", None)
-    if wrapper is None or getattr(wrapper.__call__, "_spyre_routed", False):
-        return
-    original = wrapper.__call__
+    """``torch.compile(fn)`` (the default "inductor" backend), ``torch._dynamo.optimize("inductor")``
+    and every other caller of inductor's ``compile_fx`` compile graphs whose inputs are spyre
+    tensors with the "spyre" backend; other graphs go to inductor unchanged (``_route``). Imports
+    neither dynamo nor inductor."""
+    from . import _route
 
-    def __call__(self: Any, model_: Any, inputs_: Any, *args: Any, **kwargs: Any) -> Any:
-        if _has_spyre_tensor(inputs_):
-            from ._compile import spyre_backend
-
-            return spyre_backend(model_, inputs_)
-        return original(self, model_, inputs_, *args, **kwargs)
-
-    __call__._spyre_routed = True  # type: ignore[attr-defined]
-    __call__.__wrapped__ = original  # type: ignore[attr-defined]
-    wrapper.__call__ = __call__
+    _route.install()
 
 
 # _autoload must exist before this import: torch's entry point looks it up on this module.

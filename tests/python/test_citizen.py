@@ -207,6 +207,79 @@ def test_spyre_backend_is_found_lazily_through_the_entry_point():
     assert r["routed"] == [i - 1 for i in range(8)]
 
 
+def test_every_inductor_entry_routes_spyre_graphs_lazily():
+    """torch._dynamo.optimize("inductor"), CompileCounterWithBackend("inductor") and direct calls
+    of inductor's compile_fx reach our backend for spyre inputs; the hook that routes them
+    imports nothing until compile_fx is imported."""
+    r = _run("""
+        import json, sys, torch
+        before = "torch._inductor.compile_fx" in sys.modules
+        import torch._dynamo
+        from torch._dynamo.testing import CompileCounterWithBackend
+        from torch_spyre import _compile
+        x = torch.arange(8, dtype=torch.float16)
+        xs = x.to("spyre")
+        graphs = _compile.compile_stats.graphs
+        opt = torch._dynamo.optimize("inductor")(lambda a: a * 3 - 1)(xs).cpu()
+        cnt = CompileCounterWithBackend("inductor")
+        counted = torch.compile(lambda a: a + 5, backend=cnt)(xs).cpu()
+        import torch._inductor.compile_fx as cfx
+        print(json.dumps({"before": before, "opt": opt.tolist(), "counted": counted.tolist(),
+                          "frames": cnt.frame_count, "ours": _compile.compile_stats.graphs - graphs,
+                          "routed": getattr(cfx.compile_fx, "_spyre_routed", False)}))
+    """, autoload=True)
+    assert r["before"] is False
+    assert r["opt"] == [3 * i - 1 for i in range(8)]
+    assert r["counted"] == [i + 5 for i in range(8)]
+    assert r["frames"] == 1 and r["ours"] == 2 and r["routed"] is True
+
+
+def test_the_compile_fx_route_sends_only_spyre_graphs_to_us():
+    from torch_spyre import _route
+
+    calls = []
+    module = type("CompileFxModule", (), {})()
+    module.compile_fx = lambda gm, inputs, **kw: calls.append(kw) or "inductor's"
+    _route.wrap_compile_fx(module)
+    routed = module.compile_fx
+    _route.wrap_compile_fx(module)
+    assert module.compile_fx is routed  # idempotent
+    assert routed(None, [torch.ones(2)], config_patches={"k": 1}) == "inductor's"
+    assert calls == [{"config_patches": {"k": 1}}]
+
+    x, xs = _spyre(4, 64)
+    graphs = _compile.compile_stats.graphs
+    fn = routed(torch.fx.symbolic_trace(lambda a: (torch.relu(a) * 2,)), [xs])  # as dynamo gives it
+    assert calls == [{"config_patches": {"k": 1}}] and _compile.compile_stats.graphs == graphs + 1
+    (out,) = fn(xs)
+    torch.testing.assert_close(out.cpu(), torch.relu(x) * 2, atol=0.01, rtol=0.01)
+
+
+def test_a_graph_without_spyre_inputs_that_makes_spyre_tensors_is_ours():
+    torch._dynamo.reset()
+    graphs = _compile.compile_stats.graphs
+    for compiled in (torch.compile(lambda n, device=None: torch.arange(n, dtype=torch.float16, device=device)),
+                     torch._dynamo.optimize("inductor")(
+                         lambda n, device=None: torch.arange(n, dtype=torch.float16, device=device))):
+        out = compiled(64.0, device="spyre")
+        assert out.device.type == "spyre"
+        torch.testing.assert_close(out.cpu(), torch.arange(64, dtype=torch.float16))
+        torch._dynamo.reset()
+    assert _compile.compile_stats.graphs == graphs + 2
+
+
+def test_cpu_graphs_still_reach_inductor():
+    torch._dynamo.reset()
+    graphs = _compile.compile_stats.graphs
+    x = torch.randn(4, 8)
+    try:
+        out = torch._dynamo.optimize("inductor")(lambda a: a * 2 + 1)(x)
+    finally:
+        torch._dynamo.reset()
+    torch.testing.assert_close(out, x * 2 + 1)
+    assert _compile.compile_stats.graphs == graphs  # inductor compiled it, not us
+
+
 # ---- pin_memory ---------------------------------------------------------------------------
 
 def test_pin_memory_on_the_cpu():

@@ -296,10 +296,11 @@ def test_fp8_dequantize_matches_cpu(compiled):
 def test_torch_spyre_module_names():
     from torch_spyre._inductor.errors import Unsupported
     from torch_spyre.constants import DEVICE_NAME
+    from torch_spyre.fallbacks import FallbackWarning as TopLevelFallbackWarning
     from torch_spyre.ops.fallbacks import FallbackWarning
 
     assert DEVICE_NAME == SPYRE
-    assert FallbackWarning is torch_spyre.FallbackWarning
+    assert FallbackWarning is torch_spyre.FallbackWarning is TopLevelFallbackWarning
     assert Unsupported is torch_spyre.Unsupported and issubclass(Unsupported, RuntimeError)
     assert issubclass(FallbackWarning, UserWarning)
 
