@@ -196,3 +196,20 @@ def test_arange_on_the_card(args, kw, monkeypatch):
         torch.testing.assert_close(got, expected, atol=0.1 if expected.dtype == torch.float16 else 1e-5, rtol=1e-3)
     else:
         assert torch.equal(got, expected)
+
+
+SUMS = [((3, 70), [1], False), ((3, 70), [0], True), ((2, 5, 33), [2], False), ((2, 5, 33), [0, 2], False),
+        ((200,), [0], False), ((4, 64), [1], True)]
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64], ids=["i32", "i64"])
+@pytest.mark.parametrize("op", ["sum", "amax", "amin"])
+@pytest.mark.parametrize("shape,dims,keep", SUMS, ids=[f"{'x'.join(map(str, s))}-{d}-{k}" for s, d, k in SUMS])
+def test_int_reductions_are_exact(shape, dims, keep, op, dtype, monkeypatch):
+    monkeypatch.setenv("SPYRE_STRICT", "1")
+    x = _ints(shape, dtype, "r", -10**6, 10**6)
+    fn = lambda t: getattr(torch, op)(t, dims, keepdim=keep)  # noqa: E731
+    got = _on_card(fn, x)
+    expected = fn(x)
+    assert got.dtype == expected.dtype
+    assert torch.equal(got, expected)
