@@ -274,6 +274,73 @@ bool reduceRank(Graph &g, const Node &n, std::vector<Node> &out) {
   return true;
 }
 
+/// arange(start=a, step=s) : T[n] -> full(value=s), cumsum(dim=0), add(scalar=a - s) in fp32
+/// (int32 for int T; both exact for integers up to 2^24), then a cast to an fp16/bf16 T.
+void decomposeArange(Graph &g, const Node &n, std::vector<Node> &out) {
+  const Value y = g.values[n.output];
+  const std::string where = "node %" + y.name + " = arange";
+  if (y.shape.size() != 1)
+    throw Error(where + ": arange produces a rank-1 tensor");
+  auto attr = [&](const char *k, double dflt) { return n.attrs.count(k) ? n.attrs.at(k).scalar() : dflt; };
+  const double start = attr("start", 0), step = attr("step", 1);
+  const bool ints = y.dtype == HostType::I32 || y.dtype == HostType::I64;
+  if (!ints && y.dtype != HostType::F32 && y.dtype != HostType::F16 && y.dtype != HostType::BF16)
+    throw Unsupported("arange of " + std::string(dtypeShortName(y.dtype)) + " (" + where + ")");
+  const HostType c = ints ? y.dtype : HostType::F32;
+  const int fill = g.addValue(g.freshName(y.name + "_step"), y.shape, c);
+  out.push_back({"full", {}, fill, {{"value", Attr(step)}}, {}});
+  const int sum = g.addValue(g.freshName(y.name + "_sum"), y.shape, c);
+  out.push_back({"cumsum", {fill}, sum, {{"dim", Attr(0.0)}}, {}});
+  if (c == y.dtype) {
+    out.push_back({"add", {sum}, n.output, {{"scalar", Attr(start - step)}}, {}});
+    return;
+  }
+  const int shifted = g.addValue(g.freshName(y.name + "_f32"), y.shape, c);
+  out.push_back({"add", {sum}, shifted, {{"scalar", Attr(start - step)}}, {}});
+  out.push_back({"to_dtype", {shifted}, n.output, {}, {}});
+}
+
+/// Elements per stick of a value's device format.
+int64_t laneCount(const Graph &g, int v) {
+  return elemsPerStick(detail::deviceFormatOrInt(g.values[v].dtype, "%" + g.values[v].name));
+}
+
+/// bool lives in DL16 sticks (64 lanes), fp32 and int32 in 32-lane sticks: ops mixing the two
+/// geometries go through a conversion kernel so every elementwise kernel has one geometry.
+/// - to_dtype(x -> bool) of a non-bool x is ne(x, 0) (then the rule below);
+/// - a comparison of 32-lane operands produces 0 / 1 in their dtype, then to_dtype(bool);
+/// - where(bool cond, 32-lane a, b) first converts cond to the values' dtype (0 / 1).
+/// False (nothing appended) when n needs none of these.
+bool splitLaneGeometry(Graph &g, const Node &n, std::vector<Node> &out) {
+  const OpInfo *op = findOp(n.op);
+  if (!op || n.inputs.empty())
+    return false;
+  const Value y = g.values[n.output]; // a copy: addValue below may move g.values
+  const int x = n.inputs[0];
+  if (op->id == OpId::ToDtype && y.dtype == HostType::Bool && g.values[x].dtype != HostType::Bool) {
+    Node ne{"ne", {x}, n.output, {{"scalar", Attr(0.0)}}, {}};
+    if (!splitLaneGeometry(g, ne, out))
+      out.push_back(ne);
+    return true;
+  }
+  if (op->cls == OpClass::Comparison && y.dtype == HostType::Bool && laneCount(g, x) != laneCount(g, n.output)) {
+    Node cmp = n;
+    cmp.output = g.addValue(g.freshName(y.name + "_01"), y.shape, g.values[x].dtype);
+    out.push_back(cmp);
+    out.push_back({"to_dtype", {cmp.output}, n.output, {}, {}});
+    return true;
+  }
+  if (op->id == OpId::Where && g.values[x].dtype == HostType::Bool && laneCount(g, x) != laneCount(g, n.output)) {
+    Node w = n;
+    const std::vector<int64_t> condShape = g.values[x].shape;
+    w.inputs[0] = g.addValue(g.freshName(y.name + "_cond"), condShape, y.dtype);
+    out.push_back({"to_dtype", {x}, w.inputs[0], {}, {}});
+    out.push_back(w);
+    return true;
+  }
+  return false;
+}
+
 /// reshape(reshape(x)) -> reshape(x) when the inner value has no other use (the inner reshape
 /// is then dead code).
 void collapseReshapeChains(Graph &g) {
@@ -301,13 +368,15 @@ void decomposeOps(Graph &g) {
   for (const Node &n : g.nodes) {
     if (isOp(n.op, OpId::Select) && n.inputs.size() == 1)
       decomposeSelect(g, n, nodes);
+    else if (isOp(n.op, OpId::Arange))
+      decomposeArange(g, n, nodes);
     else if (isOp(n.op, OpId::ConstantPadNd) && n.inputs.size() == 1)
       decomposePad(g, n, nodes);
     else if (isOp(n.op, OpId::Slice) && n.inputs.size() == 1 && !g.values[n.inputs[0]].shape.empty() &&
              n.attrs.count("step") && n.attrs.at("step").scalar() != 1 &&
              n.attrs.count("dim") && static_cast<size_t>(n.attrs.at("dim").scalar()) + 1 == g.values[n.inputs[0]].shape.size())
       decomposeSteppedSlice(g, n, nodes);
-    else if (!reduceRank(g, n, nodes))
+    else if (!splitLaneGeometry(g, n, nodes) && !reduceRank(g, n, nodes))
       nodes.push_back(n);
   }
   g.nodes = std::move(nodes);

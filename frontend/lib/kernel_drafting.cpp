@@ -75,7 +75,7 @@ bool aliasesItsInput(const Graph &g, const Node &n, const std::string &where) {
     return false;
   const Value &in = g.values[n.inputs[0]], &out = g.values[n.output];
   return in.dtype == out.dtype &&
-         reshapeKeepsDeviceBytes(in.shape, out.shape, elemsPerStick(deviceFormat(in.dtype, where)));
+         reshapeKeepsDeviceBytes(in.shape, out.shape, elemsPerStick(deviceFormatOrInt(in.dtype, where)));
 }
 
 /// The kernels of node n (numbered from `index`), by its op class in ops.def.
@@ -105,6 +105,7 @@ std::vector<KernelDraft> nodeKernels(const Graph &g, const Node &n, size_t index
   case OpClass::Full: return {fullKernel(g, n, index, cores)};
   case OpClass::Gather:
     return {isOp(n.op, OpId::IndexCopy) ? indexCopyKernel(g, n, index, cores) : embeddingKernel(g, n, index, cores)};
+  case OpClass::Scan: return {scanKernel(g, n, index, cores)};
   // Several copies (numbered in launch order, after every earlier draft).
   case OpClass::Cat: return catKernels(g, n, index, cores);
   case OpClass::CopyInto: return copyIntoKernels(g, n, index, cores);

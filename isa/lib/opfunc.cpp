@@ -29,6 +29,7 @@ const char *opClassName(OpClass c) {
   case OpClass::Transpose: return "transpose";
   case OpClass::LaneReshape: return "lane-reshape";
   case OpClass::Gather: return "gather";
+  case OpClass::Scan: return "scan";
   }
   return "?";
 }

@@ -100,6 +100,14 @@ int32_t binaryI(Opcode op, int32_t a, int32_t b) {
   case Opcode::Mul: return static_cast<int32_t>(ua * ub);
   case Opcode::Max: return a > b ? a : b;
   case Opcode::Min: return a < b ? a : b;
+  case Opcode::Eq: return a == b;
+  case Opcode::Ne: return a != b;
+  case Opcode::Lt: return a < b;
+  case Opcode::Le: return a <= b;
+  case Opcode::Gt: return a > b;
+  case Opcode::Ge: return a >= b;
+  case Opcode::Neg: return static_cast<int32_t>(0u - ua);
+  case Opcode::Abs: return a < 0 ? static_cast<int32_t>(0u - ua) : a;
   default: return 0;
   }
 }
@@ -128,8 +136,27 @@ void sfpApply(Opcode op, Format fmt, float *d, float *d2, const float *a, const 
   }
   case Opcode::Iota:
     for (int l = 0; l < L; ++l)
-      d[l] = static_cast<float>(l);
+      d[l] = fmt == Format::I32 ? fromI(l) : static_cast<float>(l);
     return;
+  case Opcode::Scan: {
+    // Inclusive prefix sum in lane order over the stick's lanes (fp32 or wrapping int32).
+    int n = fmt == Format::DL16 ? L : L / 2;
+    float acc = 0.0f;
+    uint32_t iacc = 0;
+    for (int l = 0; l < L; ++l) {
+      if (l >= n) {
+        out[l] = 0.0f;
+      } else if (fmt == Format::I32) {
+        iacc += static_cast<uint32_t>(bitsI(a[l]));
+        out[l] = fromI(static_cast<int32_t>(iacc));
+      } else {
+        acc += a[l];
+        out[l] = roundTo(fmt, acc);
+      }
+    }
+    std::memcpy(d, out, sizeof out);
+    return;
+  }
   case Opcode::Widen: {
     float even[L] = {}, odd[L] = {};
     for (int l = 0; l < L / 2; ++l) {
@@ -185,6 +212,18 @@ void sfpApply(Opcode op, Format fmt, float *d, float *d2, const float *a, const 
   case Opcode::Rmin: {
     // Pairwise halving tree over the stick's lanes: x[i] (op)= x[i + s] for s = n/2 .. 1.
     int n = fmt == Format::DL16 ? L : L / 2;
+    if (fmt == Format::I32) {
+      int32_t xi[L];
+      for (int l = 0; l < L; ++l)
+        xi[l] = bitsI(a[l]);
+      const Opcode bop = op == Opcode::Rsum ? Opcode::Add : op == Opcode::Rmax ? Opcode::Max : Opcode::Min;
+      for (int s = n / 2; s >= 1; s /= 2)
+        for (int i = 0; i < s; ++i)
+          xi[i] = binaryI(bop, xi[i], xi[i + s]);
+      for (int l = 0; l < L; ++l)
+        d[l] = l < n ? fromI(xi[0]) : 0.0f;
+      return;
+    }
     float x[L];
     std::memcpy(x, a, sizeof x);
     for (int s = n / 2; s >= 1; s /= 2)
@@ -217,7 +256,7 @@ void sfpApply(Opcode op, Format fmt, float *d, float *d2, const float *a, const 
   bool isBinary = info.operands == "V,V,V";
   if (fmt == Format::I32) {
     for (int l = 0; l < L; ++l)
-      out[l] = fromI(binaryI(op, bitsI(a[l]), bitsI(b[l])));
+      out[l] = fromI(binaryI(op, bitsI(a[l]), isBinary ? bitsI(b[l]) : 0));
   } else if (isBinary) {
     for (int l = 0; l < L; ++l)
       out[l] = roundTo(fmt, binary(op, a[l], b[l]));

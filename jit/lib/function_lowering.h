@@ -157,6 +157,7 @@ private:
   Value *reduceStick(isa::Opcode op, isa::Format f, Value *a);
   void callSfp(const Instr &in, int d, int d2, int a, int b, int c);
   void lowerSfpBinary(const Instr &in);
+  void lowerCompare(const Instr &in, llvm::CmpInst::Predicate fp, llvm::CmpInst::Predicate ip);
 
   // --- PT (lower_pt.cpp) ---------------------------------------------------------------------
   void setUpDecodedB();

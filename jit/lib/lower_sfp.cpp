@@ -22,9 +22,13 @@ void FunctionLowering::lowerSplat(const Instr &in) {
 void FunctionLowering::lowerIota(const Instr &in) {
   std::vector<Constant *> lanes;
   for (unsigned i = 0; i < kLanes; ++i)
-    lanes.push_back(ConstantFP::get(f32_, static_cast<float>(i)));
-  writeV(in.v[0], ConstantVector::get(lanes));
+    lanes.push_back(in.fmt == Format::I32 ? ConstantInt::get(i32_, i) : ConstantFP::get(f32_, static_cast<float>(i)));
+  Value *v = ConstantVector::get(lanes);
+  writeV(in.v[0], in.fmt == Format::I32 ? asFloat(v) : v);
 }
+
+// scan: a sequential lane-order prefix sum; the shared implementation (bit-identical).
+void FunctionLowering::lowerScan(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
 
 void FunctionLowering::lowerWiden(const Instr &in) {
   Value *a = readV(in.v[2]);
@@ -91,13 +95,20 @@ void FunctionLowering::lowerFma(const Instr &in) {
   writeV(in.v[0], roundTo(in.fmt, intrinsic(Intrinsic::fma, {V(1), V(2), V(3)}, {vf_})));
 }
 
-// Compares: 1.0 where the IEEE predicate holds, else 0.0.
-void FunctionLowering::lowerEq(const Instr &in) { writeV(in.v[0], select01(b_.CreateFCmpOEQ(readV(in.v[1]), readV(in.v[2])))); }
-void FunctionLowering::lowerNe(const Instr &in) { writeV(in.v[0], select01(b_.CreateFCmpUNE(readV(in.v[1]), readV(in.v[2])))); }
-void FunctionLowering::lowerLt(const Instr &in) { writeV(in.v[0], select01(b_.CreateFCmpOLT(readV(in.v[1]), readV(in.v[2])))); }
-void FunctionLowering::lowerLe(const Instr &in) { writeV(in.v[0], select01(b_.CreateFCmpOLE(readV(in.v[1]), readV(in.v[2])))); }
-void FunctionLowering::lowerGt(const Instr &in) { writeV(in.v[0], select01(b_.CreateFCmpOGT(readV(in.v[1]), readV(in.v[2])))); }
-void FunctionLowering::lowerGe(const Instr &in) { writeV(in.v[0], select01(b_.CreateFCmpOGE(readV(in.v[1]), readV(in.v[2])))); }
+// Compares: 1.0 where the IEEE predicate holds, else 0.0; i32: signed, int32 1 / 0.
+void FunctionLowering::lowerCompare(const Instr &in, CmpInst::Predicate fp, CmpInst::Predicate ip) {
+  Value *a = readV(in.v[1]), *b = readV(in.v[2]);
+  if (in.fmt == Format::I32)
+    writeV(in.v[0], asFloat(b_.CreateSelect(b_.CreateICmp(ip, asInt(a), asInt(b)), splat(1), splat(0))));
+  else
+    writeV(in.v[0], select01(b_.CreateFCmp(fp, a, b)));
+}
+void FunctionLowering::lowerEq(const Instr &in) { lowerCompare(in, CmpInst::FCMP_OEQ, CmpInst::ICMP_EQ); }
+void FunctionLowering::lowerNe(const Instr &in) { lowerCompare(in, CmpInst::FCMP_UNE, CmpInst::ICMP_NE); }
+void FunctionLowering::lowerLt(const Instr &in) { lowerCompare(in, CmpInst::FCMP_OLT, CmpInst::ICMP_SLT); }
+void FunctionLowering::lowerLe(const Instr &in) { lowerCompare(in, CmpInst::FCMP_OLE, CmpInst::ICMP_SLE); }
+void FunctionLowering::lowerGt(const Instr &in) { lowerCompare(in, CmpInst::FCMP_OGT, CmpInst::ICMP_SGT); }
+void FunctionLowering::lowerGe(const Instr &in) { lowerCompare(in, CmpInst::FCMP_OGE, CmpInst::ICMP_SGE); }
 
 // The binary arithmetic ops share one lowering (i32 lanes wrap; fp results are rounded).
 void FunctionLowering::lowerAdd(const Instr &in) { lowerSfpBinary(in); }
@@ -133,8 +144,18 @@ void FunctionLowering::lowerSfpBinary(const Instr &in) {
   writeV(in.v[0], roundTo(in.fmt, r));
 }
 
-void FunctionLowering::lowerNeg(const Instr &in) { writeV(in.v[0], roundTo(in.fmt, b_.CreateFNeg(readV(in.v[1])))); }
+void FunctionLowering::lowerNeg(const Instr &in) {
+  if (in.fmt == Format::I32)
+    writeV(in.v[0], asFloat(b_.CreateSub(splat(0), asInt(readV(in.v[1])))));
+  else
+    writeV(in.v[0], roundTo(in.fmt, b_.CreateFNeg(readV(in.v[1]))));
+}
 void FunctionLowering::lowerAbs(const Instr &in) {
+  if (in.fmt == Format::I32) {
+    Value *a = asInt(readV(in.v[1]));
+    writeV(in.v[0], asFloat(b_.CreateSelect(b_.CreateICmpSLT(a, splat(0)), b_.CreateSub(splat(0), a), a)));
+    return;
+  }
   writeV(in.v[0], roundTo(in.fmt, asFloat(b_.CreateAnd(asInt(readV(in.v[1])), splat(0x7FFFFFFF)))));
 }
 void FunctionLowering::lowerRelu(const Instr &in) {
@@ -166,9 +187,19 @@ void FunctionLowering::lowerSilu(const Instr &in) {
   Value *a = readV(in.v[1]), *e = expApprox(b_.CreateFNeg(a));
   writeV(in.v[0], roundTo(in.fmt, b_.CreateFDiv(a, b_.CreateFAdd(fsplat(1.0f), e))));
 }
-void FunctionLowering::lowerRsum(const Instr &in) { writeV(in.v[0], reduceStick(in.op, in.fmt, readV(in.v[1]))); }
-void FunctionLowering::lowerRmax(const Instr &in) { writeV(in.v[0], reduceStick(in.op, in.fmt, readV(in.v[1]))); }
-void FunctionLowering::lowerRmin(const Instr &in) { writeV(in.v[0], reduceStick(in.op, in.fmt, readV(in.v[1]))); }
+// i32 stick reductions (wrapping adds, signed max / min) call the shared implementation.
+void FunctionLowering::lowerRsum(const Instr &in) {
+  in.fmt == Format::I32 ? callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3])
+                        : writeV(in.v[0], reduceStick(in.op, in.fmt, readV(in.v[1])));
+}
+void FunctionLowering::lowerRmax(const Instr &in) {
+  in.fmt == Format::I32 ? callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3])
+                        : writeV(in.v[0], reduceStick(in.op, in.fmt, readV(in.v[1])));
+}
+void FunctionLowering::lowerRmin(const Instr &in) {
+  in.fmt == Format::I32 ? callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3])
+                        : writeV(in.v[0], reduceStick(in.op, in.fmt, readV(in.v[1])));
+}
 
 // log, tanh, sin, cos, tan, erf, gelu, gelu.erf, softplus use the host libm: the shared implementation.
 void FunctionLowering::lowerLog(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }

@@ -78,6 +78,28 @@ def _to_spyre(x: Any) -> Any:
     return x.to("spyre") if isinstance(x, torch.Tensor) and x.device.type == "cpu" else x
 
 
+_INTS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+
+def _run_widening_ints(op: Any, cargs: tuple, ckwargs: dict) -> Any:
+    """op on the CPU. Some CPU kernels have no integer form that other backends have (histc:
+    "histogram_cpu" not implemented for 'Int', the int32 a MoE router builds for a non-CPU
+    device): then the integer tensors run as float64 (exact for int32; int64 beyond 2^53 is
+    not) and the op's floating results come back in the first integer operand's dtype."""
+    try:
+        return op(*cargs, **ckwargs)
+    except NotImplementedError as e:
+        if "not implemented for" not in str(e) or getattr(op, "_schema", None) is None:
+            raise
+        ints = [x for x in (*cargs, *ckwargs.values()) if isinstance(x, torch.Tensor) and x.dtype in _INTS]
+        if not ints or any(a.alias_info is not None and a.alias_info.is_write for a in op._schema.arguments):
+            raise
+        widen = lambda x: x.double() if isinstance(x, torch.Tensor) and x.dtype in _INTS else x  # noqa: E731
+        out = op(*tree_map(widen, cargs), **tree_map(widen, ckwargs))
+        back = lambda x: x.to(ints[0].dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x  # noqa: E731
+        return tree_map(back, out)
+
+
 @no_trace
 def run_on_cpu(op: Any, args: tuple, kwargs: dict) -> Any:
     """Runs an ATen op on CPU copies of its spyre arguments and returns spyre results. Mutated
@@ -85,7 +107,7 @@ def run_on_cpu(op: Any, args: tuple, kwargs: dict) -> Any:
     and returns that alias them are those originals."""
     cargs = tree_map(_to_cpu, args)
     ckwargs = tree_map(_to_cpu, kwargs)
-    result = op(*cargs, **ckwargs)
+    result = _run_widening_ints(op, cargs, ckwargs)
     schema = getattr(op, "_schema", None)
     if schema is None:
         return tree_map(_to_spyre, result)

@@ -240,6 +240,25 @@ _reg(aten.amax.default)(lambda env, b: _reduction(env, "amax", b, "dim"))
 _reg(aten.amin.default)(lambda env, b: _reduction(env, "amin", b, "dim"))
 
 
+@_reg(aten.cumsum.default)
+def _cumsum(env: Env, b: dict) -> Lowered:
+    """Inclusive prefix sums along one dim (int32/int64 in, int64 out as torch: both int32 on
+    the card; an explicit dtype must keep the device format)."""
+    x = b["self"]
+    t = env.tensor(x)
+    if t is None or not _is_operand(env, x):
+        raise Unsupported(f"cumsum of {_describe(env, x)}")
+    dtype = b.get("dtype")
+    ints = (torch.int32, torch.int64)
+    if dtype is not None and dtype != t[1] and not (dtype in ints and t[1] in ints):
+        raise Unsupported(f"cumsum with dtype={dtype} of a {t[1]} tensor")
+    rank = max(len(t[0]), 1)
+    d = int(b["dim"])
+    if not -rank <= d < rank:
+        raise Unsupported(f"cumsum dim {d} of a rank-{len(t[0])} tensor")
+    return _unary(env, "cumsum", x, dim=d % rank)
+
+
 @_reg(aten.mm.default, aten.bmm.default, aten.matmul.default)
 def _matmul(env: Env, b: dict) -> Lowered:
     x, y = b["self"], b.get("mat2", b.get("other"))

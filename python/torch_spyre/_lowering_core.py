@@ -254,5 +254,5 @@ def single_node_text(L: Lowered, types: dict[int, str], out_type: str) -> str:
 
 # Lowerings that eager mode must not take over: factories (their device comes from kwargs and
 # the native empty + fill already runs on the card).
-_COMPILE_ONLY = {aten.full.default, aten.full_like.default, aten.zeros.default, aten.zeros_like.default,
+_COMPILE_ONLY = {aten.arange.default, aten.arange.start, aten.arange.start_step, aten.full.default, aten.full_like.default, aten.zeros.default, aten.zeros_like.default,
                  aten.ones.default, aten.ones_like.default}

@@ -15,11 +15,14 @@ aten = torch.ops.aten
 
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32)
+#: dtypes a cast on the card converts between (int64 lives as int32 on the card, bool as 0 / 1)
+_CASTABLE = _FLOATS + (torch.int32, torch.int64, torch.bool)
 
 
 @_reg(aten._to_copy.default)
 def _to_copy(env: Env, b: dict) -> Lowered:
-    """A dtype cast between fp16/bf16 and fp32 on the device (dl16tofp32 / fp32todl16)."""
+    """A dtype cast on the device: fp16/bf16 <-> fp32 (dl16tofp32 / fp32todl16), int <-> float
+    (cvt: toward zero, saturating), x -> bool (x != 0), bool -> any (0 / 1)."""
     src = env.tensor(b["self"])
     if src is None:
         raise Unsupported(f"_to_copy of {_describe(env, b['self'])}")
@@ -31,7 +34,7 @@ def _to_copy(env: Env, b: dict) -> Lowered:
     if b.get("memory_format") not in (None, torch.preserve_format, torch.contiguous_format):
         raise Unsupported(f"_to_copy with memory_format={b.get('memory_format')}")
     dtype = b.get("dtype") or src[1]
-    if src[1] not in _FLOATS or dtype not in _FLOATS:
+    if src[1] not in _CASTABLE or dtype not in _CASTABLE:
         raise Unsupported(f"_to_copy from {src[1]} to {dtype}")
     return _unary(env, "to_dtype", b["self"])
 
@@ -222,6 +225,20 @@ def _fill(env: Env, b: dict, value: Any) -> Lowered:
         raise Unsupported("a constant tensor with a layout or pinned memory")
     L = Lowered()
     L.add("full", [], value=_scalar_value(env, value, "a fill value"))
+    return L
+
+
+@_reg(aten.arange.default, aten.arange.start, aten.arange.start_step)
+def _arange(env: Env, b: dict) -> Lowered:
+    """start, start + step, ..: the frontend's `arange` (decomposed into a fill, a cumsum and an
+    add, in fp32 or int32 on the card). Only in compiled graphs."""
+    dev = b.get("device")
+    if dev is not None and torch.device(dev).type != "spyre":
+        raise Unsupported(f"arange on device {dev}")
+    start = 0 if b.get("start") is None else b["start"]
+    step = 1 if b.get("step") is None else b["step"]
+    L = Lowered()
+    L.add("arange", [], start=_scalar_value(env, start, "arange start"), step=_scalar_value(env, step, "arange step"))
     return L
 
 

@@ -11,13 +11,25 @@ namespace spyre::frontend::detail {
 using isa::SdscTensor;
 using isa::SuperDsc;
 
+/// The SuperDSC opFunc converting fi to fo ("identity" where the device bytes agree: int64 is
+/// int32 on the card, bool is DL16 0 / 1). A conversion to bool reaches here only with 0 / 1
+/// values (decomposeOps turns to_dtype(x -> bool) into ne(x, 0)), so it is a format change.
+const char *convertOpFunc(DataFormat fi, DataFormat fo) {
+  using F = DataFormat;
+  if (fi == fo)
+    return "identity";
+  if (fi == F::SEN169_FP16)
+    return fo == F::IEEE_FP32 ? "dl16tofp32" : "dl16toint32";
+  if (fo == F::SEN169_FP16)
+    return fi == F::IEEE_FP32 ? "fp32todl16" : "int32todl16";
+  return fo == F::IEEE_INT32 ? "fp32toint32" : "int32tofp32";
+}
+
 KernelDraft convertKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
   const auto &[in, out, where] = unaryNode(g, n, "to_dtype");
   if (in.shape != out.shape)
     throw Error(where + ": to_dtype keeps the shape");
-  DataFormat fi = deviceFormat(in.dtype, where), fo = deviceFormat(out.dtype, where);
-  if (in.dtype == HostType::Bool || out.dtype == HostType::Bool)
-    throw Unsupported("bool conversions (" + where + ")");
+  DataFormat fi = deviceFormatOrInt(in.dtype, where), fo = deviceFormatOrInt(out.dtype, where);
   std::vector<int64_t> N = iterationSizes(in.shape, where);
   size_t r = N.size();
   auto labels = dimLabels(r);
@@ -27,8 +39,7 @@ KernelDraft convertKernel(const Graph &g, const Node &n, size_t index, int maxCo
                                    {genericSpanTensor(in.name, identityDims(r), N, elemsPerStick(fi)),
                                     genericSpanTensor(out.name, identityDims(r), N, elemsPerStick(fo))},
                                    maxCores);
-  KernelDraft kd = newDraft(index, fi == fo ? "identity" : fi == DataFormat::SEN169_FP16 ? "dl16tofp32" : "fp32todl16", "sfp",
-                            labels, N, splits);
+  KernelDraft kd = newDraft(index, convertOpFunc(fi, fo), "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
   s.primaryDsInfo["OUTPUT"] = genericLayout(labels, elemsPerStick(fo));
   if (fi != fo)

@@ -113,7 +113,7 @@ std::vector<KernelDraft> copyIntoKernels(const Graph &g, const Node &n, size_t i
   Node fill{"expand", {n.inputs[0]}, n.output, {}, {}};
   kds.push_back(pointwiseKernel(g, fill, index, maxCores));
   // 2: the source into its view of the output (whole sticks: the stick dim is not offset).
-  const DataFormat fmt = deviceFormat(out.dtype, where);
+  const DataFormat fmt = deviceFormatOrInt(out.dtype, where);
   const int64_t eps = elemsPerStick(fmt);
   auto labels = dimLabels(r);
   const std::vector<int64_t> &N = x.shape;
@@ -151,7 +151,7 @@ KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCore
     throw Error(where + ": the output of a slice must be x's dtype with dim " + std::to_string(dim) + " of size " +
                 std::to_string(expect[dim]));
   requireNonEmpty(x.shape, where);
-  const DataFormat fmt = deviceFormat(x.dtype, where);
+  const DataFormat fmt = deviceFormatOrInt(x.dtype, where);
   const int64_t eps = elemsPerStick(fmt);
   const bool laneShift = static_cast<size_t>(dim) == r - 1 && start % eps != 0;
   auto labels = dimLabels(r);
@@ -198,7 +198,7 @@ KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCo
   if (out.shape != expect || out.dtype != x.dtype)
     throw Error(where + ": the output of a permute must be x's dtype with the permuted shape");
   requireNonEmpty(x.shape, where);
-  const DataFormat fmt = deviceFormat(x.dtype, where);
+  const DataFormat fmt = deviceFormatOrInt(x.dtype, where);
   const int64_t eps = elemsPerStick(fmt);
   const size_t cDim = r - 1, rDim = perm[r - 1]; // input and output stick dims (input dim ids)
   const bool restick = cDim != rDim;
@@ -241,7 +241,7 @@ std::vector<KernelDraft> catKernels(const Graph &g, const Node &n, size_t index,
   const int64_t dim = static_cast<int64_t>(attrOr(n, "dim", 0));
   if (r == 0 || dim < 0 || dim >= static_cast<int64_t>(r))
     throw Error(where + ": cat dim " + std::to_string(dim) + " of a rank-" + std::to_string(r) + " output");
-  const DataFormat fmt = deviceFormat(out.dtype, where);
+  const DataFormat fmt = deviceFormatOrInt(out.dtype, where);
   const int64_t eps = elemsPerStick(fmt);
   int64_t offset = 0;
   std::vector<KernelDraft> kds;

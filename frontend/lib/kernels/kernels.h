@@ -45,6 +45,9 @@ KernelDraft reshapeKernel(const Graph &g, const Node &n, size_t index, int maxCo
 /// alone).
 void expandLaneMovingReshapes(Graph &g);
 
+// scan.cpp: cumsum(%x, dim=d), prefix sums along one dim.
+KernelDraft scanKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+
 // gather.cpp: embedding(%table, %indices), rows of a table by integer indices (dma.gather).
 KernelDraft embeddingKernel(const Graph &g, const Node &n, size_t index, int maxCores);
 // gather.cpp: index_copy(%self, %indices, %source), rows written at integer indices (dma.scatter).

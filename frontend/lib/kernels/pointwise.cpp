@@ -3,6 +3,7 @@
 #include "spyre/frontend/ops.h"
 #include "spyre/isa/error.h"
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 
@@ -69,30 +70,40 @@ std::vector<Operand> pointwiseOperands(const Node &n, const OpInfo &op, const st
   return ops;
 }
 
-/// The output's device format after the dtype rules: a comparison produces bool from two equal
-/// input dtypes, where takes a bool condition, every other operand has the output's dtype and
-/// stick geometry.
+/// int64 values live as int32 on the card (torch-spyre narrows them): one compute type.
+HostType narrowed(HostType t) { return t == HostType::I64 ? HostType::I32 : t; }
+
+/// The output's device format after the dtype rules: a comparison produces bool (or, after
+/// decomposeOps, 0 / 1 in its operands' dtype) from two equal input dtypes, where takes a bool
+/// condition (or, after decomposeOps, 0 / 1 in the values' dtype), every other operand has the
+/// output's dtype and stick geometry. int64 counts as int32.
 DataFormat checkedOutputFormat(const Graph &g, const Node &n, const OpInfo &op, const std::vector<Operand> &ops,
                                const std::string &where) {
   const Value &out = g.values[n.output];
-  HostType computeType = out.dtype;
+  HostType computeType = narrowed(out.dtype);
   if (op.cls == OpClass::Comparison) {
-    if (out.dtype != HostType::Bool)
+    computeType = narrowed(ops[0].isConst ? g.values[ops[1].value].dtype : g.values[ops[0].value].dtype);
+    if (out.dtype != HostType::Bool && narrowed(out.dtype) != computeType)
       throw Error(where + ": a comparison produces bool, not " + std::string(dtypeShortName(out.dtype)));
-    computeType = ops[0].isConst ? g.values[ops[1].value].dtype : g.values[ops[0].value].dtype;
   }
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].isConst)
+    if (ops[i].isConst) {
+      if (computeType == HostType::I32 && ops[i].constValue != std::floor(ops[i].constValue))
+        throw Unsupported("a non-integer constant " + std::to_string(ops[i].constValue) + " with int operands in " +
+                          where);
       continue;
-    HostType t = g.values[ops[i].value].dtype;
-    HostType expect = (op.id == OpId::Where && i == 0) ? HostType::Bool : computeType;
+    }
+    HostType t = narrowed(g.values[ops[i].value].dtype);
+    HostType expect = computeType;
+    if (op.id == OpId::Where && i == 0 && t != computeType)
+      expect = HostType::Bool;
     if (t != expect)
       throw Unsupported("mixed dtypes in " + where + " (operand %" + g.values[ops[i].value].name + " is " +
                         std::string(dtypeShortName(t)) + ", expected " + std::string(dtypeShortName(expect)) + ")");
   }
-  DataFormat outFmt = deviceFormat(out.dtype, where);
+  DataFormat outFmt = deviceFormatOrInt(out.dtype, where);
   for (const auto &o : ops)
-    if (!o.isConst && elemsPerStick(deviceFormat(g.values[o.value].dtype, where)) != elemsPerStick(outFmt))
+    if (!o.isConst && elemsPerStick(deviceFormatOrInt(g.values[o.value].dtype, where)) != elemsPerStick(outFmt))
       throw Unsupported("operands with different stick geometry in " + where + " (" +
                         std::string(dtypeShortName(g.values[o.value].dtype)) + " -> " +
                         std::string(dtypeShortName(out.dtype)) + ")");
@@ -220,7 +231,7 @@ KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int max
   };
   for (size_t ti = 0; ti < tensorOps.size(); ++ti) {
     int v = ops[tensorOps[ti]].value;
-    place(static_cast<int>(ti), scales[ti], deviceFormat(g.values[v].dtype, where));
+    place(static_cast<int>(ti), scales[ti], deviceFormatOrInt(g.values[v].dtype, where));
     kd.tensorValues.push_back(v);
   }
   place(static_cast<int>(tensorOps.size()), scales.back(), outFmt);

@@ -77,11 +77,16 @@ void stickFastCores(SuperDsc &s) {
 
 KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int maxCores, bool splitReductions) {
   const auto &[in, out, where] = unaryNode(g, n, "a reduction");
-  if (in.dtype != out.dtype)
+  // int32 -> int64 (torch's sum of ints) keeps the device format: int64 is int32 on the card.
+  const bool ints = (in.dtype == HostType::I32 || in.dtype == HostType::I64) &&
+                    (out.dtype == HostType::I32 || out.dtype == HostType::I64);
+  if (in.dtype != out.dtype && !ints)
     throw Unsupported("reductions that change dtype (" + where + ")");
-  if (in.dtype != HostType::F16 && in.dtype != HostType::BF16 && in.dtype != HostType::F32)
+  if (in.dtype != HostType::F16 && in.dtype != HostType::BF16 && in.dtype != HostType::F32 && !ints)
     throw Unsupported(std::string(dtypeShortName(in.dtype)) + " reductions (" + where + ")");
-  DataFormat fmt = deviceFormat(in.dtype, where);
+  if (ints && isOp(n.op, OpId::Mean))
+    throw Unsupported("mean of ints (" + where + ")");
+  DataFormat fmt = deviceFormatOrInt(in.dtype, where);
   int64_t eps = elemsPerStick(fmt);
   std::vector<int64_t> N = iterationSizes(in.shape, where);
   size_t r = N.size();

@@ -269,7 +269,7 @@ bool expandLaneMovingReshape(Graph &g, const Node &n, std::vector<Node> &nodes) 
     return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());
   };
   const HostType dtype = x.dtype; // x and y dangle once addValue grows g.values
-  const int64_t total = numel(x.shape), eps = elemsPerStick(deviceFormat(dtype, "node %" + y.name + " = reshape"));
+  const int64_t total = numel(x.shape), eps = elemsPerStick(deviceFormatOrInt(dtype, "node %" + y.name + " = reshape"));
   if (total <= 0 || total != numel(y.shape) || reshapeKeepsDeviceBytes(x.shape, y.shape, eps))
     return false;
   const int64_t L = x.shape.empty() ? 1 : x.shape.back(), Lo = y.shape.empty() ? 1 : y.shape.back();
@@ -316,7 +316,7 @@ KernelDraft reshapeKernel(const Graph &g, const Node &n, size_t index, int maxCo
   const std::string where = "node %" + out.name + " = reshape";
   if (in.dtype != out.dtype)
     throw Error(where + ": reshape keeps the dtype");
-  const DataFormat fmt = deviceFormat(in.dtype, where);
+  const DataFormat fmt = deviceFormatOrInt(in.dtype, where);
   const int64_t eps = elemsPerStick(fmt);
   if (!reshapeKeepsDeviceBytes(in.shape, out.shape, eps)) {
     if (auto kd = stickReorderingReshape(in, out, n.inputs[0], n.output, index, maxCores, fmt))

@@ -56,6 +56,7 @@ bool supportsLxReservation(const SuperDsc &s, int64_t stagingBytes) {
   case OpClass::Transpose:
     return false; // pt.tr tiles padded to 64 rows, staged from LX 0
   case OpClass::Gather:
+  case OpClass::Scan:
     return true; // stages above the reservation
   }
   return false;
@@ -74,6 +75,7 @@ bool supportsLxResidentOperand(const SuperDsc &s, int ldsIdx, int64_t stagingByt
     return detail::convertMinStagingBytes(s, ldsIdx) <= stagingBytes;
   case OpClass::LaneReshape:
   case OpClass::Gather:
+  case OpClass::Scan:
     return false; // they stage their operands through DDR boxes
   case OpClass::Reduction:
     return !detail::isStickSplitReduction(s); // a stick split stages through DDR boxes
@@ -132,8 +134,8 @@ Kernel compileOne(const SuperDsc &s, const BackendOptions &opts) {
   static constexpr Lowering kLowerings[] = {detail::compilePointwise, detail::compileReduction,
                                             detail::compileMatmul,    detail::compileConvert,
                                             detail::compileTranspose, detail::compileLaneReshape,
-                                            detail::compileGather};
-  static_assert(std::size(kLowerings) == static_cast<size_t>(OpClass::Gather) + 1);
+                                            detail::compileGather,    detail::compileScan};
+  static_assert(std::size(kLowerings) == static_cast<size_t>(OpClass::Scan) + 1);
   if (static_cast<size_t>(cls) >= std::size(kLowerings))
     throw Unsupported("SuperDSC op class " + std::string(isa::opClassName(cls)) + " of " + s.opFuncName);
   return kLowerings[static_cast<size_t>(cls)](s, opts);

@@ -1,6 +1,8 @@
 // dtype ops on the SFP: dl16tofp32 (each DL16 stick becomes two fp32 sticks, standard element
-// order) and fp32todl16 (two fp32 sticks become one DL16 stick). The stick dim is never split
-// over cores; the per-core rows are blocked to fit LX.
+// order) and fp32todl16 (two fp32 sticks become one DL16 stick); dl16toint32 / int32todl16 are
+// the same walks with a cvt on the 32-lane side (fp32 -> int32 toward zero, saturating; int32 ->
+// fp32 nearest even, then DL16 rounding). The stick dim is never split over cores; the per-core
+// rows are blocked to fit LX.
 #include "lowerings.h"
 #include <functional>
 
@@ -19,15 +21,20 @@ struct ConvertShape {
   int64_t T16 = 0, T32 = 0, rows = 1, inner = 1;
 };
 
+/// dl16toint32 / int32todl16: the 32-lane side holds int32.
+bool intSide(const SuperDsc &s) { return s.opFuncName == "dl16toint32" || s.opFuncName == "int32todl16"; }
+bool widens(const SuperDsc &s) { return s.opFuncName == "dl16tofp32" || s.opFuncName == "dl16toint32"; }
+
 ConvertShape convertShape(const SuperDsc &s) {
-  const bool widen = s.opFuncName == "dl16tofp32";
+  const bool widen = widens(s);
+  const DataFormat wide = intSide(s) ? DataFormat::IEEE_INT32 : DataFormat::IEEE_FP32;
   if (s.exUnit != "sfp")
     throw Error(where(s) + ": computeOp_ exUnit must be 'sfp' for " + s.opFuncName);
   if (s.inputs.size() != 1 || s.outputs.size() != 1 || s.inputs[0] < 0)
     throw Error(where(s) + ": expected one input tensor and one output");
   const SdscTensor &inT = s.tensor(s.inputs[0]), &outT = s.tensor(s.outputs[0]);
-  const DataFormat want = widen ? DataFormat::SEN169_FP16 : DataFormat::IEEE_FP32;
-  const DataFormat got = widen ? DataFormat::IEEE_FP32 : DataFormat::SEN169_FP16;
+  const DataFormat want = widen ? DataFormat::SEN169_FP16 : wide;
+  const DataFormat got = widen ? wide : DataFormat::SEN169_FP16;
   if (inT.dataFormat != want || outT.dataFormat != got)
     throw Error(where(s) + ": " + s.opFuncName + " converts " + std::string(dataFormatName(want)) + " to " +
                 std::string(dataFormatName(got)));
@@ -66,26 +73,36 @@ ConvertShape convertShape(const SuperDsc &s) {
 /// One block of a conversion: `rowSticks` sticks per tile, T32 fp32 tiles (two per DL16 tile),
 /// staged at lxIn / lxOut; a resident side is walked where it lives (r1 input, r2 output).
 struct ConvertBlock {
-  bool widen;
+  bool widen, ints;
   int64_t rowSticks, T32, lxIn, lxOut;
   bool inLx, outLx;
 };
 
 /// One DL16 tile <-> its fp32 tile(s): r10 walks DL16 sticks, r11 / r12 the fp32 halves
 /// (hasHigh: the second half exists).
-void emitConvertTile(ProgramBuilder &pb, bool widen, int64_t rowSticks, bool hasHigh) {
+/// ints: the fp32 side is int32 (cvt after unpack / before pack).
+void emitConvertTile(ProgramBuilder &pb, bool widen, bool ints, int64_t rowSticks, bool hasHigh) {
+  const Format wide = ints ? Format::I32 : Format::F32;
   pb.loop(rowSticks, {{10, kStickBytes}, {11, kStickBytes}, {12, kStickBytes}}, [&] {
     if (widen) {
       pb.emit(vld(Format::DL16, 0, 10));
       pb.emit(vop(Opcode::Unpack, Format::None, 1, 2, 0));
-      pb.emit(vst(Format::F32, 1, 11));
+      if (ints)
+        pb.emit(vop(Opcode::Cvt, Format::I32, 1, 1));
+      pb.emit(vst(wide, 1, 11));
       if (hasHigh) {
-        pb.emit(vst(Format::F32, 2, 12));
+        if (ints)
+          pb.emit(vop(Opcode::Cvt, Format::I32, 2, 2));
+        pb.emit(vst(wide, 2, 12));
       }
     } else {
-      pb.emit(vld(Format::F32, 1, 11));
+      pb.emit(vld(wide, 1, 11));
+      if (ints)
+        pb.emit(vop(Opcode::Cvt, Format::F32, 1, 1));
       if (hasHigh) {
-        pb.emit(vld(Format::F32, 2, 12));
+        pb.emit(vld(wide, 2, 12));
+        if (ints)
+          pb.emit(vop(Opcode::Cvt, Format::F32, 2, 2));
       } else {
         pb.emit(vbcast(Format::F32, 2));
       }
@@ -108,12 +125,12 @@ void emitConvertBlock(ProgramBuilder &pb, const ConvertBlock &b, int rBase) {
   r32 >= 0 ? pb.emit(addi(11, r32, 0)) : base(11, base32);
   r32 >= 0 ? pb.emit(addi(12, r32, s32)) : base(12, base32 + s32);
   int64_t full = b.T32 / 2; // DL16 tiles whose both fp32 halves exist
-  pb.loop(full, {{10, s16}, {11, 2 * s32}, {12, 2 * s32}}, [&] { emitConvertTile(pb, b.widen, b.rowSticks, true); });
+  pb.loop(full, {{10, s16}, {11, 2 * s32}, {12, 2 * s32}}, [&] { emitConvertTile(pb, b.widen, b.ints, b.rowSticks, true); });
   if (b.T32 % 2) {
     pb.emit(addi(10, 10, full * s16));
     pb.emit(addi(11, 11, full * 2 * s32));
     pb.emit(addi(12, 12, full * 2 * s32));
-    emitConvertTile(pb, b.widen, b.rowSticks, false);
+    emitConvertTile(pb, b.widen, b.ints, b.rowSticks, false);
   }
 }
 
@@ -129,12 +146,12 @@ int64_t convertMinStagingBytes(const SuperDsc &s, int residentIdx) {
   if (residentIdx < 0)
     return (c.T16 + c.T32) * c.inner * kStickBytes; // one row of each, single-buffered
   // An LX-resident operand is walked unblocked: the other one's whole rows are staged.
-  const bool residentIs16 = (residentIdx == s.inputs[0]) == (s.opFuncName == "dl16tofp32");
+  const bool residentIs16 = (residentIdx == s.inputs[0]) == widens(s);
   return (residentIs16 ? c.T32 : c.T16) * c.rows * c.inner * kStickBytes;
 }
 
 Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
-  const bool widen = s.opFuncName == "dl16tofp32";
+  const bool widen = widens(s), ints = intSide(s);
   const SdscTensor &inT = s.tensor(s.inputs.at(0)), &outT = s.tensor(s.outputs.at(0));
   ConvertShape c = convertShape(s);
   TensorGeom &in = c.in, &out = c.out;
@@ -248,7 +265,7 @@ Kernel compileConvert(const SuperDsc &s, const BackendOptions &opts) {
         [&](bool first, bool last) { block(true, first, last); }, [&] { pb.waitTokens({1}); });
   };
   convertBlock = [&](int rBase) {
-    emitConvertBlock(pb, {widen, rowSticks, T32, lxIn, lxOut, inT.inLx, outT.inLx}, rBase);
+    emitConvertBlock(pb, {widen, ints, rowSticks, T32, lxIn, lxOut, inT.inLx, outT.inLx}, rBase);
   };
   outer(0);
   pb.finishSpmd(k);

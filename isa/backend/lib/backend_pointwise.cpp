@@ -184,11 +184,23 @@ void checkOperands(const SuperDsc &s, PointwisePlan &p) {
     computeFmt = Format::F32;
   bool isCompare = op == Opcode::Eq || op == Opcode::Ne || op == Opcode::Lt || op == Opcode::Le || op == Opcode::Gt ||
                    op == Opcode::Ge;
+  // fp32toint32 / int32tofp32: one cvt whose format is the output's (cvt.i32 reads fp32).
+  if (op == Opcode::Cvt) {
+    const Format want = p.out.fmt == Format::I32 ? Format::F32 : Format::I32;
+    if (computeFmt != want)
+      throw Error(where(s) + ": " + s.opFuncName + " reads " + std::string(formatName(want)) + ", got " +
+                  std::string(formatName(computeFmt)));
+    computeFmt = p.out.fmt;
+  }
   if (!isCompare && computeFmt != p.out.fmt)
     throw Unsupported("pointwise " + s.opFuncName + " from " + std::string(formatName(computeFmt)) + " to " +
                       std::string(formatName(p.out.fmt)) + " in " + s.name);
-  if (computeFmt == Format::I32)
-    throw Unsupported("int32 pointwise ops in " + s.name);
+  if (computeFmt == Format::I32 && op != Opcode::Ld && !(isa::opInfo(op).formats & isa::FMT_I32))
+    throw Unsupported("int32 " + s.opFuncName + " (no " + std::string(isa::opInfo(op).mnemonic) + ".i32) in " + s.name);
+  // where3 on 32-lane values: the condition has the values' format (0 / 1 of it).
+  if (op == Opcode::Sel && computeFmt != Format::DL16 && !p.ins[0].isConst && p.ins[0].g.fmt != computeFmt)
+    throw Unsupported("a where3 condition in " + std::string(formatName(p.ins[0].g.fmt)) + " with " +
+                      std::string(formatName(computeFmt)) + " values in " + s.name + " (convert it first)");
   p.computeFmt = computeFmt;
 }
 
@@ -393,7 +405,12 @@ void PointwiseEmitter::emitConstants() {
   for (size_t i = 0; i < p_.ins.size(); ++i)
     if (p_.ins[i].isConst) {
       constReg_[i] = 8 + static_cast<int>(i);
-      pb_.emit(vbcast(p_.computeFmt, constReg_[i], p_.ins[i].value));
+      if (p_.computeFmt == Format::I32) { // bcast has no i32 form: an fp32 constant, converted
+        pb_.emit(vbcast(Format::F32, constReg_[i], p_.ins[i].value));
+        pb_.emit(vop(Opcode::Cvt, Format::I32, constReg_[i], constReg_[i]));
+      } else {
+        pb_.emit(vbcast(p_.computeFmt, constReg_[i], p_.ins[i].value));
+      }
     }
 }
 

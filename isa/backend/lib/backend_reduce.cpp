@@ -111,8 +111,8 @@ void checkReduction(const SuperDsc &s, ReductionPlan &p) {
     throw Error(where(s) + ": the exx2 output must be IEEE_FP32 (EXX2 arrangement: lane 0 = E[x], lane 1 = E[x^2])");
   if (!exx2 && p.in.fmt != p.out.fmt)
     throw Unsupported("reductions that change the data format in " + s.name);
-  if (p.in.fmt == Format::I32)
-    throw Unsupported("int32 reductions in " + s.name);
+  if (p.in.fmt == Format::I32 && (exx2 || base == "mean"))
+    throw Unsupported("int32 " + base + " in " + s.name);
   for (int sc : inT.scale)
     if (sc != 1)
       throw Error(where(s) + ": the input of a reduction must have scale_ 1 on every dim");
@@ -234,6 +234,8 @@ void planReduction(const SuperDsc &s, const BackendOptions &opts, ReductionPlan 
   p.half = (inT.inLx ? 0 : inBlock) + (outT.inLx ? 0 : outBlock);
   p.combine = p.base == "max" ? Opcode::Max : p.base == "min" ? Opcode::Min : Opcode::Add;
   p.identity = p.base == "max" ? -INFINITY : p.base == "min" ? INFINITY : 0.0f;
+  if (p.in.fmt == Format::I32) // cvt.i32 saturates these to INT32_MIN / INT32_MAX
+    p.identity = p.base == "max" ? -2147483648.0f : p.base == "min" ? 2147483648.0f : 0.0f;
   p.validLanes = s.N[p.sd] % elemsPerStick(inT.dataFormat);
   p.mask = p.stickReduced && p.validLanes != 0;
 }
@@ -329,20 +331,32 @@ void ReductionEmitter::emitConstants() {
   if (p_.base == "mean" || p_.exx2) {
     pb_.emit(vbcast(Format::F32, 14, 1.0f / static_cast<float>(p_.count)));
   }
+  if (p_.fmt == Format::I32 && p_.mask) {
+    // int32 (no ld.pad.i32): v5 = lane < validLanes, v6 = the identity, for a sel after ld.
+    pb_.emit(vop(Opcode::Iota, Format::I32, 5));
+    pb_.emit(vbcast(Format::F32, 6, static_cast<float>(p_.validLanes)));
+    pb_.emit(vop(Opcode::Cvt, Format::I32, 6, 6));
+    pb_.emit(vop(Opcode::Lt, Format::I32, 5, 5, 6));
+    pb_.emit(vbcast(Format::F32, 6, p_.identity));
+    pb_.emit(vop(Opcode::Cvt, Format::I32, 6, 6));
+  }
 }
 
 /// One input stick into the accumulator(s). The last, partly filled stick of a reduced row
 /// (masked): ld.pad puts the reduction's identity into the padded lanes.
 void ReductionEmitter::accumulate(bool masked) {
-  Instr ld = mk(masked ? Opcode::LdPad : Opcode::Ld, p_.fmt);
+  const bool ints = p_.fmt == Format::I32;
+  Instr ld = mk(masked && !ints ? Opcode::LdPad : Opcode::Ld, p_.fmt);
   ld.v = {0, -1, -1, -1};
   ld.lx = {12, 0};
-  if (masked) {
+  if (masked && !ints) {
     ld.imm = p_.validLanes;
     ld.fimm = p_.identity;
   }
   pb_.emit(ld);
-  Instr c = mk(p_.combine, Format::F32);
+  if (masked && ints)
+    pb_.emit(vop(Opcode::Sel, Format::I32, 0, 5, 0, 6));
+  Instr c = mk(p_.combine, ints ? Format::I32 : Format::F32);
   c.v = {1, 1, 0, -1};
   pb_.emit(c);
   if (p_.exx2) {
@@ -408,6 +422,8 @@ void ReductionEmitter::keptNest(const std::vector<size_t> &kept, const std::vect
   }
   // One output stick: acc = identity; accumulate every input stick of the reduced box.
   pb_.emit(vbcast(Format::F32, 1, p_.identity));
+  if (p_.fmt == Format::I32)
+    pb_.emit(vop(Opcode::Cvt, Format::I32, 1, 1));
   if (p_.exx2)
     pb_.emit(vbcast(Format::F32, 3, p_.identity));
   // r12 walks the reduced box from this output stick's first input stick.

@@ -45,5 +45,6 @@ Kernel compileLaneShift(const SuperDsc &s, const BackendOptions &opts);
 // backend_gather.cpp: embedding, rows of a table by int32 indices (dma.gather).
 Kernel compileGather(const SuperDsc &s, const BackendOptions &opts);
 Kernel compileIndexCopy(const SuperDsc &s, const BackendOptions &opts);
+Kernel compileScan(const SuperDsc &s, const BackendOptions &opts);
 
 } // namespace spyre::backend::detail

@@ -125,19 +125,26 @@ TEST(Pipeline, EmittedSuperDscMatchesTorchSpyreExampleShape) {
 TEST(Pipeline, UnsupportedOpsAndShapesSayWhat) {
   Graph g;
   int a = g.addInput("x", {4, 64}, HostType::F16);
-  g.outputs = {g.addNode("cumsum", {a}, "y", {4, 64}, HostType::F16)};
+  g.outputs = {g.addNode("atan", {a}, "y", {4, 64}, HostType::F16)};
   try {
     compileGraph(g);
     FAIL();
   } catch (const Unsupported &e) {
-    EXPECT_STREQ(e.what(), "Unsupported: <graph>:2: op 'cumsum' (node %y = cumsum)");
+    EXPECT_STREQ(e.what(), "Unsupported: <graph>:2: op 'atan' (node %y = atan)");
   }
   Graph h;
   int x = h.addInput("x", {4, 64}, HostType::F16), y = h.addInput("y", {3, 64}, HostType::F16);
   h.outputs = {h.addNode("add", {x, y}, "z", {4, 64}, HostType::F16)};
   EXPECT_THROW(compileGraph(h), Error); // 3 does not broadcast to 4
   EXPECT_THROW(compileGraph(skeletonGraph({4, 4}), {33, ""}), Unsupported);
-  EXPECT_THROW(compileGraph(skeletonGraph({4, 4}, HostType::I32)), Unsupported);
+  EXPECT_THROW(compileGraph(skeletonGraph({4, 4}, HostType::I8)), Unsupported);
+  // int32 add and mul run on the card, relu has no i32 form: the backend says so.
+  try {
+    backend::compileJobPlan(compileGraph(skeletonGraph({4, 4}, HostType::I32)));
+    ADD_FAILURE() << "relu.i32 accepted";
+  } catch (const Unsupported &e) {
+    EXPECT_NE(std::string(e.what()).find("int32 relufwd (no relu.i32)"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Pipeline, F32GraphRuns) {

@@ -219,6 +219,68 @@ TEST(SfpSemantics, ScalarReferences) {
   EXPECT_TRUE(std::isnan(d[0]));
 }
 
+// The int32 forms (compares, neg, abs, iota, stick reductions) and scan against scalar references.
+TEST(SfpReference, Int32FormsAndScan) {
+  auto bits = [](int32_t i) { float f; std::memcpy(&f, &i, 4); return f; };
+  auto ival = [](float f) { int32_t i; std::memcpy(&i, &f, 4); return i; };
+  std::mt19937 g(7);
+  float a[kLanes], b[kLanes], d[kLanes];
+  const int32_t edge[] = {0, 1, -1, INT32_MIN, INT32_MAX, 5, -5};
+  for (int l = 0; l < kLanes; ++l) {
+    int32_t x = l < 7 ? edge[l] : static_cast<int32_t>(g()) >> (l % 20);
+    int32_t y = l < 7 ? edge[(l + 3) % 7] : (l % 5 == 0 ? x : static_cast<int32_t>(g()) >> (l % 20));
+    a[l] = bits(x);
+    b[l] = bits(y);
+  }
+  const std::pair<Opcode, bool (*)(int32_t, int32_t)> cmps[] = {
+      {Opcode::Eq, [](int32_t x, int32_t y) { return x == y; }}, {Opcode::Ne, [](int32_t x, int32_t y) { return x != y; }},
+      {Opcode::Lt, [](int32_t x, int32_t y) { return x < y; }},  {Opcode::Le, [](int32_t x, int32_t y) { return x <= y; }},
+      {Opcode::Gt, [](int32_t x, int32_t y) { return x > y; }},  {Opcode::Ge, [](int32_t x, int32_t y) { return x >= y; }}};
+  for (auto [op, ref] : cmps) {
+    sfpApply(op, Format::I32, d, nullptr, a, b, nullptr, 0, 0);
+    for (int l = 0; l < kLanes; ++l)
+      EXPECT_EQ(ival(d[l]), ref(ival(a[l]), ival(b[l])) ? 1 : 0) << opInfo(op).mnemonic << " lane " << l;
+  }
+  sfpApply(Opcode::Neg, Format::I32, d, nullptr, a, nullptr, nullptr, 0, 0);
+  EXPECT_EQ(ival(d[3]), INT32_MIN); // wraps
+  EXPECT_EQ(ival(d[5]), -5);
+  sfpApply(Opcode::Abs, Format::I32, d, nullptr, a, nullptr, nullptr, 0, 0);
+  EXPECT_EQ(ival(d[2]), 1);
+  EXPECT_EQ(ival(d[3]), INT32_MIN);
+  EXPECT_EQ(ival(d[6]), 5);
+  sfpApply(Opcode::Iota, Format::I32, d, nullptr, nullptr, nullptr, nullptr, 0, 0);
+  for (int l = 0; l < kLanes; ++l)
+    EXPECT_EQ(ival(d[l]), l);
+  sfpApply(Opcode::Rsum, Format::I32, d, nullptr, a, nullptr, nullptr, 0, 0);
+  uint32_t sum = 0;
+  int32_t mx = INT32_MIN;
+  for (int l = 0; l < 32; ++l) {
+    sum += static_cast<uint32_t>(ival(a[l]));
+    mx = std::max(mx, ival(a[l]));
+  }
+  EXPECT_EQ(ival(d[0]), static_cast<int32_t>(sum));
+  EXPECT_EQ(ival(d[31]), static_cast<int32_t>(sum));
+  EXPECT_EQ(d[32], 0.0f);
+  sfpApply(Opcode::Rmax, Format::I32, d, nullptr, a, nullptr, nullptr, 0, 0);
+  EXPECT_EQ(ival(d[0]), mx);
+  sfpApply(Opcode::Scan, Format::I32, d, nullptr, a, nullptr, nullptr, 0, 0);
+  uint32_t run = 0;
+  for (int l = 0; l < 32; ++l) {
+    run += static_cast<uint32_t>(ival(a[l]));
+    EXPECT_EQ(ival(d[l]), static_cast<int32_t>(run)) << "lane " << l;
+  }
+  EXPECT_EQ(d[40], 0.0f);
+  float x[kLanes];
+  for (int l = 0; l < kLanes; ++l)
+    x[l] = static_cast<float>(l % 3) - 0.5f;
+  sfpApply(Opcode::Scan, Format::DL16, d, nullptr, x, nullptr, nullptr, 0, 0);
+  float acc = 0;
+  for (int l = 0; l < kLanes; ++l) {
+    acc += x[l];
+    EXPECT_EQ(d[l], dl16::round(acc)) << "lane " << l;
+  }
+}
+
 TEST(SfpListing, NewInstructionsRoundTrip) {
   std::string text = ".kernel k cores=1\n.args\n.core 0\n"
                      "    fma.dl16  v0, v1, v2, v3\n"
@@ -231,6 +293,9 @@ TEST(SfpListing, NewInstructionsRoundTrip) {
                      "    cvt.i32   v11, v12\n"
                      "    add.i32   v13, v14, v15\n"
                      "    iota.f32  v2\n"
-                     "    rsum.dl16 v3, v3\n";
+                     "    rsum.dl16 v3, v3\n"
+                     "    lt.i32    v1, v2, v3\n"
+                     "    iota.i32  v4\n"
+                     "    scan.f32  v5, v6\n";
   EXPECT_EQ(printKernel(parseKernel(text)), text);
 }

@@ -22,6 +22,7 @@ enum class OpClass {
   CopyInto,
   LayerNorm,
   Gather,     ///< rows of a table by integer indices (embedding) or written at them (index_copy)
+  Scan,       ///< prefix sums along a dim (cumsum)
   Decomposed,
 };
 

@@ -8,7 +8,7 @@
 
 namespace spyre::isa {
 
-enum class OpClass : uint8_t { Pointwise, Reduction, Matmul, Convert, Transpose, LaneReshape, Gather };
+enum class OpClass : uint8_t { Pointwise, Reduction, Matmul, Convert, Transpose, LaneReshape, Gather, Scan };
 enum class ExUnit : uint8_t { Sfp, Pt, Any };
 
 struct OpFuncInfo {
