@@ -9,14 +9,44 @@ import itertools
 import os
 import sys
 import threading
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import _config
 
-__all__ = ["CompileStats", "compile_stats", "compile_text", "passes_text"]
+__all__ = ["CompileHistory", "CompileStats", "compile_stats", "compile_text", "passes_text"]
 
 _lock = threading.Lock()
+
+
+class CompileHistory:
+    """The last ``keep`` compiled graphs, bounded (every CompiledGraph kept alive forever was a
+    leak). Indexes are absolute: ``len()`` counts every graph recorded, ``history[n:]`` is those
+    recorded after the first n (as far as still kept), ``history[-k:]`` the last k."""
+
+    def __init__(self, keep: int = 64) -> None:
+        self._kept: deque = deque(maxlen=keep)
+        self._count = 0
+
+    def append(self, graph: Any) -> None:
+        self._kept.append(graph)
+        self._count += 1
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Any:
+        return iter(list(self._kept))
+
+    def __getitem__(self, i: Any) -> Any:
+        first = self._count - len(self._kept)
+        if isinstance(i, slice):
+            return [self._kept[k - first] for k in range(*i.indices(self._count)) if k >= first]
+        k = i + self._count if i < 0 else i
+        if not first <= k < self._count:
+            raise IndexError(f"compile history entry {i} is not kept (the last {len(self._kept)} are)")
+        return self._kept[k - first]
 
 
 @dataclass
@@ -29,6 +59,7 @@ class CompileStats:
     jit_ms: float = 0.0
     simulated_us: float = 0.0
     last: Any = None
+    history: CompileHistory = field(default_factory=CompileHistory)  # the last 64 compiled graphs
     partitions: int = 0      # spyre partitions of the last partitioned graph
     fallback_nodes: int = 0  # nodes of the last partitioned graph that run on the CPU
 
@@ -69,6 +100,7 @@ def compile_text(text: str, dump: str = "", fx_graph: str = "", eager_op: str = 
             compile_stats.jit_ms = compiled.jit_ms
             compile_stats.simulated_us = compiled.simulated_us
             compile_stats.last = compiled
+            compile_stats.history.append(compiled)
     if level:
         what = f"eager {eager_op}" if eager_op else "graph"
         print(f"[spyre] compiled {what}: {len(compiled.listings())} kernels, frontend "

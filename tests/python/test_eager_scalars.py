@@ -153,6 +153,7 @@ def test_eager_cache_is_lru_bounded(monkeypatch):
     xs = [torch.randn(3 + i, 64, dtype=torch.float16) for i in range(3)]
     for x in xs:
         (x.to("spyre") * 2).cpu()
+    torch.softmax(xs[0].to("spyre"), -1).cpu()  # a decomposed op: its cache is trimmed on insert
     assert len(eager_stats.texts) <= 2 and len(_eager._decomp_cache) <= 2
     before = eager_stats.compiled
     (xs[2].to("spyre") * 3).cpu()  # most recent: still cached
@@ -162,6 +163,18 @@ def test_eager_cache_is_lru_bounded(monkeypatch):
     monkeypatch.setenv("SPYRE_EAGER_CACHE_SIZE", "0")
     with pytest.raises(ConfigError, match=r"^invalid SPYRE_EAGER_CACHE_SIZE value '0' \(expected an integer in 1\.\.1000000\)$"):
         torch.randn(5, 77, dtype=torch.float16).to("spyre") * 2
+
+
+def test_compile_history_is_bounded_with_absolute_indexes():
+    from torch_spyre._build import CompileHistory
+
+    h = CompileHistory(keep=3)
+    for i in range(5):
+        h.append(i)
+    assert len(h) == 5 and list(h) == [2, 3, 4] and h[-1] == 4 and h[-2:] == [3, 4]
+    assert h[1:] == [2, 3, 4] and h[4] == 4
+    with pytest.raises(IndexError, match="not kept"):
+        h[0]
 
 
 def test_dump_dir_and_debug_cover_eager_ops(tmp_path, monkeypatch, capsys):
