@@ -85,6 +85,8 @@ isa::JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
 
   // Kernels and plans (lowering.h); each step writes its decisions into the graph as notes.
   Lowering l(std::move(g));
+  // Every run passes the input graph's runtime scalars, also those of nodes dead code removed.
+  l.plan.numScalars = numRuntimeScalars(input);
   detail::assignGraphBuffers(l);
   detail::draftKernels(l, opts);
   log("work-division", l.g);

@@ -34,6 +34,20 @@ static bool parseDtype(std::string_view s, HostType &t) {
   return false;
 }
 
+double Attr::scalar() const {
+  if (param >= 0)
+    throw Unsupported("runtime scalar $" + std::to_string(param) + " where a compile-time number is needed");
+  return values.empty() ? 0.0 : values[0];
+}
+
+int numRuntimeScalars(const Graph &g) {
+  int n = 0;
+  for (const auto &node : g.nodes)
+    for (const auto &[k, a] : node.attrs)
+      n = std::max(n, a.param + 1);
+  return n;
+}
+
 int Graph::addValue(std::string name, std::vector<int64_t> shape, HostType t) {
   values.push_back({std::move(name), std::move(shape), t});
   return static_cast<int>(values.size()) - 1;
@@ -95,11 +109,15 @@ static void checkNodeOp(const Node &n, const std::string &outName, std::string_v
   auto checkInts = [&](const std::map<std::string, Attr> &attrs, bool notes) {
     const double bound = notes ? 2147483647.0 : 9007199254740992.0;
     for (const auto &[key, a] : attrs)
-      if (notes || intKeys.count(key))
+      if (notes || intKeys.count(key)) {
+        if (a.isRuntime())
+          throw Error(at + key + "=$" + std::to_string(a.param) + ": a runtime scalar where an integer is needed" +
+                      node);
         for (double v : a.values)
           if (!(std::fabs(v) <= bound) || v != std::trunc(v))
             throw Error(at + key + "=" + numText(v) + ": expected an integer in " +
                         (notes ? "-2^31..2^31-1" : "-2^53..2^53") + node);
+      }
   };
   checkInts(n.attrs, false);
   checkInts(n.notes, true);
@@ -163,6 +181,8 @@ static std::string numText(double d) {
 }
 
 static std::string attrText(const Attr &v) {
+  if (v.isRuntime())
+    return "$" + std::to_string(v.param);
   if (!v.isList)
     return numText(v.scalar());
   std::string t = "[";
@@ -372,6 +392,12 @@ private:
     expect('=');
     if (accept('[')) {
       into[key] = Attr(listRest([this] { return number(); }));
+    } else if (accept('$')) {
+      // A runtime scalar: $k, k a small non-negative integer.
+      double k = number();
+      if (!(k >= 0 && k < 65536 && k == std::trunc(k)))
+        fail("a runtime scalar number $0..$65535", "$" + numText(k));
+      into[key] = Attr::runtime(static_cast<int>(k));
     } else {
       into[key] = Attr(number());
     }

@@ -8,6 +8,8 @@ std::string JobPlan::summary() const {
     const char *kind = b.kind == BufferSpec::Kind::Input ? "input" : b.kind == BufferSpec::Kind::Output ? "output" : "intermediate";
     s += "buffer " + std::to_string(i) + " %" + b.name + " " + kind + " " + b.layout.str() + "\n";
   }
+  if (numScalars > 0)
+    s += "scalars " + std::to_string(numScalars) + "\n";
   for (const auto &l : launches) {
     s += "launch " + l.sdscFile + " (" + l.sdsc.opFuncName + ", " + std::to_string(l.sdsc.numCoresUsed) + " cores) args";
     for (int b : l.argBuffers)

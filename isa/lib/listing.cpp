@@ -54,6 +54,21 @@ public:
               fail("an argument name");
             k.args.push_back(a);
           }
+        } else if (d == ".scalars") {
+          // .scalars $<index>:<dl16|f32> ...: the kernel's scalar-argument slots in order.
+          for (skipWs(); !atEnd() && peek() != ';'; skipWs()) {
+            expect('$');
+            int64_t index = integer();
+            if (index < 0 || index >= 65536)
+              fail("a scalar argument number in 0..65535", std::to_string(index));
+            expect(':');
+            std::string f = ident();
+            if (f != "dl16" && f != "f32")
+              fail("a scalar argument format dl16 or f32", f);
+            if (static_cast<int>(k.scalarArgs.size()) >= kMaxScalarArgs)
+              fail("at most " + std::to_string(kMaxScalarArgs) + " scalar arguments");
+            k.scalarArgs.push_back({static_cast<int>(index), f == "dl16" ? Format::DL16 : Format::F32});
+          }
         } else if (d == ".core") {
           if (!stack.empty())
             fail("'}' closing the loop before .core");
@@ -69,7 +84,7 @@ public:
           k.programs.push_back(std::move(p));
           cur = &k.programs.back();
         } else {
-          fail("directive .kernel, .args or .core", d);
+          fail("directive .kernel, .args, .scalars or .core", d);
         }
         endOfLine();
         continue;

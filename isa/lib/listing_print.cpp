@@ -161,6 +161,12 @@ std::string printKernel(const Kernel &k) {
   for (const auto &a : k.args)
     s += " " + a;
   s += "\n";
+  if (!k.scalarArgs.empty()) {
+    s += ".scalars";
+    for (const auto &a : k.scalarArgs)
+      s += " $" + std::to_string(a.index) + ":" + std::string(formatName(a.fmt));
+    s += "\n";
+  }
   for (const auto &p : k.programs) {
     s += ".core " + std::to_string(p.firstCore);
     if (p.lastCore != p.firstCore)

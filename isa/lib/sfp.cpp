@@ -52,7 +52,7 @@ float unary(Opcode op, float x, float i0, float i1) {
   switch (op) {
   case Opcode::Neg: return -x;
   case Opcode::Abs: return dl16::bitsFloat(dl16::floatBits(x) & 0x7FFFFFFFu);
-  case Opcode::Relu: return x > 0.0f ? x : 0.0f;
+  case Opcode::Relu: return x > 0.0f || x != x ? x : 0.0f; // NaN propagates (torch's relu)
   case Opcode::Floor: return std::floor(x);
   case Opcode::Sqrt: return std::sqrt(x);
   case Opcode::Rsqrt: return 1.0f / std::sqrt(x);

@@ -148,7 +148,10 @@ ojson writeSuperDsc(const SuperDsc &s) {
       v = "nan";
     else if (std::isinf(value))
       v = value > 0 ? "inf" : "-inf";
-    consts[std::to_string(ci++)] = {{"name_", cname}, {"dataFormat_", "IEEE_FP32"}, {"value_", v}};
+    ojson c = {{"name_", cname}, {"dataFormat_", "IEEE_FP32"}, {"value_", v}};
+    if (auto a = s.constantArgs.find(cname); a != s.constantArgs.end())
+      c["argIdx_"] = a->second;
+    consts[std::to_string(ci++)] = std::move(c);
   }
   dsc["constantInfo_"] = consts;
   auto ldsRef = [&](int idx) { return s.tensor(idx).dsName + "-idx" + std::to_string(idx); };

@@ -341,10 +341,12 @@ void parseConstants(const Reader &r, const ojson &dsc, const std::string &dp, Su
   for (auto c = it->begin(); c != it->end(); ++c) {
     std::string kp = dp + "/constantInfo_/" + pointerToken(c.key());
     r.object(c.value(), kp);
-    r.warnUnknown(c.value(), kp, {"name_", "value_"}, {"dataFormat_"});
+    r.warnUnknown(c.value(), kp, {"name_", "value_", "argIdx_"}, {"dataFormat_"});
     std::string cname = r.string(r.field(c.value(), kp, "name_"), kp + "/name_");
     if (s.constants.count(cname))
       r.fail(kp + "/name_", "constant " + inQuotes(cname) + " is defined twice");
+    if (auto a = c.value().find("argIdx_"); a != c.value().end())
+      s.constantArgs[cname] = static_cast<int>(r.integer(*a, kp + "/argIdx_", 0, 65535));
     const ojson &v = r.field(c.value(), kp, "value_");
     if (v.is_string() && (v == "inf" || v == "-inf" || v == "nan")) {
       const std::string t = v.get<std::string>();

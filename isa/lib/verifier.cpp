@@ -328,6 +328,12 @@ void verifyKernel(const Kernel &k, const std::vector<uint64_t> &argBytes, int64_
   if (argBytes.size() != k.args.size())
     kernelError(k, "declares " + std::to_string(k.args.size()) + " arguments but " +
                        std::to_string(argBytes.size()) + " argument sizes were bound");
+  if (k.scalarArgs.size() > static_cast<size_t>(kMaxScalarArgs))
+    kernelError(k, "declares " + std::to_string(k.scalarArgs.size()) + " scalar arguments; at most " +
+                       std::to_string(kMaxScalarArgs) + " fit the LX argument block");
+  for (const auto &a : k.scalarArgs)
+    if (a.index < 0 || (a.fmt != Format::DL16 && a.fmt != Format::F32))
+      kernelError(k, "scalar argument $" + std::to_string(a.index) + " needs a number >= 0 and format dl16 or f32");
   for (const auto &p : k.programs)
     if (p.firstCore < 0 || p.lastCore < p.firstCore || p.lastCore >= k.numCores)
       kernelError(k, ".core " + rangeText(p.firstCore, p.lastCore) + " is not a core range inside 0.." +

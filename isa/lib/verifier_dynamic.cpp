@@ -176,6 +176,18 @@ private:
 void DynamicChecker::stickAccess(const Instr &in, const ScalarState &s) {
   __int128 a = static_cast<__int128>(reg(in, s, in.lx.base)) + in.lx.offset;
   std::string op = lxText(in.lx);
+  if (in.op == Opcode::Ld && a >= kScalarArgLxBase && a < kScalarArgLxBase + kMaxScalarArgs * 128) {
+    // The scalar-argument block (program.h): read-only, one declared slot per stick.
+    const __int128 slot = (a - kScalarArgLxBase) / 128;
+    if ((a - kScalarArgLxBase) % 128 != 0 || slot >= static_cast<__int128>(k_.scalarArgs.size()))
+      fail(in, op, "LX address " + num(a) + " is not a scalar-argument slot of this kernel (" +
+                       std::to_string(k_.scalarArgs.size()) + " declared by .scalars)");
+    const ScalarArg &arg = k_.scalarArgs[static_cast<size_t>(slot)];
+    if (arg.fmt != in.fmt)
+      fail(in, op, "scalar-argument slot " + num(slot) + " ($" + std::to_string(arg.index) + ") holds " +
+                       std::string(formatName(arg.fmt)) + ", read as " + std::string(formatName(in.fmt)));
+    return;
+  }
   if (a < 0 || a + 128 > lxBytes_)
     fail(in, op, "LX access [" + num(a) + ", " + num(a + 128) + ") is outside the usable LX [0, " +
                      std::to_string(lxBytes_) + ")");

@@ -370,6 +370,17 @@ private:
     const int64_t esize = in.fmt == Format::DL16 ? 2 : 4;
     switch (in.op) {
     case Opcode::Ld:
+      if (const Aff a = plus(reg(s, in.lx.base), in.lx.offset); hi(a) >= kScalarArgLxBase) {
+        // The scalar-argument block (program.h): a declared slot of the right format is fine;
+        // anything else is left to the dry run, which words the error.
+        const i128 off = lo(a) - kScalarArgLxBase, slot = off / 128;
+        if (lo(a) != hi(a) || off < 0 || off % 128 != 0 || slot >= static_cast<i128>(k_.scalarArgs.size()) ||
+            k_.scalarArgs[static_cast<size_t>(slot)].fmt != in.fmt)
+          giveUp(in, "an access may leave its memory");
+        return;
+      }
+      access(in, in.lx, s, 128, 128, false);
+      return;
     case Opcode::LdPad: access(in, in.lx, s, 128, 128, false); return;
     case Opcode::St: access(in, in.lx, s, 128, 128, true); return;
     case Opcode::Ldu: access(in, in.lx, s, in.imm * esize, esize, false); return;

@@ -1,5 +1,6 @@
 #include "code_cache.h"
 #include "spyre/isa/file_io.h"
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -153,7 +154,43 @@ ObjectBytes DiskCache::load(const CacheKey &k, bool &corrupt) const {
   std::string_view payload(data.data() + sizeof h, data.size() - sizeof h);
   if (checksumOf(payload) != h.checksum)
     return bad("checksum mismatch");
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0); // just used: last in the LRU order
   return std::make_shared<const std::string>(payload);
+}
+
+size_t DiskCache::trim(const std::string &keep) const {
+  struct Entry {
+    struct timespec used;
+    uint64_t bytes;
+    std::string path;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir_, ec), end; it != end && !ec; it.increment(ec)) {
+    const std::string &path = it->path();
+    struct stat st;
+    if (!llvm::StringRef(path).ends_with(".sjo") || ::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    entries.push_back({st.st_mtim, static_cast<uint64_t>(st.st_size), path});
+    total += static_cast<uint64_t>(st.st_size);
+  }
+  if (total <= maxBytes_)
+    return 0;
+  std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
+    return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec : a.used.tv_nsec < b.used.tv_nsec;
+  });
+  size_t removed = 0;
+  for (const Entry &e : entries) {
+    if (total <= maxBytes_)
+      break;
+    if (e.path == keep)
+      continue;
+    if (::unlink(e.path.c_str()) == 0)
+      ++removed;
+    total -= e.bytes; // gone either way (another process may have removed it)
+  }
+  return removed;
 }
 
 bool DiskCache::store(const CacheKey &k, std::string_view obj) const {
@@ -182,8 +219,10 @@ bool DiskCache::store(const CacheKey &k, std::string_view obj) const {
   }
   bool ok = writeAll(fd, reinterpret_cast<const char *>(&h), sizeof h) && writeAll(fd, obj.data(), obj.size());
   ok = (::close(fd) == 0) && ok;
-  if (ok && ::rename(tmp.c_str(), final.c_str()) == 0)
+  if (ok && ::rename(tmp.c_str(), final.c_str()) == 0) {
+    trim(final);
     return true;
+  }
   warnOnce("cache-write", "cannot write JIT cache entry " + final + ": " + std::strerror(errno));
   ::unlink(tmp.c_str());
   return false;

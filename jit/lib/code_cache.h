@@ -46,17 +46,26 @@ public:
   /// Entries larger than this (or not regular files: a FIFO never blocks the load) are corrupt.
   static constexpr uint64_t kMaxCacheEntryBytes = uint64_t{256} << 20;
   /// dir must be non-empty; created on first store. Failures to create or write are reported
-  /// once and make the disk cache a no-op.
-  explicit DiskCache(std::string dir) : dir_(std::move(dir)) {}
+  /// once and make the disk cache a no-op. maxBytes bounds the entries' total size (LRU).
+  explicit DiskCache(std::string dir, uint64_t maxBytes = kDefaultMaxBytes)
+      : dir_(std::move(dir)), maxBytes_(maxBytes) {}
+  static constexpr uint64_t kDefaultMaxBytes = uint64_t{1024} << 20; ///< SPYRE_CACHE_MAX_MB default
   const std::string &dir() const { return dir_; }
+  uint64_t maxBytes() const { return maxBytes_; }
   std::string pathFor(const CacheKey &k) const;
-  /// nullptr on a miss. `corrupt` is set when an entry existed but failed validation.
+  /// nullptr on a miss. `corrupt` is set when an entry existed but failed validation. A hit
+  /// marks the entry as just used (its modification time: the LRU order, shared by processes).
   ObjectBytes load(const CacheKey &k, bool &corrupt) const;
-  /// True when the entry was written.
+  /// True when the entry was written. Then trims the directory to maxBytes.
   bool store(const CacheKey &k, std::string_view obj) const;
+  /// Least recently used first (oldest modification time), deletes entries (`*.sjo`) until
+  /// their total size is at most maxBytes; never `keep`. Returns the number deleted. Entries
+  /// another process deletes meanwhile are skipped.
+  size_t trim(const std::string &keep = "") const;
 
 private:
   std::string dir_;
+  uint64_t maxBytes_;
 };
 
 /// Process-wide in-memory level (shared by every JitEngine; bounded by total bytes).

@@ -42,6 +42,7 @@ JitOptions JitOptions::fromEnv(const spyre::Env &env) {
   std::string tier = env.choice("SPYRE_JIT_OPT", "O2", {"O0", "O2", "0", "2"});
   o.tier = tier == "O0" || tier == "0" ? OptTier::O0 : OptTier::O2;
   o.cacheDir = cacheDirFromEnv(env);
+  o.cacheMaxBytes = static_cast<uint64_t>(env.integer("SPYRE_CACHE_MAX_MB", 1024, 1, 1048576)) << 20;
   o.passes = env.string("SPYRE_JIT_PASSES");
   o.llvmArgs = env.string("SPYRE_JIT_LLVM_ARGS");
   o.printTimes = env.flag("SPYRE_JIT_TIMES", false);
@@ -364,7 +365,7 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
   }
   const std::string &dir = impl_->opts.cacheDir;
   if (!dir.empty() && dir != "off")
-    impl_->disk = std::make_unique<DiskCache>(dir);
+    impl_->disk = std::make_unique<DiskCache>(dir, impl_->opts.cacheMaxBytes);
   // Everything besides the kernel the object depends on.
   impl_->keyPrefix = std::string("spyre-jit object\nabi ") + std::to_string(sim::kAbiVersion) + "\nllvm " +
                      LLVM_VERSION_STRING + "\nsource " + SPYRE_JIT_SOURCE_HASH + "\ntriple " + host.triple +

@@ -160,7 +160,8 @@ void FunctionLowering::lowerAbs(const Instr &in) {
 }
 void FunctionLowering::lowerRelu(const Instr &in) {
   Value *a = readV(in.v[1]), *zero = Constant::getNullValue(vf_);
-  writeV(in.v[0], roundTo(in.fmt, b_.CreateSelect(b_.CreateFCmpOGT(a, zero), a, zero)));
+  // Unordered-or-greater: NaN lanes keep their NaN (torch's relu), as sfp.cpp.
+  writeV(in.v[0], roundTo(in.fmt, b_.CreateSelect(b_.CreateFCmpUGT(a, zero), a, zero)));
 }
 void FunctionLowering::lowerFloor(const Instr &in) {
   writeV(in.v[0], roundTo(in.fmt, intrinsic(Intrinsic::floor, {readV(in.v[1])}, {vf_})));

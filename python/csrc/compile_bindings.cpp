@@ -99,11 +99,14 @@ public:
     exe_ = std::make_unique<sim::Executable>(std::move(plan), std::move(job.kernels), *engine, dumpDir);
   }
 
-  std::vector<at::Tensor> run(const std::vector<at::Tensor> &inputs) {
+  std::vector<at::Tensor> run(const std::vector<at::Tensor> &inputs, const std::vector<double> &scalars) {
     const isa::JobPlan &plan = exe_->plan();
     if (inputs.size() != plan.inputs.size())
       throw Error("compiled graph expects " + std::to_string(plan.inputs.size()) + " inputs, got " +
                   std::to_string(inputs.size()));
+    if (scalars.size() != static_cast<size_t>(plan.numScalars))
+      throw Error("compiled graph expects " + std::to_string(plan.numScalars) + " runtime scalars ($0..), got " +
+                  std::to_string(scalars.size()));
     std::vector<at::Tensor> keep(plan.buffers.size());
     std::vector<uint64_t> addr(plan.buffers.size(), 0);
     auto &mem = deviceMemory();
@@ -151,7 +154,7 @@ public:
     {
       std::lock_guard<std::mutex> g(card.mu);
       auto t0 = std::chrono::steady_clock::now();
-      exe_->run(card.runtime, mem.base(), mem.capacity(), addr);
+      exe_->run(card.runtime, mem.base(), mem.capacity(), addr, scalars);
       lastRunMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
     std::vector<at::Tensor> outs;
@@ -160,6 +163,7 @@ public:
     return outs;
   }
 
+  int numScalars() const { return exe_->plan().numScalars; }
   double frontendMs() const { return frontendMs_; }
   double backendMs() const { return backendMs_; }
   double jitMs() const { return exe_->prepareMs(); }
@@ -208,10 +212,14 @@ void registerCompileBindings(pyb::module_ &m) {
              return withTorchErrors([&] { return std::make_unique<CompiledGraph>(text, engine, dumpDir, cores); });
            }),
            pyb::arg("graph"), pyb::arg("engine") = "jit", pyb::arg("dump_dir") = "", pyb::arg("cores") = 0)
-      .def("run",
-           [](CompiledGraph &g, const std::vector<at::Tensor> &inputs) {
-             return withTorchErrors([&] { return g.run(inputs); });
-           })
+      .def(
+          "run",
+          [](CompiledGraph &g, const std::vector<at::Tensor> &inputs, const std::vector<double> &scalars) {
+            return withTorchErrors([&] { return g.run(inputs, scalars); });
+          },
+          pyb::arg("inputs"), pyb::arg("scalars") = std::vector<double>{},
+          "Runs the graph on spyre tensors; `scalars[k]` is the value of its runtime scalar $k")
+      .def_property_readonly("num_scalars", &CompiledGraph::numScalars)
       .def_property_readonly("frontend_ms", &CompiledGraph::frontendMs)
       .def_property_readonly("backend_ms", &CompiledGraph::backendMs)
       .def_property_readonly("jit_ms", &CompiledGraph::jitMs)

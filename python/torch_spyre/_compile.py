@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import collections
 import functools
-import itertools
 import operator
-import os
-import sys
 import threading
 import warnings
-from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import torch
 
-from . import _config, _fallback, _guards
+from . import _fallback, _guards
+from ._build import _dump_dir, compile_stats, compile_text, passes_text  # noqa: F401  (re-exported)
 from ._errors import FallbackWarning, Unsupported, strict_unsupported
 from ._collectives import COLLECTIVE_OPS as _COLLECTIVE_OPS
 from ._collectives import rewrite_collectives
@@ -45,23 +42,6 @@ aten = torch.ops.aten
 _guards.install()
 
 
-@dataclass
-class CompileStats:
-    """What the last compiled graph cost (read by the demo and benchmarks)."""
-
-    graphs: int = 0
-    frontend_ms: float = 0.0
-    backend_ms: float = 0.0
-    jit_ms: float = 0.0
-    simulated_us: float = 0.0
-    last: Any = None
-    history: list = field(default_factory=list)
-    partitions: int = 0      # spyre partitions of the last partitioned graph
-    fallback_nodes: int = 0  # nodes of the last partitioned graph that run on the CPU
-
-
-compile_stats = CompileStats()
-_graph_ids = itertools.count()
 _lock = threading.Lock()
 
 
@@ -188,55 +168,6 @@ def _runs_natively(target: Any) -> bool:
     if isinstance(target, torch._ops.OpOverload):
         return target.is_view or target in _NATIVE
     return False
-
-
-def _dump_dir() -> str:
-    root = _config.dump_root()
-    if not root:
-        return ""
-    d = os.path.join(root, f"graph_{next(_graph_ids)}")
-    os.makedirs(d, exist_ok=True)
-    return d
-
-
-def compile_text(text: str, dump: str = "", fx_graph: str = "") -> Any:
-    """``_C.CompiledGraph`` for an IR text, recorded in ``compile_stats``."""
-    from . import _C
-
-    if dump and fx_graph:
-        with open(os.path.join(dump, "fx_graph.txt"), "w") as f:
-            f.write(fx_graph)
-    engine = _config.engine()
-    _config.check_compile()
-    level = _config.debug_level()
-    torch_debug = _config.torch_debug()
-    compiled = _C.CompiledGraph(text, engine=engine, dump_dir=dump)
-    with _lock:
-        compile_stats.graphs += 1
-        compile_stats.frontend_ms = compiled.frontend_ms
-        compile_stats.backend_ms = compiled.backend_ms
-        compile_stats.jit_ms = compiled.jit_ms
-        compile_stats.simulated_us = compiled.simulated_us
-        compile_stats.last = compiled
-        compile_stats.history.append(compiled)
-    if level:
-        print(f"[spyre] compiled graph: {len(compiled.listings())} kernels, frontend "
-              f"{compiled.frontend_ms:.2f} ms, backend {compiled.backend_ms:.2f} ms, "
-              f"JIT {compiled.jit_ms:.2f} ms")
-        if level >= 2:
-            print(passes_text(compiled))
-            print("\n".join(compiled.superdscs()))
-        if level >= 3:
-            print("\n".join(compiled.listings()))
-    if torch_debug:
-        print(passes_text(compiled), file=sys.stderr)
-    return compiled
-
-
-def passes_text(compiled: Any) -> str:
-    """The graph IR after each frontend pass of a compiled graph (the SPYRE_DUMP_DIR passes.txt
-    head), one `# graph after <pass>` section each."""
-    return "".join(f"# graph after {name}\n{text}\n" for name, text in compiled.passes())
 
 
 def _on_spyre(x: Any) -> Any:

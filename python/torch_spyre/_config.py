@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 from ._errors import ConfigError
 
-__all__ = ["Knob", "KNOBS", "ConfigError", "get", "engine", "strict", "dump_root", "debug_level",
+__all__ = ["Knob", "KNOBS", "ConfigError", "get", "engine", "strict", "dump_root", "debug_level", "eager_cache_size",
            "torch_debug", "check_compile", "markdown_table"]
 
 _TRUE = ("1", "true", "on", "yes")
@@ -106,12 +106,16 @@ _KNOB_LIST = [
     _flag("SPYRE_STRICT", False, "`_fallback.py`, `_compile.py` (every call / compile)",
           "on: ops that cannot run on spyre raise `NotImplementedError: Unsupported: ...` instead "
           "of falling back to the CPU"),
-    _string("SPYRE_DUMP_DIR", "`_compile.py` (every compile)",
-            "writes every stage of every compiled graph to `DIR/graph_<n>/` "
+    _string("SPYRE_DUMP_DIR", "`_compile.py` (every compile, eager ops too)",
+            "writes every stage of every compiled graph (and eager op kernel) to `DIR/graph_<n>/` "
             "([debugging.md](debugging.md))", default_text="off"),
-    _int("SPYRE_DEBUG", 0, 0, 3, "`_compile.py` (every compile)",
+    _int("SPYRE_DEBUG", 0, 0, 3, "`_compile.py` (every compile, eager ops too)",
          "`1`: one line per compiled graph (kernels, compile times); `2`: + the graph IR after "
          "each frontend pass and the SuperDSC JSON; `3`: + ISA listings"),
+    _int("SPYRE_EAGER_CACHE_SIZE", 512, 1, 1000000, "`_eager.py`, `_lowering_core.py` (every compile)",
+         "compiled eager kernels kept (one per op, shapes and dtypes: Python scalars are kernel "
+         "arguments, not part of the key), and likewise decomposed-op graphs and compile checks; "
+         "past it the least recently used is dropped (and recompiled if used again)"),
     _int("TORCH_SPYRE_DEBUG", 0, 0, 3, "`_compile.py`, `device_options.cpp` (every compile / transfer)",
          "non-zero: logs every host↔device transfer, and the graph IR after each frontend pass "
          "of every compiled graph, to stderr"),
@@ -164,6 +168,10 @@ _KNOB_LIST = [
     _string("SPYRE_CACHE_DIR", "JIT code cache",
             "directory of the on-disk JIT code cache; `off` disables it. Entries are checksummed; "
             "a damaged entry is reported once and recompiled", default_text="`~/.cache/spyre-jit`"),
+    _int("SPYRE_CACHE_MAX_MB", 1024, 1, 1048576, "JIT code cache (each engine)",
+         "size bound of the on-disk JIT code cache in MiB: after each write the least recently "
+         "used entries (a hit marks an entry used) are deleted until the directory fits",
+         compile_time=True),
     _string("XDG_CACHE_HOME", "JIT code cache",
             "when `SPYRE_CACHE_DIR` is unset the cache is `$XDG_CACHE_HOME/spyre-jit`",
             default_text="unset"),
@@ -203,6 +211,11 @@ def dump_root() -> str:
 def debug_level() -> int:
     """SPYRE_DEBUG: 0 (off) to 3."""
     return get("SPYRE_DEBUG")
+
+
+def eager_cache_size() -> int:
+    """SPYRE_EAGER_CACHE_SIZE: entries of each eager compile cache."""
+    return get("SPYRE_EAGER_CACHE_SIZE")
 
 
 def torch_debug() -> bool:

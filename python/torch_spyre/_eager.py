@@ -2,9 +2,12 @@
 
 * Every overload with a graph IR lowering (``_lowering``) gets a PrivateUse1 kernel that builds
   the one-node IR text directly (no dynamo), asks ``_C.check_graph`` and runs a cached
-  ``_C.CompiledGraph``. The cache key is the IR text, which spells out op, shapes, dtypes and
-  scalar arguments; inputs in other layouts or views are restaged by ``CompiledGraph.run``, so
-  layouts need not be part of the key.
+  ``_C.CompiledGraph``. The cache key is the IR text, which spells out op, shapes and dtypes;
+  Python scalars of float ops (``a * s``, ``a + s``, clamp bounds, ``where`` with a number) are
+  runtime scalars (``$k`` in the IR, passed to ``run``), so one kernel serves every value.
+  Inputs in other layouts or views are restaged by ``CompiledGraph.run``, so layouts need not
+  be part of the key. The caches are LRU, bounded by ``SPYRE_EAGER_CACHE_SIZE``; new kernels
+  are dumped (``SPYRE_DUMP_DIR``) and logged (``SPYRE_DEBUG``) like compiled graphs.
 * Ops we decompose (softmax, log_softmax, layer_norm, addmm, baddbmm) trace their decomposition
   once per signature and run it through the compiled path's partitioner.
 * Everything else reaches one boxed PrivateUse1 fallback: in-place and ``out=`` variants of the
@@ -16,7 +19,7 @@
 from __future__ import annotations
 
 import functools
-
+import math
 import threading
 from typing import Any, Callable
 
@@ -26,8 +29,10 @@ from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 from . import _config, _device_rules, _empty, _fallback
 from ._decompositions import DECOMPOSITIONS
 from ._errors import Unsupported
+from ._lowering import (Env, Lowered, RuntimeScalar, bind_arguments, check_text, is_lowerable, lower, lowerable_ops,
+                        single_node_text, type_text)
+from ._lru import LruCache
 from ._no_trace import no_trace
-from ._lowering import Env, bind_arguments, check_text, is_lowerable, lower, lowerable_ops, single_node_text, type_text
 
 aten = torch.ops.aten
 
@@ -38,7 +43,8 @@ class _EagerStats:
     def __init__(self) -> None:
         self.compiled = 0  # single-op graphs compiled (cache misses)
         self.spyre_calls = 0  # op calls that ran on the card
-        self.texts: dict[str, Any] = {}
+        # IR text -> CompiledGraph, or the reason it does not compile (LRU)
+        self.texts = LruCache(_config.eager_cache_size)
 
 
 eager_stats = _EagerStats()
@@ -76,25 +82,49 @@ def _meta(x: Any) -> Any:
     return x
 
 
-def _compiled_for(text: str) -> Any:
-    """CompiledGraph for a one-node text, or the reason it does not compile (cached)."""
+def _compiled_for(text: str, op: Any) -> Any:
+    """CompiledGraph for a one-node text, or the reason it does not compile (LRU-cached)."""
     from . import _C
+    from ._build import _dump_dir, compile_text
 
-    key = f"{_C.sencores()}\n{text}"
-    with _lock:
-        hit = eager_stats.texts.get(key)
+    key = f"{_C.sencores()}\n{_config.engine()}\n{text}"
+    hit = eager_stats.texts.get(key)
     if hit is not None:
         return hit
     reason = check_text(text)
     if reason:
         result: Any = reason
     else:
-        result = _C.CompiledGraph(text, engine=_config.engine())
+        result = compile_text(text, _dump_dir(), eager_op=str(op))
         with _lock:
             eager_stats.compiled += 1
-    with _lock:
-        eager_stats.texts[key] = result
+    eager_stats.texts.put(key, result)
     return result
+
+
+# Attributes the card reads at run time (SuperDSC constants with argIdx_, loaded from the
+# launch's scalar-argument block): ops on float tensors take these Python numbers as kernel
+# arguments instead of compiling one kernel per value.
+_RUNTIME_ATTRS = {**{op: ("scalar",) for op in ("add", "sub", "mul", "div", "maximum", "minimum",
+                                                 "eq", "ne", "lt", "le", "gt", "ge")},
+                  "where": ("a", "b"), "clamp": ("min", "max")}
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.bool)
+
+
+def runtime_scalars(L: Lowered, operands: list) -> list[float]:
+    """Replaces the numbers of ``L``'s runtime-capable attributes by ``RuntimeScalar``s and
+    returns their values, in ``$k`` order. Integer ops keep their numbers (no integer scalar
+    arguments), and so does a NaN clamp bound: clip's NaN is not a DL16 value."""
+    if any(o.dtype not in _FLOATS for o in operands):
+        return []
+    scalars: list[float] = []
+    for name, _, attrs in L.nodes:
+        for key in _RUNTIME_ATTRS.get(name, ()):
+            v = attrs.get(key)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and not (name == "clamp" and math.isnan(v)):
+                attrs[key] = RuntimeScalar(len(scalars))
+                scalars.append(float(v))
+    return scalars
 
 
 def _run_lowered(op: Any, args: tuple, kwargs: dict) -> Any:
@@ -109,15 +139,16 @@ def _run_lowered(op: Any, args: tuple, kwargs: dict) -> Any:
         if not isinstance(out, torch.Tensor):
             raise Unsupported(f"{op} returns {type(out).__name__}")
         types = {id(o): type_text(o.shape, o.dtype) for o in operands}
+        scalars = runtime_scalars(lowered, operands)
         text = single_node_text(lowered, types, type_text(out.shape, out.dtype))
     except Unsupported as e:
         return NotImplemented, str(e)
-    compiled = _compiled_for(text)
+    compiled = _compiled_for(text, op)
     if isinstance(compiled, str):
         return NotImplemented, compiled
     with _lock:
         eager_stats.spyre_calls += 1
-    return compiled.run(list(operands))[0], ""
+    return compiled.run(list(operands), scalars)[0], ""
 
 
 def _checked_empty_result(op: Any, args: tuple, kwargs: dict) -> Any:
@@ -142,7 +173,7 @@ def _lowered_kernel(op: Any) -> Callable:
     return kernel
 
 
-_decomp_cache: dict[Any, Callable] = {}
+_decomp_cache = LruCache(_config.eager_cache_size)
 
 
 def _unmeta_factories(gm: torch.fx.GraphModule, device: torch.device) -> None:
@@ -176,8 +207,7 @@ def _decomposed_kernel(op: Any, decomp: Callable) -> Callable:
         pos = [i for i, a in enumerate(flat) if isinstance(a, torch.Tensor)]
         key = (op, spec, tuple((tuple(a.shape), a.dtype, a.device.type) if isinstance(a, torch.Tensor)
                                else (type(a).__name__, repr(a)) for a in flat))
-        with _lock:
-            entry = _decomp_cache.get(key)
+        entry = _decomp_cache.get(key)
         if entry is None:
             def traced(*ts: torch.Tensor) -> Any:
                 f = list(flat)
@@ -198,8 +228,7 @@ def _decomposed_kernel(op: Any, decomp: Callable) -> Callable:
                 _unmeta_factories(gm, next(flat[i].device for i in pos))
                 single = not isinstance(gm.graph.output_node().args[0], (tuple, list))
                 entry = (_compile_aten_graph(gm, metas), single)
-            with _lock:
-                _decomp_cache[key] = entry
+            _decomp_cache.put(key, entry)
         fn, single = entry
         if fn is None:
             _fallback.note_fallback(str(op), "no spyre kernel for this form")

@@ -19,6 +19,7 @@ from ._errors import FallbackWarning, Unsupported
 from ._lowering_core import (
     Env,
     Lowered,
+    RuntimeScalar,
     Tmp,
     bind_arguments,
     check_text,
@@ -35,5 +36,5 @@ from ._lowering_core import (
 # Unary ops of ops.def without attributes need no Python of their own: the table is the one list.
 _lowering_arith.register_plain_unaries(_C.plain_unary_ops())
 
-__all__ = ["Unsupported", "FallbackWarning", "Tmp", "Lowered", "lower", "is_lowerable", "check_text",
+__all__ = ["Unsupported", "FallbackWarning", "Tmp", "Lowered", "RuntimeScalar", "lower", "is_lowerable", "check_text",
            "ir_dtype", "type_text", "format_attr", "Env", "node_lines", "single_node_text", "lowerable_ops", "bind_arguments"]

@@ -8,7 +8,6 @@ one-node graph checked by the C++ side (``check_text``). The lowerings themselve
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -17,6 +16,7 @@ import torch
 from . import _config
 from . import _decompositions  # noqa: F401  (defines the torch.ops.spyre custom ops lowered here)
 from ._errors import Unsupported
+from ._lru import LruCache
 from ._registry import registrar
 
 aten = torch.ops.aten
@@ -57,10 +57,22 @@ def _num(v: float) -> str:
         return "nan"
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
+    if v == 0 and math.copysign(1.0, v) < 0:
+        return "-0.0"  # x + (-0.0) keeps x = -0.0 negative; "0" would not
     return repr(v) if v != int(v) or abs(v) >= 1e16 else str(int(v))
 
 
+@dataclass(frozen=True)
+class RuntimeScalar:
+    """An attribute whose value is passed when the compiled graph runs (``$index`` in the IR:
+    the graph's runtime scalar ``index``), so one compile serves every value."""
+
+    index: int
+
+
 def format_attr(v: Any) -> str:
+    if isinstance(v, RuntimeScalar):
+        return f"${v.index}"
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_num(x) for x in v) + "]"
     return _num(v)
@@ -221,24 +233,21 @@ def node_lines(L: Lowered, name_of: Callable[[Any], str], out_name: str, out_typ
     return lines
 
 
-_check_cache: dict[str, str] = {}
-_check_lock = threading.Lock()
+_check_cache = LruCache(_config.eager_cache_size)
 
 
 def check_text(text: str) -> str:
-    """'' if the C++ side compiles this graph, else its reason. Cached by the text, which
-    spells out op, shapes, dtypes and attributes."""
+    """'' if the C++ side compiles this graph, else its reason. Cached (LRU, bounded by
+    SPYRE_EAGER_CACHE_SIZE) by the text, which spells out op, shapes, dtypes and attributes."""
     from . import _C
 
     _config.check_compile()  # an invalid knob of the C++ compile path is an error, not a reason
     key = f"{_C.sencores()}\n{text}"  # raises for an invalid SENCORES: a setup error, not a fallback
-    with _check_lock:
-        hit = _check_cache.get(key)
+    hit = _check_cache.get(key)
     if hit is not None:
         return hit
     reason = _C.check_graph(text)
-    with _check_lock:
-        _check_cache[key] = reason
+    _check_cache.put(key, reason)
     return reason
 
 

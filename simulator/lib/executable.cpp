@@ -48,13 +48,16 @@ double Executable::simulatedUs() const {
   return t;
 }
 
-void Executable::run(Runtime &rt, uint8_t *ddr, uint64_t ddrSize, const std::vector<uint64_t> &bufferAddr) const {
+void Executable::run(Runtime &rt, uint8_t *ddr, uint64_t ddrSize, const std::vector<uint64_t> &bufferAddr,
+                     const std::vector<double> &scalars) const {
   requireCount("buffer addresses", plan_.buffers.size(), bufferAddr.size());
+  requireCount("scalar arguments", static_cast<size_t>(plan_.numScalars), scalars.size());
   for (size_t i = 0; i < launches_.size(); ++i) {
     const auto &l = plan_.launches[i];
     LaunchArgs args;
     args.ddr = ddr;
     args.ddrSize = ddrSize;
+    args.scalars = scalars;
     for (int b : l.argBuffers) {
       args.base.push_back(b < 0 ? 0 : bufferAddr[b]);
       args.size.push_back(b < 0 ? 0 : static_cast<uint64_t>(plan_.buffers[b].layout.deviceBytes()));

@@ -1,5 +1,7 @@
 #include "spyre/sim/machine.h"
+#include "spyre/isa/dl16.h"
 #include "spyre/isa/error.h"
+#include "spyre/isa/semantics.h"
 #include <cstring>
 #include <sys/mman.h>
 
@@ -26,6 +28,25 @@ void Cores::resetRegisters() {
     std::memset(cores_[i].r, 0, sizeof cores_[i].r);
     std::memset(cores_[i].v, 0, sizeof cores_[i].v);
     cores_[i].r[0] = static_cast<int64_t>(i);
+  }
+}
+
+void writeScalarArgs(const isa::Kernel &k, const std::vector<double> &scalars, uint8_t *lx) {
+  for (size_t i = 0; i < k.scalarArgs.size(); ++i) {
+    const isa::ScalarArg &a = k.scalarArgs[i];
+    if (a.index < 0 || static_cast<size_t>(a.index) >= scalars.size())
+      throw Error("kernel " + k.name + " reads scalar argument $" + std::to_string(a.index) + ", but the launch passes " +
+                  std::to_string(scalars.size()));
+    uint8_t *stick = lx + isa::kScalarArgLxBase + 128 * static_cast<int64_t>(i);
+    const float x = isa::roundTo(a.fmt, static_cast<float>(scalars[static_cast<size_t>(a.index)]));
+    if (a.fmt == isa::Format::DL16) {
+      const uint16_t code = dl16::fromFloat(x);
+      for (int l = 0; l < 64; ++l)
+        std::memcpy(stick + 2 * l, &code, 2);
+    } else {
+      for (int l = 0; l < 32; ++l)
+        std::memcpy(stick + 4 * l, &x, 4);
+    }
   }
 }
 

@@ -102,6 +102,9 @@ Runtime::Runtime(int threads, int cores) : cores_(cores), pool_(threads) {}
 void Runtime::launch(const PreparedKernel &pk, const LaunchArgs &args) {
   const isa::Kernel &k = pk.kernel();
   cores_.resetRegisters();
+  if (!k.scalarArgs.empty())
+    for (int c = 0; c < k.numCores; ++c)
+      writeScalarArgs(k, args.scalars, cores_[c].lx);
   ring_.reset(k.numCores);
   ports_.assign(k.numCores, RingPort{});
   for (int c = 0; c < k.numCores; ++c) {

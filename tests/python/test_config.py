@@ -42,6 +42,8 @@ INVALID = [
     ("SPYRE_JIT_TIMES", "-1", f"invalid SPYRE_JIT_TIMES value '-1' {FLAGS}"),
     ("SPYRE_JIT_DEBUG", "gdb", f"invalid SPYRE_JIT_DEBUG value 'gdb' {FLAGS}"),
     ("SPYRE_SIM_THREADS", "many", "invalid SPYRE_SIM_THREADS value 'many' (expected an integer in 1..4096)"),
+    ("SPYRE_EAGER_CACHE_SIZE", "0", "invalid SPYRE_EAGER_CACHE_SIZE value '0' (expected an integer in 1..1000000)"),
+    ("SPYRE_CACHE_MAX_MB", "lots", "invalid SPYRE_CACHE_MAX_MB value 'lots' (expected an integer in 1..1048576)"),
 ]
 COMPILE_TIME = [case for case in INVALID if _config.KNOBS[case[0]].compile_time]
 

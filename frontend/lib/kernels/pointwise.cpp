@@ -21,6 +21,7 @@ struct Operand {
   bool isConst = false;
   std::string constName;
   double constValue = 0;
+  int constArg = -1; ///< a runtime scalar ($k): SuperDSC constantInfo_ argIdx_
 };
 
 const char *const kLayoutLabels[] = {"OUTPUT", "KERNEL", "INPUT", "KERNEL_IDX", "LAYOUT4", "LAYOUT5", "LAYOUT6", "LAYOUT7"};
@@ -34,7 +35,11 @@ std::vector<Operand> pointwiseOperands(const Node &n, const OpInfo &op, const st
     Operand o;
     o.isConst = true;
     o.constName = std::move(name);
-    o.constValue = n.attrs.at(key).scalar();
+    const Attr &a = n.attrs.at(key);
+    if (a.isRuntime())
+      o.constArg = a.param;
+    else
+      o.constValue = a.scalar();
     ops.push_back(o);
   };
   if (op.id == OpId::Where) {
@@ -116,10 +121,18 @@ void addOpConstants(const Node &n, const OpInfo &op, SuperDsc &s) {
     s.constants["softplusBeta"] = attrOr(n, "beta", 1.0);
     s.constants["softplusThresh"] = attrOr(n, "threshold", 20.0);
   } else if (op.id == OpId::Clamp) {
-    if (n.attrs.count("min"))
-      s.constants["clipMin"] = n.attrs.at("min").scalar();
-    if (n.attrs.count("max"))
-      s.constants["clipMax"] = n.attrs.at("max").scalar();
+    // A bound may be a runtime scalar ($k): its constant is the launch's scalar argument k.
+    for (auto [key, name] : {std::pair{"min", "clipMin"}, std::pair{"max", "clipMax"}}) {
+      auto it = n.attrs.find(key);
+      if (it == n.attrs.end())
+        continue;
+      if (it->second.isRuntime()) {
+        s.constants[name] = 0.0;
+        s.constantArgs[name] = it->second.param;
+      } else {
+        s.constants[name] = it->second.scalar();
+      }
+    }
   } else if (op.id == OpId::Gelu) {
     s.constants["geluTanh"] = attrOr(n, "approximate", 0.0) != 0.0 ? 1.0 : 0.0;
   }
@@ -242,6 +255,8 @@ KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int max
       s.inputs.push_back(-1);
       s.inputConsts.push_back(o.constName);
       s.constants[o.constName] = o.constValue;
+      if (o.constArg >= 0)
+        s.constantArgs[o.constName] = o.constArg;
     } else {
       s.inputs.push_back(ti++);
       s.inputConsts.push_back("");

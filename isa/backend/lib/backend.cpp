@@ -183,6 +183,10 @@ Kernel compileSuperDsc(const SuperDsc &s, const BackendOptions &opts) {
   if (s.lxReservedBytes > 0 && !supportsLxReservation(s, opts.lxBytes - s.lxReservedBytes))
     throw Unsupported("lxReservedBytes_ (LX-resident tensors live across the kernel) in " + s.opFuncName +
                       " kernel " + s.name);
+  // Runtime constants (launch scalar arguments) are read by the pointwise walk only.
+  if (!s.constantArgs.empty() && opFuncOf(s).cls != OpClass::Pointwise)
+    throw Unsupported("runtime scalar constants ('" + s.constantArgs.begin()->first + "') in " + s.opFuncName +
+                      " kernel " + s.name);
   return compileOne(s, opts);
 }
 

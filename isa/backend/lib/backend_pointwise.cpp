@@ -34,8 +34,15 @@ double constant(const SuperDsc &s, const std::string &name, double dflt, bool re
 struct PwInput {
   bool isConst = false;
   float value = 0;
+  int arg = -1; ///< a runtime constant: the launch's scalar argument number (value unused)
   TensorGeom g;
 };
+
+/// The launch scalar argument behind constant `name`, or -1 for a compile-time value.
+int constantArg(const SuperDsc &s, const std::string &name) {
+  auto it = s.constantArgs.find(name);
+  return it == s.constantArgs.end() ? -1 : it->second;
+}
 
 /// How a pointwise kernel walks its operands, decided before anything is emitted. `tensors`
 /// points into `ins` and `out`, so a plan is neither copied nor moved.
@@ -47,6 +54,7 @@ struct PointwisePlan {
   TensorGeom out;
   std::vector<PwInput> ins;
   Format computeFmt = Format::None;
+  int clipMinArg = -1, clipMaxArg = -1; ///< clip bounds that are launch scalar arguments
   // The walk (planBlocks).
   int numCores = 0;
   std::vector<const TensorGeom *> tensors;  ///< the tensor inputs, then the output
@@ -150,6 +158,7 @@ void checkOperands(const SuperDsc &s, PointwisePlan &p) {
     if (s.inputs[i] < 0) {
       in.isConst = true;
       in.value = static_cast<float>(s.constants.at(s.inputConsts[i]));
+      in.arg = constantArg(s, s.inputConsts[i]);
     } else {
       const SdscTensor &t = s.tensor(s.inputs[i]);
       in.g = tensorGeom(s, t, stickDim, /*allowView=*/true);
@@ -202,6 +211,19 @@ void checkOperands(const SuperDsc &s, PointwisePlan &p) {
     throw Unsupported("a where3 condition in " + std::string(formatName(p.ins[0].g.fmt)) + " with " +
                       std::string(formatName(computeFmt)) + " values in " + s.name + " (convert it first)");
   p.computeFmt = computeFmt;
+  // Runtime constants (launch scalar arguments): the operands and clip's bounds; every other
+  // op parameter is compiled in.
+  for (const auto &[name, arg] : s.constantArgs) {
+    (void)arg;
+    const bool operand = std::find(s.inputConsts.begin(), s.inputConsts.end(), name) != s.inputConsts.end();
+    const bool clipBound = op == Opcode::Clip && (name == "clipMin" || name == "clipMax");
+    if (!(operand || clipBound) || lnScale || lnNorm)
+      throw Unsupported("constant '" + name + "' of " + s.opFuncName + " as a runtime scalar argument in " + s.name);
+  }
+  if (op == Opcode::Clip) {
+    p.clipMinArg = constantArg(s, "clipMin");
+    p.clipMaxArg = constantArg(s, "clipMax");
+  }
 }
 
 /// A view starting inside a stick (slice of the stick dim at an offset that is not a stick
@@ -375,6 +397,8 @@ private:
   static constexpr int rCur = 22, rOther = 23, rSwap = 24, outTok = 15;
   std::vector<std::pair<int, int64_t>> ddrAdv(size_t j, int64_t units) const;
   void emitConstants();
+  void loadScalarArg(int vd, int index);
+  void emitClip(int x);
   void computeStick();
   void innerLoops(size_t jj);
   void computeBlock();
@@ -386,6 +410,8 @@ private:
   const PointwisePlan &p_;
   ProgramBuilder pb_;
   std::vector<int> constReg_;
+  std::vector<isa::ScalarArg> scalarArgs_; ///< the kernel's scalar-argument slots
+  static constexpr int kClipLo = 12, kClipHi = 13; ///< runtime clip bounds
 };
 
 std::vector<std::pair<int, int64_t>> PointwiseEmitter::ddrAdv(size_t j, int64_t units) const {
@@ -405,13 +431,54 @@ void PointwiseEmitter::emitConstants() {
   for (size_t i = 0; i < p_.ins.size(); ++i)
     if (p_.ins[i].isConst) {
       constReg_[i] = 8 + static_cast<int>(i);
-      if (p_.computeFmt == Format::I32) { // bcast has no i32 form: an fp32 constant, converted
+      if (p_.ins[i].arg >= 0) {
+        loadScalarArg(constReg_[i], p_.ins[i].arg);
+      } else if (p_.computeFmt == Format::I32) { // bcast has no i32 form: an fp32 constant, converted
         pb_.emit(vbcast(Format::F32, constReg_[i], p_.ins[i].value));
         pb_.emit(vop(Opcode::Cvt, Format::I32, constReg_[i], constReg_[i]));
       } else {
         pb_.emit(vbcast(p_.computeFmt, constReg_[i], p_.ins[i].value));
       }
     }
+  if (p_.clipMinArg >= 0)
+    loadScalarArg(kClipLo, p_.clipMinArg);
+  if (p_.clipMaxArg >= 0)
+    loadScalarArg(kClipHi, p_.clipMaxArg);
+}
+
+/// vd = launch scalar argument `index` in every lane, rounded to the compute format: one `ld`
+/// from its slot of the LX argument block (the runtime wrote it rounded), what `bcast` gives a
+/// compile-time constant.
+void PointwiseEmitter::loadScalarArg(int vd, int index) {
+  const isa::ScalarArg want{index, p_.computeFmt};
+  size_t slot = std::find(scalarArgs_.begin(), scalarArgs_.end(), want) - scalarArgs_.begin();
+  if (slot == scalarArgs_.size())
+    scalarArgs_.push_back(want);
+  pb_.emit(vld(p_.computeFmt, vd, -1, isa::kScalarArgLxBase + 128 * static_cast<int64_t>(slot)));
+}
+
+/// clip of register x into v4. Bounds that are runtime scalars take max / min with the bound's
+/// register (rounding is monotonic and x is in the format, so this equals clip with the
+/// unrounded bound); compile-time bounds stay clip immediates.
+void PointwiseEmitter::emitClip(int x) {
+  const float lo = static_cast<float>(constant(s_, "clipMin", -INFINITY, false));
+  const float hi = static_cast<float>(constant(s_, "clipMax", INFINITY, false));
+  const bool rtLo = p_.clipMinArg >= 0, rtHi = p_.clipMaxArg >= 0;
+  int cur = x;
+  if (rtLo) {
+    pb_.emit(vop(Opcode::Max, p_.computeFmt, 4, cur, kClipLo));
+    cur = 4;
+  }
+  if (rtHi) {
+    pb_.emit(vop(Opcode::Min, p_.computeFmt, 4, cur, kClipHi));
+    cur = 4;
+  }
+  if (rtLo && rtHi)
+    return;
+  Instr op = vop(Opcode::Clip, p_.computeFmt, 4, cur);
+  op.fimm = rtLo ? -INFINITY : lo;
+  op.fimm2 = rtHi ? INFINITY : hi;
+  pb_.emit(op);
 }
 
 /// One output stick: load the inputs, apply the op, store.
@@ -450,6 +517,9 @@ void PointwiseEmitter::computeStick() {
     emit3(Opcode::Mul, 5, 5, src[2]);
     emit3(Opcode::Fma, 5, 5, src[3], src[4]);
     result = 5;
+  } else if (p_.op == Opcode::Clip && (p_.clipMinArg >= 0 || p_.clipMaxArg >= 0)) {
+    result = 4;
+    emitClip(src[0]);
   } else if (p_.op != Opcode::Ld) {
     result = 4;
     Instr op = vop(p_.op, p_.computeFmt, 4, src[0], src.size() > 1 ? src[1] : -1, src.size() > 2 ? src[2] : -1);
@@ -560,6 +630,7 @@ Kernel PointwiseEmitter::emit() {
   emitConstants();
   outerLoops(0);
   pb_.finishSpmd(k);
+  k.scalarArgs = scalarArgs_;
   k.comment = "op=" + s_.opFuncName + " fmt=" + std::string(formatName(p_.computeFmt)) + " cores=" +
               std::to_string(k.numCores) + " lx=" + std::to_string(p_.lxCursor) + " B, " +
               std::to_string(p_.numBlocks) + (p_.pipelined ? " double-buffered" : "") + " block(s) per sweep";
@@ -576,8 +647,11 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
     return compileTranspose(s, opts);
   PointwisePlan p;
   checkOperands(s, p);
-  if (movesLanes(s, p))
+  if (movesLanes(s, p)) {
+    if (!s.constantArgs.empty())
+      throw Unsupported("runtime scalar constants in the lane-moving copy " + s.name);
     return compileLaneShift(s, opts);
+  }
   planSlices(s, p);
   planBlocking(s, opts, p);
   planLx(s, p);

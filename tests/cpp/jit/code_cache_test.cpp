@@ -369,3 +369,50 @@ TEST(CodeCache, DumpDirWritesIrAndObject) {
   ASSERT_GT(obj.size(), 4u);
   EXPECT_EQ(obj.substr(0, 4), "\x7f" "ELF");
 }
+
+TEST(CodeCache, DiskCacheIsBoundedLeastRecentlyUsedFirst) {
+  TempDir dir;
+  auto engine = [&](uint64_t maxBytes) {
+    jit::JitOptions o = diskOnly(dir.path());
+    o.cacheMaxBytes = maxBytes;
+    return std::make_unique<jit::JitEngine>(o);
+  };
+  auto missesOf = [&](uint64_t maxBytes, const isa::Kernel &k) {
+    auto e = engine(maxBytes);
+    e->prepare(k);
+    return e->cacheStats().misses;
+  };
+  const isa::Kernel k0 = testKernel(0), k1 = testKernel(1), k2 = testKernel(2);
+  ASSERT_EQ(missesOf(uint64_t{1} << 30, k0), 1u);
+  ASSERT_EQ(dir.entries().size(), 1u);
+  const uint64_t entry = fs::file_size(dir.entries()[0]); // the variants differ in one immediate
+  const uint64_t bound = 2 * entry + entry / 2;           // two entries fit, three do not
+  EXPECT_EQ(missesOf(bound, k1), 1u);
+  EXPECT_EQ(dir.entries().size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(missesOf(bound, k0), 0u); // a disk hit marks k0 used: k1 is now the oldest
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(missesOf(bound, k2), 1u); // three entries: over the bound, k1 goes
+  EXPECT_EQ(dir.entries().size(), 2u);
+  EXPECT_EQ(missesOf(bound, k0), 0u);
+  EXPECT_EQ(missesOf(bound, k2), 0u);
+  EXPECT_EQ(missesOf(bound, k1), 1u); // evicted: compiled again (and k0, now oldest, goes)
+  EXPECT_EQ(dir.entries().size(), 2u);
+  // The entry just written is never the one deleted, even when it alone exceeds the bound.
+  EXPECT_EQ(missesOf(1, testKernel(3)), 1u);
+  EXPECT_EQ(dir.entries().size(), 1u);
+  EXPECT_EQ(missesOf(1, testKernel(3)), 0u);
+}
+
+TEST(CodeCache, CacheMaxMbFromEnv) {
+  EXPECT_EQ(jit::JitOptions::fromEnv(Env::fromMap({})).cacheMaxBytes, uint64_t{1024} << 20);
+  EXPECT_EQ(jit::JitOptions::fromEnv(Env::fromMap({{"SPYRE_CACHE_MAX_MB", "3"}})).cacheMaxBytes, uint64_t{3} << 20);
+  for (const char *bad : {"0", "-1", "lots", "2000000"}) {
+    try {
+      jit::JitOptions::fromEnv(Env::fromMap({{"SPYRE_CACHE_MAX_MB", bad}}));
+      FAIL() << "SPYRE_CACHE_MAX_MB=" << bad << " was accepted";
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find("invalid SPYRE_CACHE_MAX_MB value"), std::string::npos) << e.what();
+    }
+  }
+}

@@ -29,7 +29,7 @@ struct RunResult {
 
 /// Runs the prepared kernel with fresh memory and cores; LX starts zeroed.
 inline RunResult runPrepared(const sim::PreparedKernel &pk, const std::vector<std::vector<uint8_t>> &args,
-                             int threads = 1, size_t lxBytes = 4096) {
+                             int threads = 1, size_t lxBytes = 4096, const std::vector<double> &scalars = {}) {
   const isa::Kernel &k = pk.kernel();
   uint64_t total = 1 << 20;
   for (const auto &a : args)
@@ -39,6 +39,7 @@ inline RunResult runPrepared(const sim::PreparedKernel &pk, const std::vector<st
   sim::LaunchArgs la;
   la.ddr = mem.base();
   la.ddrSize = mem.capacity();
+  la.scalars = scalars;
   for (const auto &a : args) {
     uint64_t addr = mem.allocate(a.size());
     std::memcpy(mem.at(addr, a.size()), a.data(), a.size());

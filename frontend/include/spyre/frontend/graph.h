@@ -27,16 +27,30 @@ struct Value {
   HostType dtype = HostType::F16;
 };
 
-/// A node attribute: a number (`key=1.5`) or a list of numbers (`key=[0, 2]`).
+/// A node attribute: a number (`key=1.5`), a list of numbers (`key=[0, 2]`), or a runtime
+/// scalar (`key=$k`: the graph's scalar argument k, a number every run passes; compiled code
+/// reads it at run time, so one compile serves every value). Only the attributes the kernel
+/// builders read as SuperDSC constants take `$k`: a pointwise op's `scalar`, where's `a`/`b`,
+/// clamp's `min`/`max`.
 struct Attr {
   std::vector<double> values;
   bool isList = false;
+  int param = -1; ///< >= 0: the runtime scalar $param (values empty)
   Attr() = default;
   Attr(double v) : values{v} {}
   Attr(std::vector<double> v) : values(std::move(v)), isList(true) {}
-  double scalar() const { return values.empty() ? 0.0 : values[0]; }
+  static Attr runtime(int k) {
+    Attr a;
+    a.param = k;
+    return a;
+  }
+  bool isRuntime() const { return param >= 0; }
+  /// The number; Unsupported("runtime scalar $k where a compile-time number is needed") for a
+  /// runtime scalar (a builder that cannot take one).
+  double scalar() const;
   bool operator==(const Attr &) const = default;
 };
+
 
 struct Node {
   std::string op;                    ///< a name in ops.def
@@ -72,6 +86,8 @@ struct Graph {
 };
 
 std::string printGraph(const Graph &g);
+/// Runtime scalars of a graph: 1 + the largest $k any node attribute uses (0 without any).
+int numRuntimeScalars(const Graph &g);
 Graph parseGraph(std::string_view text, std::string_view source = "<graph>");
 std::string_view dtypeShortName(HostType t);
 

@@ -34,6 +34,9 @@ struct JobPlan {
   std::vector<int> inputs, outputs; ///< buffer indices in graph order
   /// Output i aliases input j (no kernel writes it), -1 otherwise.
   std::vector<int> outputAliasesInput;
+  /// Runtime scalars of the graph ($0 .. $(n-1) in its attributes): values every run passes
+  /// (launch scalar arguments, not compile-time constants).
+  int numScalars = 0;
   /// Number of bundles (launches are grouped consecutively: bundle ids never decrease).
   int numBundles() const { return launches.empty() ? 0 : launches.back().bundle + 1; }
   std::string summary() const;

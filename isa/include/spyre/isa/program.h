@@ -232,10 +232,24 @@ struct CoreProgram {
   std::vector<Instr> body;
 };
 
+/// The launch's scalar arguments (numbers that are not compile-time constants: eager ops' Python
+/// scalars). Slot i of a kernel is the stick at kScalarArgLxBase + 128 i of every core's LX, in
+/// the reserved part above the usable LX: the runtime writes it before phase 0, the value
+/// rounded to the slot's format in every lane (dl16: 64 lanes, f32: lanes 0..31), so that one
+/// `ld.<fmt>` gives what `bcast.<fmt> value` would. Kernels only read it, with `ld` (verifier).
+constexpr int kMaxScalarArgs = 16;
+constexpr int64_t kScalarArgLxBase = (int64_t{2} << 20) - kMaxScalarArgs * 128;
+struct ScalarArg {
+  int index = 0;              ///< the launch's scalar number ($index in graph IR, argIdx_ in SuperDSC)
+  Format fmt = Format::F32;   ///< DL16 or F32: how the runtime encodes it
+  bool operator==(const ScalarArg &) const = default;
+};
+
 struct Kernel {
   std::string name = "kernel";
   int numCores = 1;
   std::vector<std::string> args;     ///< argument names; DDR bases bound at launch
+  std::vector<ScalarArg> scalarArgs; ///< slot i: LX kScalarArgLxBase + 128 i (listing `.scalars`)
   std::vector<CoreProgram> programs; ///< disjoint core ranges covering 0..numCores-1
   /// Free-form attributes printed in the header comment (op, format); not semantic.
   std::string comment;

@@ -65,6 +65,9 @@ struct SuperDsc {
   std::vector<int> inputs, outputs;
   std::vector<std::string> inputConsts;
   std::map<std::string, double> constants; ///< constantInfo_ (name -> value)
+  /// Our extension (constantInfo_ entry field `argIdx_`): constants that are the launch's scalar
+  /// argument k, known only at run time (name -> k); their `constants` value is 0 and unused.
+  std::map<std::string, int> constantArgs;
   /// Our extension (JSON `lxReservedBytes_`, written when > 0): LX [0, n) holds LX-resident
   /// tensors of the graph that are live across this kernel; the kernel touches it only through
   /// its own memOrg_ lx operands and stages everything else above it.

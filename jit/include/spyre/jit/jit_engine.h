@@ -31,9 +31,14 @@ struct JitOptions {
   std::string llvmArgs;
   bool printTimes = false;
   bool debug = false;
+  /// The disk cache's size bound (SPYRE_CACHE_MAX_MB, default 1024 MiB): past it, the least
+  /// recently used entries are deleted after each write. (Last: brace-initialised options
+  /// keep their meaning.)
+  uint64_t cacheMaxBytes = uint64_t{1024} << 20;
 
   /// SPYRE_JIT_OPT=O0|O2 (also 0|2; default O2), SPYRE_CACHE_DIR / XDG_CACHE_HOME / HOME (the
-  /// cache directory), SPYRE_JIT_PASSES, SPYRE_JIT_LLVM_ARGS, SPYRE_JIT_TIMES, SPYRE_JIT_DEBUG.
+  /// cache directory), SPYRE_CACHE_MAX_MB (1..1048576), SPYRE_JIT_PASSES, SPYRE_JIT_LLVM_ARGS,
+  /// SPYRE_JIT_TIMES, SPYRE_JIT_DEBUG.
   /// Invalid values throw spyre::Error naming the variable and the accepted values.
   static JitOptions fromEnv(const spyre::Env &env);
 };

@@ -33,8 +33,10 @@ public:
   /// Sum of the launches' simulated device times.
   double simulatedUs() const;
 
-  /// Runs every launch; bufferAddr[i] is the DDR address of plan buffer i.
-  void run(Runtime &rt, uint8_t *ddr, uint64_t ddrSize, const std::vector<uint64_t> &bufferAddr) const;
+  /// Runs every launch; bufferAddr[i] is the DDR address of plan buffer i, scalars[k] the value
+  /// of the graph's runtime scalar $k (plan().numScalars of them).
+  void run(Runtime &rt, uint8_t *ddr, uint64_t ddrSize, const std::vector<uint64_t> &bufferAddr,
+           const std::vector<double> &scalars = {}) const;
 
 private:
   isa::JobPlan plan_;

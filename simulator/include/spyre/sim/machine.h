@@ -125,6 +125,15 @@ struct LaunchArgs {
   uint64_t ddrSize = 0;
   std::vector<uint64_t> base;      ///< DDR address of each kernel argument
   std::vector<uint64_t> size;      ///< bytes of each argument (for bounds checks)
+  /// The launch's scalar arguments by number (isa::ScalarArg::index): the runtime writes the
+  /// kernel's slots into every core's LX block (isa::kScalarArgLxBase) before phase 0.
+  std::vector<double> scalars;
 };
+
+/// Writes the kernel's scalar-argument slots into `lx` (one core's LX): slot i at
+/// isa::kScalarArgLxBase + 128 i, scalars[index] rounded to the slot's format as `bcast` rounds
+/// an immediate (via fp32), in every lane. Throws spyre::Error if a slot's number is not in
+/// `scalars`.
+void writeScalarArgs(const isa::Kernel &k, const std::vector<double> &scalars, uint8_t *lx);
 
 } // namespace spyre::sim
