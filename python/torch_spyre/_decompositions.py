@@ -239,6 +239,40 @@ def _where_scalars(cond: torch.Tensor, a: Any, b: Any) -> Any:
     return out if dtype == torch.float16 else aten._to_copy.default(out, dtype=dtype)
 
 
+# torch.gather as a one-hot select. BERT gathers its token_type_ids buffer by position ids
+# (gather(buffer.expand(B, -1), 1, position_ids)); the card has row gathers (dma.gather) but no
+# element gather, and this stays exact: each output is one selected element plus zeros.
+_GATHER_ONE_HOT_LIMIT = 1 << 24
+
+
+@_register(aten.gather.default)
+def _gather(x: torch.Tensor, dim: int, index: torch.Tensor, sparse_grad: bool = False) -> Any:
+    """out[.., s, ..] = x[.., index[.., s, ..], ..] along dim: (index == arange(n)) selects in an
+    [.., n, S] block by where, summed over n. Costs index.numel() * n elements: past 2^24 it is
+    left to the CPU (NotImplemented)."""
+    if x.dim() == 0 or index.dim() != x.dim() or index.numel() == 0:
+        return NotImplemented
+    d = dim % x.dim()
+    n = x.shape[d]
+    if index.numel() * n > _GATHER_ONE_HOT_LIMIT:
+        return NotImplemented
+    last = x.dim() - 1
+    for k in range(x.dim()):  # torch allows index.size(k) <= x.size(k) off the gathered dim
+        if k != d and index.shape[k] < x.shape[k]:
+            x = aten.slice.Tensor(x, k, 0, index.shape[k])
+    xt = x if d == last else aten.transpose.int(x, d, last)
+    it = index if d == last else aten.transpose.int(index, d, last)
+    # [.., n, S]: the reduction runs over n, off the stick dim, so the result [.., S] is in the
+    # generic layout its consumers expect (a stick-dim reduction would need an int transpose).
+    hot = aten.eq.Tensor(aten.unsqueeze.default(it, -2),
+                         aten.unsqueeze.default(aten.arange.default(n, dtype=it.dtype, device=it.device), -1))
+    picked = aten.where.ScalarOther(hot, aten.unsqueeze.default(xt, -1), 0)
+    out = aten.sum.dim_IntList(picked, [-2])
+    if out.dtype != x.dtype:
+        out = aten._to_copy.default(out, dtype=x.dtype)
+    return out if d == last else aten.transpose.int(out, d, last)
+
+
 @_register(aten.clamp.Tensor)
 def _clamp_tensor(x: torch.Tensor, min: torch.Tensor | None = None, max: torch.Tensor | None = None) -> Any:
     """clamp with tensor bounds: maximum / minimum with the bounds in the result dtype (a 0-d

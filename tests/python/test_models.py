@@ -115,16 +115,30 @@ def test_llama_generate_with_a_static_cache_compiles_prefill_and_decode_once():
 def test_roberta_runs_entirely_on_the_card(monkeypatch):
     # Position ids from the input ids on the card: ne(pad) -> int -> cumsum -> mul -> long + pad
     # (int32 compute; int64 lives as int32), then the position embedding gathers by them.
-    # token_type_ids are passed (zeros): without them RoBERTa gathers its zero buffer along dim 1.
+    # Without token_type_ids RoBERTa gathers its zero buffer along dim 1 (torch.gather on the card).
     torch.manual_seed(0)
     model = _prepare(T.RobertaForMaskedLM(T.RobertaConfig(
         vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=4, intermediate_size=512,
         pad_token_id=1, bos_token_id=0, eos_token_id=2, max_position_embeddings=S + 2)))
     ids = torch.randint(3, V, (1, S))
     ids[0, -5:] = 1  # padding at the end keeps position padding_idx
-    tt = torch.zeros_like(ids)
     with torch.no_grad():
-        ref = model(input_ids=ids, token_type_ids=tt).logits.float()
-        got = _compiled_on_spyre(model, monkeypatch)(input_ids=ids.to("spyre"), token_type_ids=tt.to("spyre")).logits.cpu()
+        ref = model(input_ids=ids).logits.float()
+        got = _compiled_on_spyre(model, monkeypatch)(input_ids=ids.to("spyre")).logits.cpu()
+    assert _relerr(got, ref) < 0.05
+    assert (got.argmax(-1) == ref.argmax(-1)).float().mean().item() >= 0.9
+
+
+def test_bert_runs_entirely_on_the_card(monkeypatch):
+    # token_type_ids default to BERT's zero buffer gathered by position ids (torch.gather along
+    # dim 1 of an expanded int64 buffer: a one-hot select on the card).
+    torch.manual_seed(0)
+    model = _prepare(T.BertForMaskedLM(T.BertConfig(
+        vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=4, intermediate_size=512,
+        pad_token_id=0)))
+    ids = torch.randint(3, V, (1, S))
+    with torch.no_grad():
+        ref = model(input_ids=ids).logits.float()
+        got = _compiled_on_spyre(model, monkeypatch)(input_ids=ids.to("spyre")).logits.cpu()
     assert _relerr(got, ref) < 0.05
     assert (got.argmax(-1) == ref.argmax(-1)).float().mean().item() >= 0.9
