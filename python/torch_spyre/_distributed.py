@@ -510,14 +510,15 @@ _registered = False
 
 
 def register_backend() -> None:
-    """Registers the c10d backend "spyre" (and torch-spyre's "spyreccl") for the devices "cpu"
-    and "spyre"; the default backend of device "spyre" is "spyre". Idempotent."""
+    """Registers the c10d backend "spyre" (and torch-spyre's "spyreccl", the same backend) for
+    the devices "cpu" and "spyre"; the default backend of device "spyre" is "spyreccl", as in
+    torch-spyre. Idempotent."""
     global _registered
     if _registered or not dist.is_available():
         return
-    for name in (*BACKEND_ALIASES, BACKEND_NAME):  # the last one becomes spyre's default
+    for name in (BACKEND_NAME, *BACKEND_ALIASES):  # the last one becomes spyre's default
         if name.upper() not in dist.Backend._plugins:
             dist.Backend.register_backend(name, _create, devices=["cpu", "spyre"])
-    dist.Backend.default_device_backend_map["spyre"] = BACKEND_NAME
+    dist.Backend.default_device_backend_map["spyre"] = BACKEND_ALIASES[0]
     dist.Backend.default_device_backend_map.setdefault("cpu", "gloo")
     _registered = True

@@ -51,7 +51,7 @@ def _ok(out: str, rank: int) -> None:
 def test_backend_registered():
     assert dist.is_backend_available("spyre")
     assert dist.is_backend_available("spyreccl")  # torch-spyre's name
-    assert dist.get_default_backend_for_device("spyre") == "spyre"
+    assert dist.get_default_backend_for_device("spyre") == "spyreccl"  # torch-spyre's default
     assert dist.Backend.backend_capability["spyre"] == ["cpu", "spyre"]
 
 
