@@ -10,12 +10,18 @@ namespace spyre::frontend {
 
 namespace {
 
+/// The divisors of n in ascending order, in O(sqrt n): a dim of 4.1e9 took 16 s by trial
+/// division up to n (fuzz_graph finding, stop 24).
 std::vector<int64_t> divisors(int64_t n) {
-  std::vector<int64_t> d;
-  for (int64_t i = 1; i <= n; ++i)
-    if (n % i == 0)
-      d.push_back(i);
-  return d;
+  std::vector<int64_t> small, large;
+  for (int64_t i = 1; i <= n / i; ++i)
+    if (n % i == 0) {
+      small.push_back(i);
+      if (i != n / i)
+        large.push_back(n / i);
+    }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
 }
 
 int64_t product(const std::vector<int64_t> &v) {
