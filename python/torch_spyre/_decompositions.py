@@ -273,6 +273,35 @@ def _gather(x: torch.Tensor, dim: int, index: torch.Tensor, sparse_grad: bool = 
     return out if d == last else aten.transpose.int(out, d, last)
 
 
+def _arg_extreme(x: torch.Tensor, dim: int | None, keepdim: bool, extreme: Any) -> Any:
+    """The first index of the max (min) along dim, as torch: where(x == amax(x), arange(n), n)
+    reduced by amin over int32 (int64 result). A NaN counts as the extreme (torch's rule), so a
+    NaN position is picked first. dim=None is the flattened tensor: left to the CPU."""
+    if dim is None or x.dim() == 0 or x.numel() == 0 or not (x.is_floating_point() or x.dtype in (
+            torch.int32, torch.int64)):
+        return NotImplemented
+    d = dim % x.dim()
+    n = x.shape[d]
+    m = extreme(x, [d], True)
+    shape = [1] * x.dim()
+    shape[d] = n
+    ar = aten.view.default(aten.arange.default(n, dtype=torch.int32, device=x.device), shape)
+    pos = aten.where.ScalarOther(aten.eq.Tensor(x, m), ar, n)
+    if x.is_floating_point():
+        pos = aten.where.self(aten.ne.Tensor(x, x), ar, pos)
+    return aten._to_copy.default(aten.amin.default(pos, [d], keepdim), dtype=torch.int64)
+
+
+@_register(aten.argmax.default)
+def _argmax(x: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    return _arg_extreme(x, dim, keepdim, aten.amax.default)
+
+
+@_register(aten.argmin.default)
+def _argmin(x: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    return _arg_extreme(x, dim, keepdim, aten.amin.default)
+
+
 @_register(aten.clamp.Tensor)
 def _clamp_tensor(x: torch.Tensor, min: torch.Tensor | None = None, max: torch.Tensor | None = None) -> Any:
     """clamp with tensor bounds: maximum / minimum with the bounds in the result dtype (a 0-d
