@@ -297,6 +297,19 @@ def _argmax(x: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> A
     return _arg_extreme(x, dim, keepdim, aten.amax.default)
 
 
+@_register(aten.max.dim)
+def _max_dim(x: torch.Tensor, dim: int, keepdim: bool = False) -> Any:
+    """torch.max(x, dim): (amax, argmax); NaN propagates into both as torch's."""
+    idx = _arg_extreme(x, dim, keepdim, aten.amax.default)
+    return NotImplemented if idx is NotImplemented else (aten.amax.default(x, [dim], keepdim), idx)
+
+
+@_register(aten.min.dim)
+def _min_dim(x: torch.Tensor, dim: int, keepdim: bool = False) -> Any:
+    idx = _arg_extreme(x, dim, keepdim, aten.amin.default)
+    return NotImplemented if idx is NotImplemented else (aten.amin.default(x, [dim], keepdim), idx)
+
+
 @_register(aten.argmin.default)
 def _argmin(x: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     return _arg_extreme(x, dim, keepdim, aten.amin.default)

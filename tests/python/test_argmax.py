@@ -44,3 +44,12 @@ def test_nan_counts_as_the_extreme_in_fp32(fn):
     x[1, 10] = x[1, 20] = float("nan")
     got = torch.compile(lambda t: fn(t, -1))(x.to("spyre")).cpu()
     assert torch.equal(got, fn(x, -1))
+
+
+@pytest.mark.parametrize("fn", [torch.max, torch.min])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.int32])
+def test_max_min_with_a_dim_give_values_and_indices(fn, dtype):
+    x = _input(dtype)
+    got = torch.compile(lambda t: fn(t, 1))(x.to("spyre"))
+    ref = fn(x.to("spyre").cpu(), 1)
+    assert torch.equal(got.values.cpu(), ref.values) and torch.equal(got.indices.cpu(), ref.indices)
