@@ -42,9 +42,9 @@ def _autoload() -> None:
         from . import _collectives, _distributed  # noqa: F401 - spyre::*_async, c10d "spyre"
 
         _distributed.register_backend()  # the c10d backend "spyre"
-        from . import _trace
+        from . import _config
 
-        _trace.per_rank_trace()  # SPYRE_TRACE=t.json -> t.rank<R>.json under torchrun
+        _config.per_rank_trace()  # SPYRE_TRACE=t.json -> t.rank<R>.json under torchrun
         # Set before importing _compile: it may import torch_spyre itself.
         _loaded = True
     try:

@@ -254,3 +254,11 @@ def markdown_table() -> str:
     for k in _KNOB_LIST:
         rows.append(f"| `{k.name}` | {_accepted_text(k)} | {_default_text(k)} | {k.read_by} | {k.doc} |")
     return "\n".join(rows) + "\n"
+
+
+def per_rank_trace() -> None:
+    """Under torchrun (WORLD_SIZE > 1), SPYRE_TRACE=t.json becomes t.rank<R>.json for this
+    process, before the card is first used (``_trace``)."""
+    from ._trace import per_rank_trace as _apply
+
+    _apply(os.environ)

@@ -9,10 +9,9 @@ its first kernel); without that every rank would write the same file.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, MutableMapping
 
 __all__ = ["rank_trace_path", "per_rank_trace", "merge_traces"]
 
@@ -23,8 +22,9 @@ def rank_trace_path(path: str, rank: int) -> str:
     return str(p.with_name(f"{p.stem}.rank{rank}{p.suffix or '.json'}"))
 
 
-def per_rank_trace(environ: os._Environ | dict = os.environ) -> None:
-    """Rewrites SPYRE_TRACE for this rank when torchrun's RANK/WORLD_SIZE say there are
+def per_rank_trace(environ: MutableMapping[str, str]) -> None:
+    """Rewrites SPYRE_TRACE in ``environ`` (the process environment, passed by
+    ``_config.per_rank_trace``) for this rank when torchrun's RANK/WORLD_SIZE say there are
     several; a path already naming the rank (``.rank<R>.``) is left alone."""
     path = environ.get("SPYRE_TRACE")
     rank, world = environ.get("RANK"), environ.get("WORLD_SIZE")
