@@ -286,12 +286,17 @@ def _on_cpu(x: Any) -> Any:
     return x
 
 
+# Input-independent ops cheaper to run on the card than to upload (fold_constants keeps them).
+_PLAIN_FILLS = {aten.full.default, aten.scalar_tensor.default, aten.zeros.default, aten.ones.default}
+
+
 def fold_constants(gm: torch.fx.GraphModule) -> list:
     """Input-independent subgraphs that contain an op spyre does not run (the causal mask
     ``full(-inf).triu(1)`` of scaled_dot_product_attention, tables built from ``arange``) are
     computed once, on the CPU, at compile time: each result becomes an extra graph input (a
-    placeholder after the others) whose tensor is uploaded to the card once. Subgraphs that
-    compile as they are (a ``full``) stay in the graph. Returns the tensors, in placeholder
+    placeholder after the others) whose tensor is uploaded to the card once. So are those that
+    compute anything beyond plain fills and views (``arange`` tables), which would otherwise run
+    at every call; plain fills (a ``full``) stay in the graph. Returns the tensors, in placeholder
     order; the caller appends them to every call's inputs."""
     const: set = set()
     for node in gm.graph.nodes:
@@ -300,11 +305,13 @@ def fold_constants(gm: torch.fx.GraphModule) -> list:
     frontier = [n for n in gm.graph.nodes if n in const and any(u not in const for u in n.users)]
     if not frontier:
         return []
-    # Fold a frontier value only if its constant subgraph needs the CPU anyway.
+    # Fold a frontier value if its constant subgraph needs the CPU or computes anything beyond
+    # plain fills and views: such values (RoPE tables from arange, cos and sin) would otherwise
+    # be recomputed on the card at every call.
     needs_cpu: dict = {}
     for node in gm.graph.nodes:
         if node in const:
-            own = not _runs_natively(node.target) and node_support(node) != ""
+            own = not _runs_natively(node.target) and (node.target not in _PLAIN_FILLS or node_support(node) != "")
             needs_cpu[node] = own or any(needs_cpu[a] for a in node.all_input_nodes)
     frontier = [n for n in frontier if needs_cpu[n]]
     if not frontier:
