@@ -485,10 +485,6 @@ def spyre_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, mo
     return _compile_static(gm, example_inputs)
 
 
-def _has_spyre_tensor(xs: Sequence[Any]) -> bool:
-    return any(isinstance(x, torch.Tensor) and x.device.type == "spyre" for x in xs)
-
-
 @functools.cache  # once per process
 def register() -> None:
     """Registers the "spyre" dynamo backend now (it is also found lazily through the
