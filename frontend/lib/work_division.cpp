@@ -1,6 +1,7 @@
 // Work division passes 1-3 (see work_division.h; torch-spyre notes §4.5).
 #include "spyre/frontend/compiler.h"
 #include "spyre/frontend/work_division.h"
+#include "spyre/isa/divisors.h"
 #include "spyre/isa/error.h"
 #include <algorithm>
 #include <cmath>
@@ -9,20 +10,6 @@
 namespace spyre::frontend {
 
 namespace {
-
-/// The divisors of n in ascending order, in O(sqrt n): a dim of 4.1e9 took 16 s by trial
-/// division up to n (fuzz_graph finding, stop 24).
-std::vector<int64_t> divisors(int64_t n) {
-  std::vector<int64_t> small, large;
-  for (int64_t i = 1; i <= n / i; ++i)
-    if (n % i == 0) {
-      small.push_back(i);
-      if (i != n / i)
-        large.push_back(n / i);
-    }
-  small.insert(small.end(), large.rbegin(), large.rend());
-  return small;
-}
 
 int64_t product(const std::vector<int64_t> &v) {
   int64_t p = 1;
@@ -73,7 +60,7 @@ std::vector<int64_t> spanReduction(const std::vector<int64_t> &sizes, const std:
         continue;
       const int64_t others = product(commit) / commit[var];
       int64_t bestFit = 0, bestFitSpan = -1, smallest = 0, smallestSpan = -1;
-      for (int64_t s : divisors(sizes[var])) {
+      for (int64_t s : divisorsOf(sizes[var])) {
         if (s < commit[var] || s % commit[var] != 0 || others * s > maxCores)
           continue;
         std::vector<int64_t> trial = commit;
@@ -161,16 +148,16 @@ std::optional<MatmulSplit> costModelMatmulDivision(const MatmulProblem &p, int m
   cur.batch.assign(p.batch.size(), 1);
   std::function<void(size_t, int64_t)> batchLevel = [&](size_t i, int64_t used) {
     if (i < p.batch.size()) {
-      for (int64_t bs : divisors(p.batch[i]))
+      for (int64_t bs : divisorsOf(p.batch[i]))
         if (used * bs <= maxCores) {
           cur.batch[i] = bs;
           batchLevel(i + 1, used * bs);
         }
       return;
     }
-    for (int64_t m : divisors(p.M))
-      for (int64_t n : divisors(nSticks))
-        for (int64_t k : divisors(kSticks)) {
+    for (int64_t m : divisorsOf(p.M))
+      for (int64_t n : divisorsOf(nSticks))
+        for (int64_t k : divisorsOf(kSticks)) {
           if (used * m * n * k > maxCores)
             continue;
           cur.m = m, cur.n = n, cur.k = k;

@@ -237,18 +237,6 @@ void emitZeroPadRows(ProgramBuilder &pb, int64_t lx, int64_t tiles, int64_t per,
   });
 }
 
-std::vector<int64_t> divisorsOf(int64_t n) {
-  std::vector<int64_t> lo, hi;
-  for (int64_t d = 1; d <= n / d; ++d)
-    if (n % d == 0) {
-      lo.push_back(d);
-      if (d != n / d)
-        hi.push_back(n / d);
-    }
-  lo.insert(lo.end(), hi.rbegin(), hi.rend());
-  return lo;
-}
-
 int64_t largestFitting(int64_t hi, const std::function<bool(int64_t)> &fits) {
   if (hi < 1 || !fits(1))
     return 0;

@@ -3,6 +3,7 @@
 // registers, DMA of an arbitrary box of sticks).
 #pragma once
 #include "spyre/backend/backend.h"
+#include "spyre/isa/divisors.h" // divisorsOf
 #include <functional>
 #include <string>
 #include <vector>
@@ -81,8 +82,6 @@ Kernel newKernel(const SuperDsc &s, const std::vector<const TensorGeom *> &tenso
 
 // Block-size searches. Extents can be huge (a malformed SuperDSC, or 2^30 rows), so none of
 // these walks the candidates one by one.
-/// Divisors of n >= 1, increasing; O(sqrt n).
-std::vector<int64_t> divisorsOf(int64_t n);
 /// Largest c in [1, hi] with fits(c), for fits monotone (true up to some c); 0 if none.
 int64_t largestFitting(int64_t hi, const std::function<bool(int64_t)> &fits);
 /// Largest divisor of n with fits(c), fits monotone; 0 if none.
