@@ -60,15 +60,7 @@ KernelDraft embeddingKernel(const Graph &g, const Node &n, size_t index, int max
   s.primaryDsInfo["OUTPUT"] = genericLayout(outLabels, elemsPerStick(fmt));
   const std::vector<int64_t> perCore = perCoreElems(N, splits, {dMb}, 32);
   auto place = [&](int ldsIdx, DataFormat f, const char *type, const std::vector<std::string> &present) {
-    SdscTensor t;
-    t.ldsIdx = ldsIdx;
-    t.dsName = "Tensor" + std::to_string(ldsIdx);
-    t.dsType = type;
-    t.dataFormat = f;
-    for (const std::string &d : dims)
-      t.scale.push_back(std::find(present.begin(), present.end(), d) != present.end() ? 1 : -1);
-    placeTensor(s, t, perCore);
-    s.labeledDs.push_back(t);
+    addTensor(s, ldsIdx, f, type, dims, present, perCore);
   };
   place(0, fmt, "KERNEL", {"in", "out"});
   place(1, DataFormat::IEEE_INT32, "INDEX", idxLabels);
@@ -129,15 +121,7 @@ KernelDraft indexCopyKernel(const Graph &g, const Node &n, size_t index, int max
   s.primaryDsInfo["OUTPUT"] = genericLayout(slab, elemsPerStick(fmt));
   const std::vector<int64_t> perCore = perCoreElems(N, splits, {lead}, 32);
   auto place = [&](int ldsIdx, DataFormat f, const char *type, const std::vector<std::string> &present) {
-    SdscTensor t;
-    t.ldsIdx = ldsIdx;
-    t.dsName = "Tensor" + std::to_string(ldsIdx);
-    t.dsType = type;
-    t.dataFormat = f;
-    for (const std::string &d : dims)
-      t.scale.push_back(std::find(present.begin(), present.end(), d) != present.end() ? 1 : -1);
-    placeTensor(s, t, perCore);
-    s.labeledDs.push_back(t);
+    addTensor(s, ldsIdx, f, type, dims, present, perCore);
   };
   place(0, fmt, "INPUT", slab);
   place(1, DataFormat::IEEE_INT32, "INDEX", {"mb"});

@@ -100,6 +100,19 @@ std::vector<int64_t> perCoreElems(const std::vector<int64_t> &N, const std::vect
 /// over its device dims (its layout class, outer -> inner), the core's slice start times the
 /// dim's stride. A tensor steps perCore[d] / eps sticks along its own stick dim and perCore[d]
 /// rows along any other dim (so a dim split in sticks of another tensor moves whole rows).
+void addTensor(SuperDsc &s, int ldsIdx, DataFormat f, const char *type, const std::vector<std::string> &dims,
+               const std::vector<std::string> &present, const std::vector<int64_t> &perCore) {
+  SdscTensor t;
+  t.ldsIdx = ldsIdx;
+  t.dsName = "Tensor" + std::to_string(ldsIdx);
+  t.dsType = type;
+  t.dataFormat = f;
+  for (const std::string &d : dims)
+    t.scale.push_back(std::find(present.begin(), present.end(), d) != present.end() ? 1 : -1);
+  placeTensor(s, t, perCore);
+  s.labeledDs.push_back(t);
+}
+
 void placeTensor(const SuperDsc &s, SdscTensor &t, const std::vector<int64_t> &perCore) {
   const SdscLayout &lay = s.primaryDsInfo.at(t.dsType);
   const std::string &stick = lay.stickDimOrder[0];

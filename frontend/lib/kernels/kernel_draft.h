@@ -41,6 +41,10 @@ std::vector<int64_t> perCoreElems(const std::vector<int64_t> &N, const std::vect
 /// Per-core start addresses of t (segment = ldsIdx) from its layout class and perCore; a view
 /// (t.maxDimSizes / t.offsets set) steps with its allocation's strides from its first stick.
 void placeTensor(const isa::SuperDsc &s, isa::SdscTensor &t, const std::vector<int64_t> &perCore);
+/// Appends labeledDs entry `ldsIdx` ("Tensor<ldsIdx>", dsType `type`, format f) spanning the
+/// iteration dims `present` of `dims` (scale 1 there, -1 elsewhere), placed by placeTensor.
+void addTensor(isa::SuperDsc &s, int ldsIdx, DataFormat f, const char *type, const std::vector<std::string> &dims,
+               const std::vector<std::string> &present, const std::vector<int64_t> &perCore);
 double attrOr(const Node &n, const char *key, double dflt);
 /// Unsupported for any attribute not in `allowed` (alpha=1 is always accepted).
 void checkAttrs(const Node &n, const std::string &where, std::initializer_list<const char *> allowed);

@@ -93,16 +93,7 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
   s.primaryDsInfo["OUTPUT"] = layoutOver(ol);
   const std::vector<int64_t> perCore = perCoreElems(N_, splits, {r - 2, r - 1}, eps); // N and K in sticks
   auto place = [&](int ldsIdx, const char *type, const std::vector<std::string> &tl) {
-    SdscTensor t;
-    t.ldsIdx = ldsIdx;
-    t.dsName = "Tensor" + std::to_string(ldsIdx);
-    t.dsType = type;
-    t.dataFormat = DataFormat::SEN169_FP16;
-    t.scale.assign(r, -1);
-    for (const auto &l : tl)
-      t.scale[std::find(labels.begin(), labels.end(), l) - labels.begin()] = 1;
-    placeTensor(s, t, perCore);
-    s.labeledDs.push_back(t);
+    addTensor(s, ldsIdx, DataFormat::SEN169_FP16, type, labels, tl, perCore);
   };
   place(0, "INPUT", xl);
   place(1, "KERNEL", yl);
