@@ -9,7 +9,7 @@ demo: setup
 
 test: setup
 	cd build && ctest --output-on-failure -j2
-	.venv/bin/python -m pytest -q tests/python
+	TORCHINDUCTOR_ERROR_ON_CUSTOM_OP_ALIASING=1 .venv/bin/python -m pytest -q tests/python
 
 # Hostile input (docs/fuzzing.md). The fuzz harnesses build in build-fuzz/ (clang-19, libFuzzer,
 # ASan + UBSan). fuzz: every checked-in corpus input once, then FUZZ_SECONDS (default 10) of

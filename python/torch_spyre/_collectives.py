@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["COLLECTIVE_OPS", "rewrite_collectives", "resolve_group_name"]
+__all__ = ["COLLECTIVE_OPS", "rewrite_collectives", "resolve_group_name", "call_implementations"]
 
 _lib = torch.library.Library("spyre", "FRAGMENT")  # noqa: TOR901 - the library lives for the process
 
@@ -207,3 +207,27 @@ def rewrite_collectives(gm: torch.fx.GraphModule) -> int:
     if count:
         gm.recompile()
     return count
+
+
+_IMPLEMENTATIONS = {
+    _spyre.broadcast_async.default: _broadcast,
+    _spyre.all_reduce_async.default: _all_reduce,
+    _spyre.all_gather_async.default: _all_gather,
+    _spyre.reduce_scatter_async.default: _reduce_scatter,
+    _spyre.wait_work.default: _wait_work,
+}
+
+
+def call_implementations(gm: torch.fx.GraphModule) -> None:
+    """Makes the collective nodes of a graph that is about to run call their implementations
+    directly rather than through the dispatcher. ``wait_work`` returns the tensor it waited for,
+    as torch's own ``_c10d_functional.wait_tensor`` does; AOT autograd's first-call check of
+    custom ops (an error when ``CI`` is set) exempts torch's collectives from that rule but not
+    ours, and between partitions there is nothing to dispatch."""
+    changed = False
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target in _IMPLEMENTATIONS:
+            node.target = _IMPLEMENTATIONS[node.target]
+            changed = True
+    if changed:
+        gm.recompile()

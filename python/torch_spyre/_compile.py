@@ -20,7 +20,7 @@ from . import _fallback, _guards
 from ._build import _dump_dir, compile_stats, compile_text, passes_text  # noqa: F401  (re-exported)
 from ._errors import FallbackWarning, Unsupported, strict_unsupported
 from ._collectives import COLLECTIVE_OPS as _COLLECTIVE_OPS
-from ._collectives import rewrite_collectives
+from ._collectives import call_implementations, rewrite_collectives
 from ._no_trace import no_trace
 from ._lowering import (
     Env,
@@ -258,6 +258,7 @@ def partition_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
             reason = support.reasons.get(node) or node_support(node)
             node.target = _fallback.cpu_fallback_fn(node.target, reason)
     fused.delete_all_unused_submodules()
+    call_implementations(fused)
     fused.graph.lint()
     fused.recompile()
     with _lock:
@@ -349,6 +350,7 @@ def _compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any])
     rewrite_collectives(gm)
     drop_empty_cat_parts(gm)
     if compiled_graph_has_empty(gm):
+        call_implementations(gm)
         return gm  # zero-size values need no kernels: node by node through the eager kernels
     consts = fold_constants(gm)
     fn = _compile_aten_graph_inputs(gm)
