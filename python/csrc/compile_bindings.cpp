@@ -280,6 +280,15 @@ void registerCompileBindings(pyb::module_ &m) {
       },
       "The modelled card's HardwareConfig (hardware_config.def), SENCORES applied: member name -> value");
   m.def("sencores", [] { return withTorchErrors([] { return frontend::CompileOptions::fromEnv(processEnv()).maxCores; }); });
+  m.def(
+      "trace_collective",
+      [](const std::string &kind, double simulatedUs, int64_t bytes, int64_t world) {
+        Card::get(); // configures SPYRE_TRACE when no kernel has run yet
+        sim::trace::recordCollective(kind, simulatedUs,
+                                     "\"bytes\":" + std::to_string(bytes) + ",\"world\":" + std::to_string(world));
+      },
+      ::py::arg("kind"), ::py::arg("simulated_us"), ::py::arg("bytes"), ::py::arg("world"),
+      "Records a collective's modelled link time in the SPYRE_TRACE timeline (a no-op without one)");
 }
 
 } // namespace spyre::py

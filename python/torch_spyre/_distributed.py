@@ -97,11 +97,15 @@ class CollectiveStats:
                      if _is_spyre(t))
         if not any(_is_spyre(t) for t in tensors) and kind != "barrier":
             return
+        us = link_time_us(kind, nbytes, world)
         with self._lock:
             self.calls += 1
             self.bytes += nbytes
-            self.simulated_us += link_time_us(kind, nbytes, world)
+            self.simulated_us += us
             self.by_kind[kind] = self.by_kind.get(kind, 0) + 1
+        from . import _C
+
+        _C.trace_collective(kind, us, nbytes, world)
 
     def snapshot(self) -> dict:
         with self._lock:

@@ -76,6 +76,68 @@ std::string num(double v) {
 }
 
 int trackId(int core, int unit) { return 1 + core * kUnits + kTrackOrder[unit]; }
+// After every core's tracks (trackId of core 1023 is below it).
+constexpr int kCollectiveTid = 1 << 20;
+
+/// Opens the trace file on the first recorded event; false (tracing turned off, a message on
+/// stderr) when it cannot be written.
+bool openFile(State &s) {
+  if (s.file)
+    return true;
+  s.file = std::fopen(s.path.c_str(), "w+");
+  if (!s.file) {
+    std::fprintf(stderr, "spyre: cannot write SPYRE_TRACE file '%s'; tracing off\n", s.path.c_str());
+    s.path.clear();
+    g_enabled.store(0);
+    return false;
+  }
+  std::fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":\"simulated device time (us)\"},"
+             "\"traceEvents\":[",
+             s.file);
+  std::fputs(kTrailer, s.file);
+  return true;
+}
+
+/// The events of one record call, appended to the open file in one write (the file stays valid
+/// JSON after every call: the closing "]}" is rewritten).
+class Events {
+public:
+  explicit Events(State &s) : s_(s), first_(s.firstEvent) {
+    if (s_.namedTracks.empty())
+      (*this)("\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + std::to_string(kPid) +
+              ",\"args\":{\"name\":\"Spyre card (simulated time)\"}");
+  }
+  void operator()(const std::string &body) {
+    o_ << (first_ ? "\n" : ",\n") << "{" << body << "}";
+    first_ = false;
+  }
+  void nameTrack(int tid, const std::string &name) {
+    if (!s_.namedTracks.insert(tid).second)
+      return;
+    (*this)("\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + std::to_string(kPid) +
+            ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":\"" + name + "\"}");
+    (*this)("\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":" + std::to_string(kPid) +
+            ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"sort_index\":" + std::to_string(tid) + "}");
+  }
+  void slice(const std::string &name, int tid, double ts, double dur, const std::string &args) {
+    (*this)("\"name\":\"" + jsonEscape(name) + "\",\"cat\":\"sim\",\"ph\":\"X\",\"pid\":" +
+            std::to_string(kPid) + ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + num(ts) +
+            ",\"dur\":" + num(dur) + (args.empty() ? "" : ",\"args\":{" + args + "}"));
+  }
+  void append() {
+    std::string body = o_.str();
+    std::fseek(s_.file, -kTrailerLen, SEEK_END);
+    std::fwrite(body.data(), 1, body.size(), s_.file);
+    std::fputs(kTrailer, s_.file);
+    std::fflush(s_.file);
+    s_.firstEvent = false;
+  }
+
+private:
+  State &s_;
+  bool first_;
+  std::ostringstream o_;
+};
 
 } // namespace
 
@@ -133,43 +195,10 @@ void recordLaunch(const isa::Kernel &kernel, const std::shared_ptr<const Prepare
   }
   const isa::TimingReport &rep = *cached.report;
 
-  if (!s.file) {
-    s.file = std::fopen(s.path.c_str(), "w+");
-    if (!s.file) {
-      std::fprintf(stderr, "spyre: cannot write SPYRE_TRACE file '%s'; tracing off\n", s.path.c_str());
-      s.path.clear();
-      g_enabled.store(0);
-      return;
-    }
-    std::fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":\"simulated device time (us)\"},"
-               "\"traceEvents\":[",
-               s.file);
-    std::fputs(kTrailer, s.file);
-  }
-
-  std::ostringstream o;
-  bool first = s.firstEvent;
-  auto ev = [&](const std::string &body) {
-    o << (first ? "\n" : ",\n") << "{" << body << "}";
-    first = false;
-  };
-  auto nameTrack = [&](int tid, const std::string &name) {
-    if (!s.namedTracks.insert(tid).second)
-      return;
-    ev("\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + std::to_string(kPid) + ",\"tid\":" + std::to_string(tid) +
-       ",\"args\":{\"name\":\"" + name + "\"}");
-    ev("\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":" + std::to_string(kPid) +
-       ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"sort_index\":" + std::to_string(tid) + "}");
-  };
-  auto slice = [&](const std::string &name, int tid, double ts, double dur, const std::string &args) {
-    ev("\"name\":\"" + jsonEscape(name) + "\",\"cat\":\"sim\",\"ph\":\"X\",\"pid\":" + std::to_string(kPid) +
-       ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + num(ts) + ",\"dur\":" + num(dur) +
-       (args.empty() ? "" : ",\"args\":{" + args + "}"));
-  };
-  if (s.namedTracks.empty())
-    ev("\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + std::to_string(kPid) +
-       ",\"args\":{\"name\":\"Spyre card (simulated time)\"}");
-  nameTrack(0, "kernels");
+  if (!openFile(s))
+    return;
+  Events e(s);
+  e.nameTrack(0, "kernels");
 
   const double t0 = s.clockUs;
   const double cpu = hw.cyclesPerUs();
@@ -179,15 +208,15 @@ void recordLaunch(const isa::Kernel &kernel, const std::shared_ptr<const Prepare
      << ",\"active_cores\":" << rep.activeCores << ",\"phases\":" << rep.numPhases() << ",\"ddr_bytes\":" << rep.ddrBytes
      << ",\"lsu_sticks\":" << rep.lsuSticks << ",\"sfp_stick_ops\":" << rep.sfpStickOps << ",\"pt_macs\":" << rep.ptMacs
      << ",\"ring_bytes\":" << rep.ringBytes;
-  slice(kernel.name, 0, t0, rep.scheduledUs, ka.str());
-  slice("launch", 0, t0, rep.launchUs, "");
+  e.slice(kernel.name, 0, t0, rep.scheduledUs, ka.str());
+  e.slice("launch", 0, t0, rep.launchUs, "");
   // Barrier time is spread evenly after the phases (the report has only the total).
   const int phases = rep.numPhases();
   const double barrierPerPhase = phases ? rep.barrierUs / phases : 0;
   std::vector<double> phaseStart(phases + 1, t0 + rep.launchUs);
   for (int p = 0; p < phases; ++p) {
     double dur = rep.phaseScheduledCycles[p] / cpu;
-    slice("phase " + std::to_string(p), 0, phaseStart[p], dur, "\"cycles\":" + num(rep.phaseScheduledCycles[p]));
+    e.slice("phase " + std::to_string(p), 0, phaseStart[p], dur, "\"cycles\":" + num(rep.phaseScheduledCycles[p]));
     phaseStart[p + 1] = phaseStart[p] + dur + barrierPerPhase;
   }
   // Every core of a program shares its scheduled timeline (SPMD; timing depends only on the
@@ -202,21 +231,29 @@ void recordLaunch(const isa::Kernel &kernel, const std::shared_ptr<const Prepare
         int tid = trackId(c, u);
         char name[48];
         std::snprintf(name, sizeof name, "core %02d %s", c, kUnitNames[u]);
-        nameTrack(tid, name);
-        slice(ts.what, tid, phaseStart[ts.phase] + ts.start / cpu, (ts.end - ts.start) / cpu,
+        e.nameTrack(tid, name);
+        e.slice(ts.what, tid, phaseStart[ts.phase] + ts.start / cpu, (ts.end - ts.start) / cpu,
               "\"kernel\":\"" + jsonEscape(kernel.name) + "\",\"phase\":" + std::to_string(ts.phase) +
                   ",\"cycles\":" + num(ts.end - ts.start) + ",\"count\":" + std::to_string(ts.count));
       }
     }
   }
   s.clockUs = t0 + rep.scheduledUs;
+  e.append();
+}
 
-  std::string body = o.str();
-  std::fseek(s.file, -kTrailerLen, SEEK_END);
-  std::fwrite(body.data(), 1, body.size(), s.file);
-  std::fputs(kTrailer, s.file);
-  std::fflush(s.file);
-  s.firstEvent = false;
+void recordCollective(const std::string &kind, double simulatedUs, const std::string &args) {
+  if (!enabled())
+    return;
+  State &s = state();
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (!openFile(s))
+    return;
+  Events e(s);
+  e.nameTrack(kCollectiveTid, "collectives (card-to-card link)");
+  e.slice(kind, kCollectiveTid, s.clockUs, simulatedUs, args);
+  s.clockUs += simulatedUs;
+  e.append();
 }
 
 } // namespace spyre::sim::trace

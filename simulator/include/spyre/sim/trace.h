@@ -4,7 +4,8 @@
 // time of DMA, LSU, SFP, PT (and RING when used) in each phase, from the static timing report
 // (isa/timing.h), laid out in simulated µs. Units of a core overlap inside a phase, as in the
 // model's overlapped mode; a phase lasts as long as its busiest unit on any core. Kernels follow
-// each other on one simulated clock that starts at 0 in each process.
+// each other on one simulated clock that starts at 0 in each process; collectives
+// (recordCollective) take their modelled link time on a track of their own on the same clock.
 //
 // The file is rewritten when the first launch of the process is recorded and stays valid JSON
 // after every launch (the closing "]}" is rewritten on each append). Open it in
@@ -46,6 +47,12 @@ void setLabel(const std::string &label);
 /// Records one launch of `kernel` (whose prepared form is `prepared`, the cache key of its
 /// timing report) that took `hostMs` on the host. Called by Executable::run.
 void recordLaunch(const isa::Kernel &kernel, const std::shared_ptr<const PreparedKernel> &prepared, double hostMs);
+
+/// Records a collective (torch.distributed on spyre tensors) of `simulatedUs` modelled link
+/// time as a slice named `kind` on a "collectives" track at the current clock, which it
+/// advances (collectives do not overlap kernels in the model). `args` is a JSON object body
+/// (`"bytes":…,…`) or "".
+void recordCollective(const std::string &kind, double simulatedUs, const std::string &args);
 
 /// Simulated µs recorded so far in this process (the trace's clock).
 double clockUs();
