@@ -27,8 +27,14 @@ public:
       skipWs();
       if (atEnd() || peek() == ';') {
         // The header comment of a printed listing round-trips.
-        if (!atEnd() && !sawKernel && k.comment.empty() && line_.size() > 2 && line_[1] == ' ')
-          k.comment = std::string(line_.substr(2));
+        // Trailing blanks and carriage returns are not kept: the printer would write them back
+        // before a newline, where the next parse would strip one more (CRLF).
+        if (!atEnd() && !sawKernel && k.comment.empty() && line_.size() > 2 && line_[1] == ' ') {
+          std::string_view c = line_.substr(2);
+          while (!c.empty() && (c.back() == ' ' || c.back() == '\t' || c.back() == '\r'))
+            c.remove_suffix(1);
+          k.comment = std::string(c);
+        }
         continue;
       }
       if (peek() == '.') {

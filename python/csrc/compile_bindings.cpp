@@ -10,6 +10,8 @@
 #include "spyre/jit/jit_engine.h"
 #include "spyre/sim/executable.h"
 #include "spyre/sim/trace.h"
+
+#include <c10/core/DeviceGuard.h>
 #include "spyre_device.h"
 #include <chrono>
 #include <cstdlib>
@@ -109,7 +111,10 @@ public:
                   std::to_string(scalars.size()));
     std::vector<at::Tensor> keep(plan.buffers.size());
     std::vector<uint64_t> addr(plan.buffers.size(), 0);
-    auto &mem = deviceMemory();
+    // The graph runs on the card that holds its inputs; outputs and intermediates go there too.
+    const int device = runDevice(inputs);
+    c10::DeviceGuard onDevice(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)));
+    auto &mem = deviceMemory(device);
     // Intermediates live in raw DDR blocks for the duration of the run.
     struct Block {
       Block(sim::DeviceMemory &m, uint64_t bytes) : mem(m), addr(m.allocate(bytes)) {}
@@ -161,6 +166,23 @@ public:
     for (size_t i = 0; i < plan.outputs.size(); ++i)
       outs.push_back(plan.outputAliasesInput[i] >= 0 ? inputs[plan.outputAliasesInput[i]] : keep[plan.outputs[i]]);
     return outs;
+  }
+
+  /// The card of the inputs (the current one for a graph without spyre inputs); inputs on two
+  /// cards are an error, as torch's own "same device" check words it.
+  static int runDevice(const std::vector<at::Tensor> &inputs) {
+    std::optional<c10::Device> first;
+    for (const at::Tensor &t : inputs) {
+      if (t.device().type() != c10::DeviceType::PrivateUse1)
+        continue; // reported with its input number below
+      c10::Device d(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(deviceIndex(t)));
+      if (!first)
+        first = d;
+      else if (d != *first)
+        throw Error("Expected all tensors to be on the same device, but found at least two devices, " +
+                    first->str() + " and " + d.str() + "!");
+    }
+    return first ? first->index() : currentDevice();
   }
 
   int numScalars() const { return exe_->plan().numScalars; }

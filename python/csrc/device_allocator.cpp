@@ -16,6 +16,7 @@
 #include <c10/core/Allocator.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <iostream>
@@ -33,22 +34,22 @@ using namespace detail;
 
 namespace {
 
-constexpr uint64_t kDdrBytes = 128ull << 30; // one card: 128 GiB (SPYRE.md §1)
+constexpr uint64_t kDdrBytes = 128ull << 30; // per card: 128 GiB (SPYRE.md §1), reserved lazily
 
 /// Live allocations by DDR address, for storages that wrap a block's pointer without owning it
 /// (at::from_blob over a spyre storage: torch's legacy serialisation reads and writes storages
 /// that way).
 std::mutex gLiveMu;
-std::map<uint64_t, Allocation *> gLive;
+std::map<std::pair<int, uint64_t>, Allocation *> gLive; // (device, address) -> allocation
 
 void deleteAllocation(void *ctx) {
   auto *a = static_cast<Allocation *>(ctx);
   {
     std::lock_guard<std::mutex> lock(gLiveMu);
-    gLive.erase(a->addr);
+    gLive.erase({a->device, a->addr});
   }
   try {
-    deviceMemory().free(a->addr);
+    deviceMemory(a->device).free(a->addr);
   } catch (const std::exception &e) {
     // A deleter must not throw; a failing free means the allocator's books are broken.
     std::cerr << "[spyre] internal error freeing DDR block: " << e.what() << "\n";
@@ -56,24 +57,27 @@ void deleteAllocation(void *ctx) {
   delete a;
 }
 
+c10::DataPtr allocateBlock(int device, size_t n) {
+  sim::DeviceMemory &mem = deviceMemory(device);
+  uint64_t addr = 0;
+  try {
+    addr = mem.allocate(n);
+  } catch (const OutOfMemory &e) {
+    TORCH_CHECK_WITH(OutOfMemoryError, false, e.what());
+  }
+  auto *a = new Allocation{addr, n, std::nullopt, device};
+  {
+    std::lock_guard<std::mutex> lock(gLiveMu);
+    gLive[{device, addr}] = a;
+  }
+  // The data pointer is the block's host address inside the DDR reservation: unique per
+  // block, so torch's aliasing/overlap checks see real distinct addresses.
+  return {mem.at(addr, n), a, &deleteAllocation, c10::Device(kSpyre, static_cast<c10::DeviceIndex>(device))};
+}
+
 class SpyreAllocator final : public c10::Allocator {
 public:
-  c10::DataPtr allocate(size_t n) override {
-    uint64_t addr = 0;
-    try {
-      addr = deviceMemory().allocate(n);
-    } catch (const OutOfMemory &e) {
-      TORCH_CHECK_WITH(OutOfMemoryError, false, e.what());
-    }
-    auto *a = new Allocation{addr, n, std::nullopt};
-    {
-      std::lock_guard<std::mutex> lock(gLiveMu);
-      gLive[addr] = a;
-    }
-    // The data pointer is the block's host address inside the DDR reservation: unique per
-    // block, so torch's aliasing/overlap checks see real distinct addresses.
-    return {deviceMemory().at(addr, n), a, &deleteAllocation, c10::Device(kSpyre, 0)};
-  }
+  c10::DataPtr allocate(size_t n) override { return allocateBlock(currentDevice(), n); }
   void copy_data(void *dest, const void *src, std::size_t count) const override {
     // Raw storage-to-storage copies (UntypedStorage.copy_/clone): both sides are host memory.
     std::memcpy(dest, src, count);
@@ -95,16 +99,22 @@ namespace detail {
 
 c10::Allocator &spyreAllocator() { return gAllocator; }
 
+c10::DataPtr allocateOn(int device, size_t bytes) { return allocateBlock(device, bytes); }
+
 Allocation *allocationOf(const c10::Storage &s) {
   const c10::DataPtr &dp = s.data_ptr();
   if (dp.get_deleter() == &deleteAllocation)
     return static_cast<Allocation *>(dp.get_context());
   // A storage over a block it does not own (from_blob): the block starting at its pointer.
-  if (!dp.get() || !dp.device().is_privateuseone() || !deviceMemory().contains(dp.get()))
+  if (!dp.get() || !dp.device().is_privateuseone())
     return nullptr;
-  const uint64_t addr = static_cast<uint64_t>(static_cast<const uint8_t *>(dp.get()) - deviceMemory().base());
+  const int device = std::max<int>(dp.device().index(), 0);
+  if (device >= deviceCount() || !deviceMemory(device).contains(dp.get()))
+    return nullptr;
+  sim::DeviceMemory &mem = deviceMemory(device);
+  const uint64_t addr = static_cast<uint64_t>(static_cast<const uint8_t *>(dp.get()) - mem.base());
   std::lock_guard<std::mutex> lock(gLiveMu);
-  auto it = gLive.find(addr);
+  auto it = gLive.find({device, addr});
   return it == gLive.end() ? nullptr : it->second;
 }
 
@@ -155,20 +165,35 @@ namespace {
 std::atomic<bool> gRuntimeStarted{false};
 } // namespace
 
-sim::DeviceMemory &deviceMemory() {
-  // Leaked on purpose: tensors still alive at interpreter teardown free into it after static
+sim::DeviceMemory &deviceMemory(int device) {
+  if (device < 0 || device >= deviceCount())
+    throw Error("Invalid spyre device index " + std::to_string(device) + ": " + deviceRange());
+  // Leaked on purpose: tensors still alive at interpreter teardown free into them after static
   // destructors have run.
-  static auto *mem = [] {
-    auto *m = new sim::DeviceMemory(kDdrBytes);
-    gRuntimeStarted = true;
-    return m;
-  }();
-  return *mem;
+  static std::array<std::atomic<sim::DeviceMemory *>, kMaxDevices> memories{};
+  static std::mutex mu;
+  sim::DeviceMemory *m = memories[device].load(std::memory_order_acquire);
+  if (!m) {
+    std::lock_guard<std::mutex> lock(mu);
+    m = memories[device].load(std::memory_order_relaxed);
+    if (!m) {
+      m = new sim::DeviceMemory(kDdrBytes);
+      memories[device].store(m, std::memory_order_release);
+      gRuntimeStarted = true;
+    }
+  }
+  return *m;
+}
+
+int deviceIndex(const at::Tensor &t) {
+  if (t.device().type() != kSpyre)
+    throw Error("expected a spyre tensor, got one on " + t.device().str());
+  return t.device().has_index() ? t.device().index() : currentDevice();
 }
 
 bool runtimeStarted() { return gRuntimeStarted; }
 
-void startRuntime() { (void)deviceMemory(); }
+void startRuntime() { (void)deviceMemory(currentDevice()); }
 
 DataFormat deviceFormatOf(at::ScalarType t) {
   auto h = hostTypeOf(t);

@@ -1,7 +1,8 @@
-// The "spyre" device, part 4: device selection (one simulated card), the default generator,
+// The "spyre" device, part 4: device selection (deviceCount() simulated cards), the default generators,
 // the pinned host allocator and the PrivateUse1 hooks, registered when _C is loaded.
 #include "device_internal.h"
 
+#include "spyre/isa/env.h"
 #include "spyre/isa/error.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -9,6 +10,8 @@
 #include <c10/core/impl/alloc_cpu.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -23,15 +26,15 @@ namespace {
 /// spyre device so torch.Generator("spyre") and torch.spyre.manual_seed_all work.
 class SpyreGeneratorImpl final : public at::CPUGeneratorImpl {
 public:
-  explicit SpyreGeneratorImpl(uint64_t seed = c10::default_rng_seed_val)
+  explicit SpyreGeneratorImpl(uint64_t seed = c10::default_rng_seed_val, c10::DeviceIndex device = 0)
       : CPUGeneratorImpl(seed) {
-    device_ = c10::Device(kSpyre, 0);
+    device_ = c10::Device(kSpyre, device);
     key_set_ = c10::DispatchKeySet(c10::DispatchKey::PrivateUse1);
   }
 
 private:
   SpyreGeneratorImpl *clone_impl() const override {
-    auto *g = new SpyreGeneratorImpl();
+    auto *g = new SpyreGeneratorImpl(c10::default_rng_seed_val, device_.index());
     auto *self = const_cast<SpyreGeneratorImpl *>(this);
     g->set_engine(self->engine());
     g->set_next_float_normal_sample(self->next_float_normal_sample());
@@ -40,10 +43,18 @@ private:
   }
 };
 
-const at::Generator &defaultGenerator() {
-  static at::Generator gen = at::make_generator<SpyreGeneratorImpl>(c10::default_rng_seed_val);
-  return gen;
+/// One default generator per card, as CUDA has one per device.
+const at::Generator &defaultGenerator(c10::DeviceIndex device) {
+  static std::array<at::Generator, kMaxDevices> *gens = [] {
+    auto *g = new std::array<at::Generator, kMaxDevices>(); // outlives static tensors
+    for (int i = 0; i < kMaxDevices; ++i)
+      (*g)[i] = at::make_generator<SpyreGeneratorImpl>(c10::default_rng_seed_val, static_cast<c10::DeviceIndex>(i));
+    return g;
+  }();
+  return (*gens)[device < 0 ? currentDevice() : device];
 }
+
+thread_local int tDevice = 0; // this thread's current device
 
 /// Host memory for Tensor.pin_memory() and DataLoader(pin_memory=True). The simulated card
 /// reads host memory directly, so "pinned" memory is ordinary aligned CPU memory; the allocator
@@ -101,23 +112,26 @@ struct SpyreHooks final : public at::PrivateUse1HooksInterface {
   bool isAvailable() const override { return true; }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
   void init() const override {}
-  c10::DeviceIndex deviceCount() const override { return kDeviceCount; }
-  void setCurrentDevice(c10::DeviceIndex d) const override { checkDeviceIndex(d); }
-  c10::DeviceIndex getCurrentDevice() const override { return 0; }
+  c10::DeviceIndex deviceCount() const override { return static_cast<c10::DeviceIndex>(spyre::py::deviceCount()); }
+  void setCurrentDevice(c10::DeviceIndex d) const override { exchangeDevice(d); }
+  c10::DeviceIndex getCurrentDevice() const override { return static_cast<c10::DeviceIndex>(currentDevice()); }
   c10::DeviceIndex exchangeDevice(c10::DeviceIndex d) const override {
     checkDeviceIndex(d);
-    return 0;
+    const int old = tDevice;
+    if (d >= 0)
+      tDevice = d;
+    return static_cast<c10::DeviceIndex>(old);
   }
   c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex d) const override {
     return exchangeDevice(d);
   }
   const at::Generator &getDefaultGenerator(c10::DeviceIndex d) const override {
     checkDeviceIndex(d);
-    return defaultGenerator();
+    return defaultGenerator(d);
   }
   at::Generator getNewGenerator(c10::DeviceIndex d) const override {
     checkDeviceIndex(d);
-    return at::make_generator<SpyreGeneratorImpl>();
+    return at::make_generator<SpyreGeneratorImpl>(c10::default_rng_seed_val, d < 0 ? currentDevice() : d);
   }
   bool isPinnedPtr(const void *data) const override {
     return data != nullptr && PinnedHostAllocator::instance().contains(data);
@@ -126,8 +140,10 @@ struct SpyreHooks final : public at::PrivateUse1HooksInterface {
     return &PinnedHostAllocator::instance();
   }
   at::Device getDeviceFromPtr(void *data) const override {
-    TORCH_CHECK(deviceMemory().contains(data), "pointer is not in the simulated spyre DDR");
-    return c10::Device(kSpyre, 0);
+    for (int d = 0; d < spyre::py::deviceCount(); ++d)
+      if (runtimeStarted() && deviceMemory(d).contains(data))
+        return c10::Device(kSpyre, static_cast<c10::DeviceIndex>(d));
+    TORCH_CHECK(false, "pointer is not in the simulated spyre DDR");
   }
   void resizePrivateUse1Bytes(const c10::Storage &storage, size_t newsize) const override {
     // UntypedStorage.resize_(): raw bytes, so the grown storage loses any tensor layout.
@@ -151,27 +167,47 @@ const bool gHooksRegistered = [] {
 
 } // namespace
 
-void detail::checkDeviceIndex(c10::DeviceIndex index) {
-  TORCH_CHECK(index == -1 || (index >= 0 && index < kDeviceCount), "Invalid spyre device index ",
-              int(index), ": the simulator has ", kDeviceCount, " device (valid index: 0)");
+std::string detail::deviceRange() {
+  const int n = deviceCount();
+  return "the simulator has " + std::to_string(n) + (n == 1 ? " device (valid index: 0" : " devices (valid index: 0.." + std::to_string(n - 1)) +
+         "; SPYRE_DEVICE_COUNT sets the number)";
 }
 
-int currentDevice() { return 0; }
+void detail::checkDeviceIndex(c10::DeviceIndex index) {
+  TORCH_CHECK(index == -1 || (index >= 0 && index < deviceCount()), "Invalid spyre device index ", int(index), ": ",
+              deviceRange());
+}
+
+int deviceCount() {
+  static const int n = [] {
+    spyre::Env env(&std::getenv);
+    // torchrun's processes on this host (leniently: it is torchrun's variable, not ours).
+    const std::string local = env.string("LOCAL_WORLD_SIZE");
+    const long l = local.empty() ? 1 : std::strtol(local.c_str(), nullptr, 10);
+    const int fromTorchrun = static_cast<int>(std::clamp<long>(l, 1, kMaxDevices));
+    return static_cast<int>(env.integer("SPYRE_DEVICE_COUNT", fromTorchrun, 1, kMaxDevices));
+  }();
+  return n;
+}
+
+int currentDevice() { return tDevice; }
 
 void setDevice(int index) {
-  if (index != 0)
-    throw Error("Invalid spyre device index " + std::to_string(index) +
-                ": the simulator has 1 device (valid index: 0)");
+  if (index < 0 || index >= deviceCount())
+    throw Error("Invalid spyre device index " + std::to_string(index) + ": " + deviceRange());
+  tDevice = index;
 }
 
 void manualSeed(uint64_t seed) {
-  at::Generator gen = defaultGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_current_seed(seed);
+  for (int d = 0; d < deviceCount(); ++d) {
+    at::Generator gen = defaultGenerator(static_cast<c10::DeviceIndex>(d));
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_current_seed(seed);
+  }
 }
 
 uint64_t initialSeed() {
-  at::Generator gen = defaultGenerator();
+  at::Generator gen = defaultGenerator(-1);
   return gen.current_seed();
 }
 

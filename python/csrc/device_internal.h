@@ -31,7 +31,15 @@ struct Allocation {
   uint64_t addr = 0;
   uint64_t bytes = 0; ///< requested size (the storage's nbytes when allocated)
   std::optional<StorageGeometry> geom;
+  int device = 0; ///< the card whose DDR holds the block
 };
+
+/// The DDR that holds an allocation.
+inline sim::DeviceMemory &memoryOf(const Allocation &a) { return deviceMemory(a.device); }
+/// An allocation on `device` (the allocator allocates on the current device).
+c10::DataPtr allocateOn(int device, size_t bytes);
+/// "the simulator has N device(s) (valid index: 0..N-1; SPYRE_DEVICE_COUNT sets N)".
+std::string deviceRange();
 
 /// The spyre allocator (simulated DDR blocks with an Allocation context).
 c10::Allocator &spyreAllocator();
@@ -43,7 +51,7 @@ std::string dtypeName(at::ScalarType t);
 std::optional<HostType> hostTypeOf(at::ScalarType t);
 std::string vecStr(at::IntArrayRef v);
 
-/// Throws c10::Error naming the valid range unless index is -1 (current) or 0.
+/// Throws c10::Error naming the valid range unless index is -1 (current) or a device.
 void checkDeviceIndex(c10::DeviceIndex index);
 
 /// A dense PrivateUse1 tensor that also carries the SpyreTensorLayout of its storage (what

@@ -3,6 +3,8 @@
 // (_eager.py) and run through the compile path.
 #include "device_internal.h"
 
+#include <c10/core/DeviceGuard.h>
+
 #include "spyre/isa/error.h"
 
 #include <ATen/EmptyTensor.h>
@@ -25,9 +27,8 @@ void checkOptions(std::optional<at::Layout> layout, std::optional<at::Device> de
   TORCH_CHECK(!layout || *layout == at::kStrided, "spyre supports only torch.strided tensors, got ",
               *layout);
   TORCH_CHECK(!device || device->type() == kSpyre, "spyre empty: bad device ", *device);
-  TORCH_CHECK(!device || !device->has_index() || device->index() < kDeviceCount,
-              "Invalid spyre device index ", device ? int(device->index()) : 0,
-              ": the simulator has ", kDeviceCount, " device (valid index: 0)");
+  if (device && device->has_index())
+    checkDeviceIndex(device->index());
   TORCH_CHECK(!pinMemory || !*pinMemory, "spyre tensors cannot be pinned (pin_memory=True)");
 }
 
@@ -35,6 +36,9 @@ at::Tensor spyreEmptyStrided(at::IntArrayRef size, at::IntArrayRef stride,
                              std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
                              std::optional<at::Device> device, std::optional<bool> pinMemory) {
   checkOptions(layout, device, pinMemory);
+  c10::OptionalDeviceGuard onDevice; // allocate on spyre:N when asked (the allocator uses the current device)
+  if (device && device->has_index())
+    onDevice.reset_device(*device);
   return withTorchErrors([&] {
     const at::ScalarType t = dtype.value_or(c10::get_default_dtype_as_scalartype());
     // A tensor without elements of a dtype the card does not hold: the byte views torch's
@@ -170,14 +174,14 @@ const at::Tensor &spyreResize(const at::Tensor &self, at::IntArrayRef size,
          at::detail::computeStorageNbytes(host.sizes(), host.strides(), itemsize,
                                           host.storage_offset())});
     c10::StorageImpl *st = self.storage().unsafeGetStorageImpl();
-    if (need <= deviceMemory().blockSize(a.addr)) {
+    if (need <= memoryOf(a).blockSize(a.addr)) {
       a.geom = g; // same DDR block (allocations are 4 KiB granular), retiled in place
       a.bytes = std::max<uint64_t>(a.bytes, need);
       st->set_nbytes(a.bytes);
       writeStorage(a, content);
     } else {
       TORCH_CHECK(st->resizable(), "Trying to resize storage that is not resizable");
-      c10::DataPtr fresh = spyreAllocator().allocate(need);
+      c10::DataPtr fresh = allocateOn(a.device, need);
       auto *na = static_cast<Allocation *>(fresh.get_context());
       na->geom = g;
       writeStorage(*na, content);

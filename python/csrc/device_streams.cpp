@@ -36,8 +36,11 @@ c10::StreamId newStreamLocked(int priority) {
   return id;
 }
 
-c10::Stream makeStream(c10::StreamId id) {
-  return c10::Stream(c10::Stream::UNSAFE, c10::Device(kSpyre, 0), id);
+/// Stream ids are shared by the cards (work is complete when issued on any of them); a stream
+/// object names the card it was made for.
+c10::Stream makeStream(c10::StreamId id, c10::DeviceIndex device) {
+  return c10::Stream(c10::Stream::UNSAFE,
+                     c10::Device(kSpyre, device < 0 ? static_cast<c10::DeviceIndex>(currentDevice()) : device), id);
 }
 
 struct SpyreEvent {
@@ -47,33 +50,47 @@ struct SpyreEvent {
 struct SpyreGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   c10::DeviceType type() const override { return kSpyre; }
   c10::Device exchangeDevice(c10::Device d) const override {
-    checkDeviceIndex(d.index());
-    return c10::Device(kSpyre, 0);
+    const c10::Device old = getDevice();
+    setDevice(d);
+    return old;
   }
-  c10::Device getDevice() const override { return c10::Device(kSpyre, 0); }
-  void setDevice(c10::Device d) const override { checkDeviceIndex(d.index()); }
-  void uncheckedSetDevice(c10::Device) const noexcept override {}
-  c10::DeviceIndex deviceCount() const noexcept override { return kDeviceCount; }
+  c10::Device getDevice() const override { return c10::Device(kSpyre, static_cast<c10::DeviceIndex>(currentDevice())); }
+  void setDevice(c10::Device d) const override {
+    checkDeviceIndex(d.index());
+    if (d.index() >= 0)
+      spyre::py::setDevice(d.index());
+  }
+  void uncheckedSetDevice(c10::Device d) const noexcept override {
+    if (d.index() >= 0 && d.index() < spyre::py::deviceCount())
+      spyre::py::setDevice(d.index());
+  }
+  c10::DeviceIndex deviceCount() const noexcept override {
+    try {
+      return static_cast<c10::DeviceIndex>(spyre::py::deviceCount());
+    } catch (...) {
+      return 0; // an invalid SPYRE_DEVICE_COUNT: reported by every call that needs a device
+    }
+  }
 
   c10::Stream getStream(c10::Device d) const override {
     checkDeviceIndex(d.index());
-    return makeStream(currentStreamId());
+    return makeStream(currentStreamId(), d.index());
   }
   c10::Stream getDefaultStream(c10::Device d) const override {
     checkDeviceIndex(d.index());
-    return makeStream(0);
+    return makeStream(0, d.index());
   }
   c10::Stream getNewStream(c10::Device d, int priority) const override {
     checkDeviceIndex(d.index());
-    return makeStream(newStreamId(priority));
+    return makeStream(newStreamId(priority), d.index());
   }
   c10::Stream getStreamFromGlobalPool(c10::Device d, bool isHighPriority) const override {
     checkDeviceIndex(d.index());
-    return makeStream(poolStreamId(isHighPriority ? -1 : 0));
+    return makeStream(poolStreamId(isHighPriority ? -1 : 0), d.index());
   }
   c10::Stream exchangeStream(c10::Stream s) const override {
     checkDeviceIndex(s.device_index());
-    return makeStream(exchangeStreamId(s.id()));
+    return makeStream(exchangeStreamId(s.id()), s.device_index());
   }
   // Work is complete when the call that issued it returns.
   bool queryStream(const c10::Stream &s) const override {

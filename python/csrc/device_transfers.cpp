@@ -38,7 +38,7 @@ void logTransfer(const char *dir, const Allocation &a, const at::Tensor &host) {
 }
 
 uint8_t *ddrOf(const Allocation &a) {
-  return deviceMemory().at(a.addr, static_cast<uint64_t>(a.geom->layout.deviceBytes()));
+  return memoryOf(a).at(a.addr, static_cast<uint64_t>(a.geom->layout.deviceBytes()));
 }
 
 bool isEmpty(const StorageGeometry &g) {
@@ -68,14 +68,14 @@ at::Tensor rawImage(const Allocation &a, const at::Tensor &t) {
   const uint64_t n = std::max<uint64_t>(a.bytes, t.storage().nbytes());
   at::Tensor bytes = at::empty({static_cast<int64_t>(n)}, at::TensorOptions().dtype(at::kByte));
   if (n)
-    std::memcpy(bytes.data_ptr(), deviceMemory().at(a.addr, n), n);
+    std::memcpy(bytes.data_ptr(), memoryOf(a).at(a.addr, n), n);
   return bytes;
 }
 
 void writeRawImage(const Allocation &a, const at::Tensor &bytes) {
   const uint64_t n = static_cast<uint64_t>(bytes.numel());
   if (n)
-    std::memcpy(deviceMemory().at(a.addr, n), bytes.data_ptr(), n);
+    std::memcpy(memoryOf(a).at(a.addr, n), bytes.data_ptr(), n);
 }
 
 } // namespace
@@ -144,12 +144,12 @@ void retileStorage(const at::Tensor &t, const StorageGeometry &g) {
                            .set_(bytes.storage(), 0, g.sizes, g.strides);
   c10::StorageImpl *st = t.storage().unsafeGetStorageImpl();
   const uint64_t need = static_cast<uint64_t>(g.layout.deviceBytes());
-  if (need <= deviceMemory().blockSize(a.addr)) {
+  if (need <= memoryOf(a).blockSize(a.addr)) {
     a.geom = g; // same DDR block, retiled in place
     writeStorage(a, content);
   } else {
-    // The storage's nbytes (its host view) stay; only the DDR block grows.
-    c10::DataPtr fresh = spyreAllocator().allocate(need);
+    // The storage's nbytes (its host view) stay; only the DDR block grows (on the same card).
+    c10::DataPtr fresh = allocateOn(a.device, need);
     auto *na = static_cast<Allocation *>(fresh.get_context());
     na->geom = g;
     writeStorage(*na, content);
@@ -181,10 +181,10 @@ bool cloneWholeStorage(const at::Tensor &src, const at::Tensor &dst) {
            static_cast<size_t>(t.numel()) * t.element_size() == t.storage().nbytes();
   };
   const uint64_t n = static_cast<uint64_t>(sa->geom->layout.deviceBytes());
-  if (!whole(src) || !whole(dst) || n > deviceMemory().blockSize(da->addr))
+  if (!whole(src) || !whole(dst) || n > memoryOf(*da).blockSize(da->addr))
     return false;
   if (n)
-    std::memcpy(deviceMemory().at(da->addr, n), deviceMemory().at(sa->addr, n), n);
+    std::memcpy(memoryOf(*da).at(da->addr, n), memoryOf(*sa).at(sa->addr, n), n);
   da->geom = sa->geom;
   return true;
 }

@@ -23,9 +23,11 @@ template <typename Ret, typename... Args> auto wrap(Ret (*f)(Args...)) {
       [f](Args... args) -> Ret { return withTorchErrors([&]() -> Ret { return f(args...); }); });
 }
 
-void checkDevice(const ::py::object &device) {
+/// The device index a Python device argument names (None: the current device); throws
+/// spyre::Error for another device type or an index out of range.
+int deviceArg(const ::py::object &device) {
   if (device.is_none())
-    return;
+    return currentDevice();
   int64_t index = 0;
   if (::py::isinstance<::py::int_>(device)) {
     index = device.cast<int64_t>();
@@ -33,14 +35,18 @@ void checkDevice(const ::py::object &device) {
     auto d = device.cast<at::Device>();
     if (d.type() != at::DeviceType::PrivateUse1)
       throw Error("expected a spyre device, got " + d.str());
-    index = d.has_index() ? d.index() : 0;
+    index = d.has_index() ? d.index() : currentDevice();
   }
-  setDevice(static_cast<int>(index)); // validates
+  if (index < 0 || index >= deviceCount())
+    throw Error("Invalid spyre device index " + std::to_string(index) + ": the simulator has " +
+                std::to_string(deviceCount()) + " device(s) (SPYRE_DEVICE_COUNT sets the number)");
+  return static_cast<int>(index);
 }
 
+sim::DeviceMemory &memoryArg(const ::py::object &device) { return deviceMemory(deviceArg(device)); }
+
 ::py::dict memoryStats(const ::py::object &device) {
-  checkDevice(device);
-  auto s = deviceMemory().stats();
+  auto s = memoryArg(device).stats();
   ::py::dict out;
   out["allocated_bytes.all.current"] = s.allocated;
   out["allocated_bytes.all.peak"] = s.peak;
@@ -160,28 +166,25 @@ void bindLayout(::py::module_ &m) {
 }
 
 void bindDevice(::py::module_ &m) {
-  m.def("device_count", [] { return kDeviceCount; });
+  m.def("device_count", wrap(+[] { return deviceCount(); }));
   m.def("current_device", [] { return currentDevice(); });
-  m.def("set_device", wrap(+[](::py::object d) { checkDevice(d); }), ::py::arg("device"));
+  m.def("set_device", wrap(+[](::py::object d) { setDevice(deviceArg(d)); }), ::py::arg("device"));
   // The simulator runs every transfer and kernel to completion before returning.
-  m.def("synchronize", wrap(+[](::py::object d) { checkDevice(d); }),
+  m.def("synchronize", wrap(+[](::py::object d) { (void)deviceArg(d); }),
         ::py::arg("device") = ::py::none());
   m.def("memory_allocated",
         wrap(+[](::py::object d) -> uint64_t {
-          checkDevice(d);
-          return deviceMemory().stats().allocated;
+          return memoryArg(d).stats().allocated;
         }),
         ::py::arg("device") = ::py::none());
   m.def("max_memory_allocated",
         wrap(+[](::py::object d) -> uint64_t {
-          checkDevice(d);
-          return deviceMemory().stats().peak;
+          return memoryArg(d).stats().peak;
         }),
         ::py::arg("device") = ::py::none());
   m.def("reset_peak_memory_stats",
         wrap(+[](::py::object d) {
-          checkDevice(d);
-          deviceMemory().resetPeak();
+          memoryArg(d).resetPeak();
         }),
         ::py::arg("device") = ::py::none());
   m.def("memory_stats", wrap(+[](::py::object d) { return memoryStats(d); }),
@@ -191,20 +194,17 @@ void bindDevice(::py::module_ &m) {
         ::py::arg("device"), "Allocator statistics of the device (torch.cuda.memory_stats' keys)");
   m.def("_spyre_reset_accumulated_stats",
         wrap(+[](::py::object d) {
-          checkDevice(d);
-          deviceMemory().resetAccumulated();
+          memoryArg(d).resetAccumulated();
         }),
         ::py::arg("device"), "Reset accumulated allocator statistics");
   m.def("_spyre_reset_peak_stats",
         wrap(+[](::py::object d) {
-          checkDevice(d);
-          deviceMemory().resetPeak();
+          memoryArg(d).resetPeak();
         }),
         ::py::arg("device"), "Reset peak allocator statistics");
   m.def("reset_accumulated_memory_stats",
         wrap(+[](::py::object d) {
-          checkDevice(d);
-          deviceMemory().resetAccumulated();
+          memoryArg(d).resetAccumulated();
         }),
         ::py::arg("device") = ::py::none());
   m.def("manual_seed_all", [](uint64_t seed) { manualSeed(seed); }, ::py::arg("seed"));
@@ -244,8 +244,9 @@ c10::Stream checkedStream(const c10::Stream &s) {
   return s;
 }
 
-c10::Stream spyreStream(c10::StreamId id) {
-  return c10::Stream(c10::Stream::UNSAFE, c10::Device(at::DeviceType::PrivateUse1, 0), id);
+c10::Stream spyreStream(c10::StreamId id, int device) {
+  return c10::Stream(c10::Stream::UNSAFE,
+                     c10::Device(at::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)), id);
 }
 
 void bindRuntime(::py::module_ &m) {
@@ -278,28 +279,24 @@ void bindRuntime(::py::module_ &m) {
   // Streams (device_streams.cpp): torch.Stream objects of the spyre device.
   m.def("current_stream",
         wrap(+[](::py::object d) {
-          checkDevice(d);
-          return spyreStream(currentStreamId());
+          return spyreStream(currentStreamId(), deviceArg(d));
         }),
         ::py::arg("device") = ::py::none());
   m.def("default_stream",
         wrap(+[](::py::object d) {
-          checkDevice(d);
-          return spyreStream(0);
+          return spyreStream(0, deviceArg(d));
         }),
         ::py::arg("device") = ::py::none());
   m.def("set_current_stream", wrap(+[](c10::Stream s) { exchangeStreamId(checkedStream(s).id()); }),
         ::py::arg("stream"));
   m.def("get_stream_from_pool",
         wrap(+[](::py::object d, int priority) {
-          checkDevice(d);
-          return spyreStream(poolStreamId(priority));
+          return spyreStream(poolStreamId(priority), deviceArg(d));
         }),
         ::py::arg("device") = ::py::none(), ::py::arg("priority") = 0);
   m.def("_new_stream",
         wrap(+[](::py::object d, int priority) {
-          checkDevice(d);
-          return spyreStream(newStreamId(priority));
+          return spyreStream(newStreamId(priority), deviceArg(d));
         }),
         ::py::arg("device") = ::py::none(), ::py::arg("priority") = 0);
   m.def("_stream_priority", wrap(+[](c10::Stream s) { return streamPriority(checkedStream(s).id()); }),

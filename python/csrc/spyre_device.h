@@ -21,7 +21,10 @@
 
 namespace spyre::py {
 
-sim::DeviceMemory &deviceMemory();                       // the process-wide simulated DDR
+/// The simulated DDR of card `device` (0..deviceCount()-1), reserved on first use.
+sim::DeviceMemory &deviceMemory(int device);
+/// The card whose DDR holds t's storage (t.device().index()).
+int deviceIndex(const at::Tensor &t);
 const SpyreTensorLayout &tensorLayout(const at::Tensor &t);  // throws spyre::Error if t is not a spyre tensor
 uint64_t deviceAddress(const at::Tensor &t);   // DDR address of the tensor's storage (data of storage start)
 at::Tensor emptyWithLayout(at::IntArrayRef size, at::IntArrayRef stride, at::ScalarType dtype, const SpyreTensorLayout &layout);
@@ -56,12 +59,17 @@ SpyreTensorLayout defaultLayout(at::IntArrayRef size, at::IntArrayRef stride, at
 at::Tensor toCpu(const at::Tensor &spyreTensor);
 void copyFromCpu(const at::Tensor &spyreDst, const at::Tensor &cpuSrc);
 
-// Device selection (one simulated card).
-constexpr int kDeviceCount = 1;
+// Device selection. A process simulates deviceCount() cards, each with its own DDR: the
+// spyre:0..N-1 devices. N is SPYRE_DEVICE_COUNT, else torchrun's LOCAL_WORLD_SIZE (so the
+// spyre:LOCAL_RANK convention works), else 1; read once. The cards of two processes are
+// different simulations (torch.distributed connects them).
+constexpr int kMaxDevices = 16;
+int deviceCount();
+/// This thread's current device (as CUDA's: per thread, 0 initially).
 int currentDevice();
-/// Throws spyre::Error naming the valid range for any index other than 0.
+/// Makes `index` current; throws spyre::Error naming the valid range for a bad index.
 void setDevice(int index);
-/// Whether the simulated card has been brought up (its DDR reserved): false until the first
+/// Whether a simulated card has been brought up (its DDR reserved): false until the first
 /// allocation or startRuntime(). torch-spyre's lazy initialisation.
 bool runtimeStarted();
 void startRuntime();

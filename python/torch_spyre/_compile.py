@@ -21,6 +21,7 @@ from ._build import _dump_dir, compile_stats, compile_text, passes_text  # noqa:
 from ._errors import FallbackWarning, Unsupported, strict_unsupported
 from ._collectives import COLLECTIVE_OPS as _COLLECTIVE_OPS
 from ._collectives import call_implementations, rewrite_collectives
+from ._device import device_of
 from ._no_trace import no_trace
 from ._lowering import (
     Env,
@@ -170,17 +171,19 @@ def _runs_natively(target: Any) -> bool:
     return False
 
 
-def _on_spyre(x: Any) -> Any:
-    # Partition inputs that are not spyre tensors: tensor constants of the graph (CPU).
-    if isinstance(x, torch.Tensor) and x.device.type != "spyre":
-        return x.to("spyre")
+def _on_spyre(x: Any, dev: int | None) -> Any:
+    # Partition inputs that are not on the graph's card: tensor constants of the graph (CPU, or
+    # uploaded at compile time to the card that was current then).
+    if isinstance(x, torch.Tensor) and (x.device.type != "spyre" or (dev is not None and x.device.index != dev)):
+        return x.to("spyre" if dev is None else f"spyre:{dev}")
     return x
 
 
 def _compiled_runner(compiled: Any, single: bool) -> Callable:
     @no_trace
     def run(*args: Any) -> Any:
-        outs = compiled.run([_on_spyre(a) for a in args])
+        dev = device_of(args)
+        outs = compiled.run([_on_spyre(a, dev) for a in args])
         return outs[0] if single else tuple(outs)
 
     run._spyre_compiled = compiled  # type: ignore[attr-defined]
@@ -193,11 +196,13 @@ def _cpu_partition_runner(sub: torch.fx.GraphModule, name: str, reason: str) -> 
     @no_trace
     def run(*args: Any) -> Any:
         _fallback.note_fallback(f"partition {name}", reason)
+        dev = device_of(args)
+        home = "spyre" if dev is None else f"spyre:{dev}"
         cpu = [a.cpu() if isinstance(a, torch.Tensor) else a for a in args]
         out = sub(*cpu)
         if isinstance(out, (tuple, list)):
-            return type(out)(o.to("spyre") if isinstance(o, torch.Tensor) else o for o in out)
-        return out.to("spyre") if isinstance(out, torch.Tensor) else out
+            return type(out)(o.to(home) if isinstance(o, torch.Tensor) else o for o in out)
+        return out.to(home) if isinstance(out, torch.Tensor) else out
 
     return run
 
@@ -392,7 +397,8 @@ def _compile_aten_graph_inputs(gm: torch.fx.GraphModule) -> Callable:
 
             @no_trace
             def run(*args: torch.Tensor) -> tuple:
-                return tuple(compiled.run([_on_spyre(a) for a in args]))
+                dev = device_of(args)
+                return tuple(compiled.run([_on_spyre(a, dev) for a in args]))
 
             run._spyre_compiled = compiled  # type: ignore[attr-defined]
             return run

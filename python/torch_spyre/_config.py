@@ -181,6 +181,11 @@ _KNOB_LIST = [
     _string("SPYRE_TRACE", "simulator trace, `spyre-jit-bench`",
             "`file.json`: writes a Chrome/Perfetto trace of simulated device time (a track per "
             "core and unit)", default_text="off"),
+    _int("SPYRE_DEVICE_COUNT", 1, 1, 16, "`device_hooks.cpp` (once, at the first device query)",
+         "simulated cards in this process (`spyre:0` .. `spyre:N-1`, each with its own DDR); unset: "
+         "torchrun's `LOCAL_WORLD_SIZE` (so `spyre:LOCAL_RANK` names a card), else 1. The cards "
+         "of two processes are separate simulations", default_text="1 (torchrun: LOCAL_WORLD_SIZE)",
+         compile_time=True),
     _int("SPYRE_SIM_THREADS", 0, 1, 4096, "simulator `Runtime` (once, when the card is first used)",
          "host threads running simulated cores", default_text="host core count", compile_time=True),
 ]

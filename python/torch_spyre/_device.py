@@ -79,7 +79,8 @@ def current_device() -> int:
 
 
 def set_device(device: Any) -> None:
-    """Only device 0 exists; anything else raises RuntimeError naming the valid index."""
+    """Makes ``device`` this thread's current card (``spyre:0`` .. ``spyre:N-1``, N =
+    ``device_count()``); another index raises RuntimeError naming the valid range."""
     _C.set_device(_dev(device))
 
 
@@ -137,20 +138,32 @@ def initial_seed() -> int:
 
 
 class device:
-    """Context manager that makes ``device`` current (torch.cuda.device's form). The simulator has
-    one device, so it only validates the index; torch's storage moves (``UntypedStorage.to``,
-    used by torch.load) enter it."""
+    """Context manager that makes ``device`` current while it is entered and restores the
+    previous one after (torch.cuda.device's form); None and -1 change nothing. torch's storage
+    moves (``UntypedStorage.to``, used by torch.load) enter it."""
 
     def __init__(self, device: Any) -> None:
         self.idx = torch.device(device).index if isinstance(device, (str, torch.device)) else device
-        if self.idx is not None and self.idx != -1:
-            set_device(self.idx)
+        self.prev = -1
 
     def __enter__(self) -> "device":
+        if self.idx is not None and self.idx != -1:
+            self.prev = current_device()
+            set_device(self.idx)
         return self
 
     def __exit__(self, *exc: Any) -> bool:
+        if self.prev != -1:
+            set_device(self.prev)
         return False
+
+
+def device_of(values: Any) -> int | None:
+    """The index of the first spyre tensor among ``values`` (a flat sequence), else None."""
+    for x in values:
+        if isinstance(x, torch.Tensor) and x.device.type == "spyre":
+            return x.device.index if x.device.index is not None else current_device()
+    return None
 
 
 def get_amp_supported_dtype() -> list[torch.dtype]:

@@ -39,7 +39,7 @@ def mixed_device_message(common: torch.device, other: torch.device) -> str:
 
 def _device_str(d: torch.device) -> str:
     if d.type == "spyre" and d.index is None:
-        return "spyre:0"
+        return f"spyre:{torch.spyre.current_device()}"
     return str(d)
 
 
@@ -57,8 +57,12 @@ def check_same_device(op: Any, args: tuple, kwargs: dict) -> None:
             continue
         d = x.device
         if d.type == "spyre":
+            if d.index is None:
+                d = torch.device("spyre", torch.spyre.current_device())
             if common is None:
                 common = d
+            elif d != common and other is None:
+                other = d
         elif d.type != "meta" and not (d.type == "cpu" and x.dim() == 0) and other is None:
             other = d
     if common is not None and other is not None:

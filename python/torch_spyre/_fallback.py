@@ -15,7 +15,7 @@ import warnings
 from typing import Any, Iterator
 
 import torch
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_flatten, tree_map
 
 from . import _config
 from ._errors import FallbackWarning, strict_unsupported
@@ -105,6 +105,14 @@ def run_on_cpu(op: Any, args: tuple, kwargs: dict) -> Any:
     """Runs an ATen op on CPU copies of its spyre arguments and returns spyre results. Mutated
     arguments (in-place and out= variants) are written back into the original spyre tensors,
     and returns that alias them are those originals."""
+    from ._device import device, device_of
+
+    # Results go back to the card of the spyre arguments (x.to("spyre") means the current one).
+    with device(device_of(tree_flatten((args, kwargs))[0])):
+        return _run_on_cpu(op, args, kwargs)
+
+
+def _run_on_cpu(op: Any, args: tuple, kwargs: dict) -> Any:
     cargs = tree_map(_to_cpu, args)
     ckwargs = tree_map(_to_cpu, kwargs)
     result = _run_widening_ints(op, cargs, ckwargs)
