@@ -167,7 +167,7 @@ const bool gHooksRegistered = [] {
 
 } // namespace
 
-std::string detail::deviceRange() {
+std::string deviceRange() {
   const int n = deviceCount();
   return "the simulator has " + std::to_string(n) + (n == 1 ? " device (valid index: 0" : " devices (valid index: 0.." + std::to_string(n - 1)) +
          "; SPYRE_DEVICE_COUNT sets the number)";

@@ -38,8 +38,7 @@ struct Allocation {
 inline sim::DeviceMemory &memoryOf(const Allocation &a) { return deviceMemory(a.device); }
 /// An allocation on `device` (the allocator allocates on the current device).
 c10::DataPtr allocateOn(int device, size_t bytes);
-/// "the simulator has N device(s) (valid index: 0..N-1; SPYRE_DEVICE_COUNT sets N)".
-std::string deviceRange();
+
 
 /// The spyre allocator (simulated DDR blocks with an Allocation context).
 c10::Allocator &spyreAllocator();

@@ -38,8 +38,7 @@ int deviceArg(const ::py::object &device) {
     index = d.has_index() ? d.index() : currentDevice();
   }
   if (index < 0 || index >= deviceCount())
-    throw Error("Invalid spyre device index " + std::to_string(index) + ": the simulator has " +
-                std::to_string(deviceCount()) + " device(s) (SPYRE_DEVICE_COUNT sets the number)");
+    throw Error("Invalid spyre device index " + std::to_string(index) + ": " + deviceRange());
   return static_cast<int>(index);
 }
 

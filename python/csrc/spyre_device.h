@@ -65,6 +65,8 @@ void copyFromCpu(const at::Tensor &spyreDst, const at::Tensor &cpuSrc);
 // different simulations (torch.distributed connects them).
 constexpr int kMaxDevices = 16;
 int deviceCount();
+/// "the simulator has N devices (valid index: 0..N-1; SPYRE_DEVICE_COUNT sets the number)".
+std::string deviceRange();
 /// This thread's current device (as CUDA's: per thread, 0 initially).
 int currentDevice();
 /// Makes `index` current; throws spyre::Error naming the valid range for a bad index.
