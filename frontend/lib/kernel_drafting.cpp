@@ -151,7 +151,10 @@ void draftKernels(Lowering &l, const CompileOptions &opts) {
     const Node &n = g.nodes[ni];
     if (l.viewSlices.count(n.output))
       continue;
-    if (aliasesItsInput(g, n, "node %" + g.values[n.output].name + " = " + n.op)) {
+    // A clone of a view slice copies it (the view's elements are not its buffer's bytes in
+    // order): only a materialised value can be aliased.
+    if (!(n.inputs.size() == 1 && l.viewSlices.count(n.inputs[0])) &&
+        aliasesItsInput(g, n, "node %" + g.values[n.output].name + " = " + n.op)) {
       l.aliasOf[n.output] = n.inputs[0];
       continue;
     }

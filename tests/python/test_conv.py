@@ -1,5 +1,8 @@
-"""Convolutions whose stride is their kernel (ViT patch embeddings, 1x1 convolutions) run on
-the card as im2col (rank-4 permutes and reshapes) + one matmul; other convolutions fall back."""
+"""Convolutions on the card: those whose stride is their kernel (ViT patch embeddings, 1x1
+convolutions) as im2col (rank-4 permutes and reshapes) + one matmul; stride-1 convolutions with
+any padding, dilation and groups, 1-d or 2-d, as a sum over the kernel's taps, channels last
+(a matmul per tap, or a per-channel multiply for depthwise ones). Other strides and transposed
+convolutions fall back."""
 
 from __future__ import annotations
 
@@ -42,9 +45,56 @@ def test_nn_conv2d_module_as_vit_uses_it():
     torch.testing.assert_close(got, expected, atol=0.1, rtol=0.1)
 
 
-def test_other_convolutions_fall_back_and_stay_correct():
+@pytest.mark.parametrize("name,x_shape,w_shape,kw", [
+    ("3x3 same", (2, 8, 12, 20), (16, 8, 3, 3), dict(padding=1)),          # a ResNet / UNet block
+    ("3x3 valid", (1, 4, 9, 70), (8, 4, 3, 3), {}),
+    ("dilated", (1, 4, 10, 10), (8, 4, 3, 3), dict(padding=2, dilation=2)),
+    ("grouped", (1, 8, 6, 6), (8, 4, 3, 3), dict(padding=1, groups=2)),
+    ("depthwise 2d", (1, 16, 7, 9), (16, 1, 3, 3), dict(padding=1, groups=16)),
+    ("asymmetric", (1, 3, 8, 11), (5, 3, 2, 4), dict(padding=(1, 0))),
+])
+def test_stride_one_conv2d_runs_on_the_card(name, x_shape, w_shape, kw, monkeypatch):
+    monkeypatch.setenv("SPYRE_STRICT", "1")  # nothing may run on the CPU
+    x = _dl16(cached_randn(x_shape, key="c2-x" + name))
+    w = _dl16(cached_randn(w_shape, key="c2-w" + name, scale=(w_shape[1] * w_shape[2] * w_shape[3]) ** -0.5))
+    b = _dl16(cached_randn((w_shape[0],), key="c2-b" + name))
+    compare_with_cpu(lambda x, w, b: F.conv2d(x, w, b, **kw), x, w, b, on_spyre=True)
+
+
+@pytest.mark.parametrize("name,x_shape,w_shape,kw,keep", [
+    ("whisper stem", (1, 80, 100), (64, 80, 3), dict(padding=1), None),
+    ("mamba causal depthwise", (2, 64, 50), (64, 1, 4), dict(padding=3, groups=64), 50),
+    ("valid", (2, 16, 33), (8, 16, 5), {}, None),
+])
+def test_stride_one_conv1d_runs_on_the_card(name, x_shape, w_shape, kw, keep, monkeypatch):
+    monkeypatch.setenv("SPYRE_STRICT", "1")
+    x = _dl16(cached_randn(x_shape, key="c1-x" + name))
+    w = _dl16(cached_randn(w_shape, key="c1-w" + name, scale=(w_shape[1] * w_shape[2]) ** -0.5))
+    b = _dl16(cached_randn((w_shape[0],), key="c1-b" + name))
+    fn = (lambda x, w, b: F.conv1d(x, w, b, **kw)[..., :keep]) if keep else (lambda x, w, b: F.conv1d(x, w, b, **kw))
+    compare_with_cpu(fn, x, w, b, on_spyre=True)
+
+
+def test_nn_conv1d_module_compiles_to_one_partition():
+    from torch_spyre._compile import compile_stats
+
+    conv = torch.nn.Conv1d(32, 32, kernel_size=4, padding=3, groups=32, dtype=torch.float16)
+    with torch.no_grad():
+        for p in conv.parameters():
+            p.copy_(_dl16(p))
+    x = _dl16(cached_randn((1, 32, 40), key="mamba-mod"))
+    with torch.no_grad():
+        expected = conv(x)[..., :40]
+        conv_s = conv.to("spyre")
+        torch._dynamo.reset()
+        got = torch.compile(lambda t: conv_s(t)[..., :40], dynamic=False)(x.to("spyre")).cpu()
+    assert compile_stats.partitions == 1 and compile_stats.fallback_nodes == 0
+    torch.testing.assert_close(got, expected, atol=0.1, rtol=0.1)
+
+
+def test_other_strides_fall_back_and_stay_correct():
     x = _dl16(cached_randn((1, 4, 9, 9), key="pad"))
     w = _dl16(cached_randn((8, 4, 3, 3), key="pad-w", scale=0.2))
     with pytest.warns(FallbackWarning, match="convolution"):
-        got = F.conv2d(x.to("spyre"), w.to("spyre"), padding=1).cpu()
-    torch.testing.assert_close(got, F.conv2d(x, w, padding=1), atol=0.1, rtol=0.1)
+        got = F.conv2d(x.to("spyre"), w.to("spyre"), padding=1, stride=2).cpu()
+    torch.testing.assert_close(got, F.conv2d(x, w, padding=1, stride=2), atol=0.1, rtol=0.1)

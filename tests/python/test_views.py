@@ -83,3 +83,15 @@ def test_attention_heads_compile_as_one_partition():
     fb = compare_with_cpu(heads, _x(s, d, seed=1), (_x(d, d, seed=2) * 0.05), run_eager=False)
     assert not fb["compile"], fb
     assert compile_stats.partitions == 1
+
+
+def test_a_clone_of_a_row_view_is_a_copy_not_an_alias():
+    """x[:, a:b, c:d] (slices of two row dims, read as a view by elementwise consumers) then
+    .contiguous().reshape: the clone used to alias the view, so the reshape read the sliced
+    tensor's buffer in order (silently wrong values)."""
+    from torch_spyre.testing import compare_with_cpu
+
+    x = torch.randn(1, 6, 7, 64, generator=torch.Generator().manual_seed(3)).to(torch.float16)
+    w = torch.randn(64, 16, generator=torch.Generator().manual_seed(4)).to(torch.float16)
+    compare_with_cpu(lambda x, w: x.narrow(1, 1, 4).narrow(2, 1, 5).reshape(-1, 64) @ w, x, w, run_eager=False)
+    compare_with_cpu(lambda x: x[:, 2:5, 1:6].reshape(-1, 64) * 2, x, run_eager=False)
