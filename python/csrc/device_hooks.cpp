@@ -1,8 +1,8 @@
 // The "spyre" device, part 4: device selection (deviceCount() simulated cards), the default generators,
 // the pinned host allocator and the PrivateUse1 hooks, registered when _C is loaded.
 #include "device_internal.h"
+#include "device_options.h"
 
-#include "spyre/isa/env.h"
 #include "spyre/isa/error.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -179,14 +179,7 @@ void detail::checkDeviceIndex(c10::DeviceIndex index) {
 }
 
 int deviceCount() {
-  static const int n = [] {
-    spyre::Env env(&std::getenv);
-    // torchrun's processes on this host (leniently: it is torchrun's variable, not ours).
-    const std::string local = env.string("LOCAL_WORLD_SIZE");
-    const long l = local.empty() ? 1 : std::strtol(local.c_str(), nullptr, 10);
-    const int fromTorchrun = static_cast<int>(std::clamp<long>(l, 1, kMaxDevices));
-    return static_cast<int>(env.integer("SPYRE_DEVICE_COUNT", fromTorchrun, 1, kMaxDevices));
-  }();
+  static const int n = configuredDeviceCount(kMaxDevices);
   return n;
 }
 

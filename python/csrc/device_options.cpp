@@ -1,7 +1,9 @@
 #include "device_options.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <string>
 
 namespace spyre::py {
 
@@ -23,6 +25,15 @@ DeviceOptions currentDeviceOptions() {
   if (int v = gDowncastOverride.load(); v >= 0)
     o.downcastWarn = v == 1;
   return o;
+}
+
+int configuredDeviceCount(int maxDevices) {
+  spyre::Env env(&std::getenv);
+  // torchrun's processes on this host (leniently: it is torchrun's variable, not ours).
+  const std::string local = env.string("LOCAL_WORLD_SIZE");
+  const long l = local.empty() ? 1 : std::strtol(local.c_str(), nullptr, 10);
+  const int fromTorchrun = static_cast<int>(std::clamp<long>(l, 1, maxDevices));
+  return static_cast<int>(env.integer("SPYRE_DEVICE_COUNT", fromTorchrun, 1, maxDevices));
 }
 
 void setDowncastWarning(bool on) { gDowncastOverride = on ? 1 : 0; }

@@ -19,6 +19,11 @@ struct DeviceOptions {
 /// override of the downcast warning (torch.spyre.set_downcast_warning) applied.
 DeviceOptions currentDeviceOptions();
 
+/// Simulated cards in this process: SPYRE_DEVICE_COUNT (1..16; another value throws
+/// spyre::Error naming it), else torchrun's LOCAL_WORLD_SIZE clamped to 1..16, else 1. Read at
+/// each call; deviceCount() keeps the first answer for the process's life.
+int configuredDeviceCount(int maxDevices);
+
 /// torch-spyre's set_downcast_warning: overrides TORCH_SPYRE_DOWNCAST_WARN for this process.
 void setDowncastWarning(bool on);
 /// Drops the override (tests restore the environment's say with it).
