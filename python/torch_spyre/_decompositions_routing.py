@@ -240,6 +240,69 @@ def _floor_divide(x: torch.Tensor, other: Any) -> Any:
     return q if x.dtype == torch.int32 else aten._to_copy.default(q, dtype=x.dtype)
 
 
+@_register(aten.one_hot.default)
+def _one_hot(x: torch.Tensor, num_classes: int = -1) -> Any:
+    """eq(x[.., None], arange(C)) as int64. num_classes = -1 (C from the data's max: a
+    data-dependent shape) is NotImplemented; an index outside [0, C) gives a zero row (torch
+    raises)."""
+    if x.dtype not in _INTS or num_classes <= 0 or x.numel() * num_classes > BLOCK_LIMIT:
+        return NotImplemented
+    ar = aten.arange.default(num_classes, dtype=torch.int32, device=x.device)
+    return aten._to_copy.default(aten.eq.Tensor(aten.unsqueeze.default(x, -1), ar), dtype=torch.int64)
+
+
+@_register(aten.index_add.default)
+def _index_add(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *, alpha: Any = 1) -> Any:
+    """x.index_add(dim, idx, src): x + alpha * (onehot @ src) with onehot[r, i] = (idx[i] == r),
+    an [n, m] matrix in x's dtype: a matmul on the PT array (fp32 accumulation, one rounding per
+    element; torch adds in x's dtype one source row at a time). fp16/bf16 x; an index outside
+    [0, n) adds nothing (torch raises); n * m up to BLOCK_LIMIT."""
+    if (x.dtype not in (torch.float16, torch.bfloat16) or source.dtype != x.dtype or index.dtype not in _INTS
+            or index.dim() > 1 or x.dim() == 0 or x.numel() == 0 or index.numel() == 0):
+        return NotImplemented
+    d = dim % x.dim()
+    n, m = x.shape[d], index.numel()
+    if n * m > BLOCK_LIMIT:
+        return NotImplemented
+    xt = x if d == 0 else aten.movedim.int(x, d, 0)
+    st = source if d == 0 else aten.movedim.int(source, d, 0)
+    rest = list(xt.shape[1:])
+    r = 1
+    for k in rest:
+        r *= k
+    src = aten.view.default(aten.clone.default(st, memory_format=torch.contiguous_format), [m, r])
+    rows = aten.view.default(aten.arange.default(n, dtype=torch.int32, device=x.device), [n, 1])
+    hot = aten.eq.Tensor(rows, aten.view.default(index, [1, m]))
+    onehot = aten.where.ScalarOther(hot, aten.full.default([n, m], float(alpha), dtype=x.dtype, device=x.device), 0)
+    added = aten.view.default(aten.mm.default(onehot, src), [n] + rest)
+    out = aten.add.Tensor(xt, added)
+    return out if d == 0 else aten.movedim.int(out, 0, d)
+
+
+@_register(aten.scatter_add.default)
+def _scatter_add(x: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> Any:
+    """out[.., index[i], ..] += src[.., i, ..] along dim, element by element: an [.., n, m, ..]
+    one-hot block (index == r) selecting src by where, summed over m (exact for integers; floats
+    accumulate in fp32 with one rounding). index and src of one shape equal to x's off dim; an
+    index outside [0, n) adds nothing (torch raises)."""
+    if (x.dim() == 0 or index.dtype not in _INTS or src.dtype != x.dtype or tuple(index.shape) != tuple(src.shape)
+            or index.dim() != x.dim() or not (x.is_floating_point() or x.dtype in _INTS) or index.numel() == 0):
+        return NotImplemented
+    d = dim % x.dim()
+    n, m = x.shape[d], index.shape[d]
+    if any(index.shape[k] != x.shape[k] for k in range(x.dim()) if k != d) or index.numel() * n > BLOCK_LIMIT:
+        return NotImplemented
+    shape = [1] * (x.dim() + 1)
+    shape[d] = n
+    rows = aten.view.default(aten.arange.default(n, dtype=torch.int32, device=x.device), shape)  # [.., n, 1, ..]
+    hot = aten.eq.Tensor(aten.unsqueeze.default(index, d), rows)  # [.., n, m, ..]
+    picked = aten.where.ScalarOther(hot, aten.unsqueeze.default(src, d), 0)
+    added = aten.sum.dim_IntList(picked, [d + 1])
+    if added.dtype != x.dtype:
+        added = aten._to_copy.default(added, dtype=x.dtype)
+    return aten.add.Tensor(x, added)
+
+
 # ---- compile-only: 1-d indexing, grouped matmuls --------------------------------------------
 
 def _index_1d(x: Any, indices: Any) -> Any:

@@ -192,3 +192,33 @@ def test_beyond_the_bounds_say_unsupported():
         _on_card(lambda t: torch.topk(t, 17), x)  # k > 16: no card kernel, strict mode
     with pytest.raises(Exception, match=r"Unsupported: aten.histc.default \(histc\) cannot run on spyre"):
         _on_card(lambda t: torch.histc(t.float()), x)  # min == max: the data's range
+
+
+def test_one_hot():
+    ids = _ints((3, 40), torch.int64, "oh", 0, 8)
+    got = _on_card(lambda t: torch.nn.functional.one_hot(t, num_classes=9), ids)
+    assert got.dtype == torch.int64 and torch.equal(got, torch.nn.functional.one_hot(ids, num_classes=9))
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_index_add_one_hot_matmul(dim):
+    # the eager experts loop: final.index_add_(0, token_idx, expert_out) (repeated indices add up)
+    x = torch.randn(64, 96, generator=_gen(("ia", dim))).half()
+    idx = _ints((40,), torch.int64, ("iai", dim), 0, x.shape[dim])
+    src = torch.randn((40, 96) if dim == 0 else (64, 40), generator=_gen(("ias", dim))).half()
+    got = _on_card(lambda a, i, s: a.index_add(dim, i, s, alpha=0.5), x, idx, src)
+    ref = x.float().index_add(dim, idx, src.float(), alpha=0.5)
+    torch.testing.assert_close(got.float(), ref, atol=0.1, rtol=0.1)
+    e = x.to("spyre")
+    e.index_add_(dim, idx.to("spyre"), src.to("spyre"), alpha=0.5)  # eager, in place, on the card
+    torch.testing.assert_close(e.cpu().float(), ref, atol=0.1, rtol=0.1)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32])
+def test_scatter_add(dtype):
+    # load_balancing_loss_func: zeros(E).scatter_add_(0, expert_ids, mask)
+    x = _ints((8, 6), torch.int64, "sa", -5, 5).to(dtype)
+    idx = _ints((20, 6), torch.int64, "sai", 0, 8)
+    src = _ints((20, 6), torch.int64, "sas", -9, 9).to(dtype)
+    got = _on_card(lambda a, i, s: a.scatter_add(0, i, s), x, idx, src)
+    assert torch.equal(got, x.scatter_add(0, idx, src))
