@@ -305,8 +305,9 @@ def _scatter_add(x: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tens
 
 # ---- compile-only: 1-d indexing, grouped matmuls --------------------------------------------
 
-def _index_1d(x: Any, indices: Any) -> Any:
-    if not isinstance(x, torch.Tensor) or x.dim() != 1 or len(indices) != 1 or indices[0] is None:
+def _index_1d(x: Any, indices: Any, ranks: tuple[int, ...] = (1,)) -> Any:
+    if (not isinstance(x, torch.Tensor) or not (x.dim() in ranks or (x.dim() >= 3 and 3 in ranks))
+            or len(indices) != 1 or indices[0] is None):
         return None
     i = indices[0]
     if i.dtype not in _INTS or i.dim() not in (1, 2) or x.numel() == 0 or i.numel() == 0:
@@ -316,13 +317,20 @@ def _index_1d(x: Any, indices: Any) -> Any:
 
 @_register_compile(aten.index.Tensor)
 def _index(x: torch.Tensor, indices: list) -> Any:
-    """x[idx] of a 1-d x: rows of x viewed as an [n, 1] table (the card's dma.gather, indices
-    bounds-checked on the card). Other forms: the lowering of index.Tensor."""
-    i = _index_1d(x, indices)
+    """x[idx] of a 1-d x or of x of rank >= 3: rows of x viewed as an [n, 1] / [n, R] table (the
+    card's dma.gather, indices bounds-checked on the card; transformers' batched_mm experts
+    gather their [E, 2I, H] weights by expert id). Other forms: the lowering of index.Tensor."""
+    i = _index_1d(x, indices, (1, 3))
     if i is None:
         return NotImplemented
-    rows = aten.embedding.default(aten.view.default(x, [x.shape[0], 1]), i)
-    return aten.view.default(rows, list(i.shape))
+    rest = list(x.shape[1:])
+    r = 1
+    for k in rest:
+        r *= k
+    table = x if x.is_contiguous() else aten.clone.default(x, memory_format=torch.contiguous_format)
+    table = aten.view.default(table, [x.shape[0], r])
+    rows = aten.embedding.default(table, i)
+    return aten.view.default(rows, list(i.shape) + rest)
 
 
 @_register_compile(aten.index_put.default)

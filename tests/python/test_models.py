@@ -156,12 +156,13 @@ def _moes():
 MOES = dict(_moes())
 
 
-@pytest.mark.parametrize("name", list(MOES))
-def test_moe_runs_entirely_on_the_card(name, monkeypatch):
+@pytest.mark.parametrize("name,experts", [(n, "grouped_mm") for n in MOES] + [("granitemoe", "batched_mm")])
+def test_moe_runs_entirely_on_the_card(name, experts, monkeypatch):
     """transformers' default experts implementation (grouped_mm): topk of the router logits,
     a stable sort of the expert ids, perm // top_k, gathers by the permutation, histc + cumsum
     for the group offsets, the grouped matmuls (its grouped_mm_fallback op, dense and masked)
     and the inverse permutation by a scatter: all on the card (_decompositions_routing.py).
+    batched_mm gathers each token's expert weights (x[idx] of a 3-d table) for a bmm.
     The routers' weights are scaled by 10 (std 0.2): with std 0.02 the 2nd and 3rd experts'
     logits of some tokens differ by ~1e-3, which the card's fp16 (DL16: 9 fraction bits)
     cannot order as fp32 does, and a token routed to another expert is off by a whole expert
@@ -169,7 +170,8 @@ def test_moe_runs_entirely_on_the_card(name, monkeypatch):
     argmax 97 %, with std 0.02; the MoE block alone on random inputs 0.35 %)."""
     torch.manual_seed(0)
     model = _prepare(MOES[name]())
-    assert model.config._experts_implementation == "grouped_mm"
+    assert model.config._experts_implementation == "grouped_mm"  # transformers' default
+    model.set_experts_implementation(experts)
     with torch.no_grad():
         for pname, p in model.named_parameters():
             if pname.endswith(("router.weight", "mlp.gate.weight")):

@@ -222,3 +222,10 @@ def test_scatter_add(dtype):
     src = _ints((20, 6), torch.int64, "sas", -9, 9).to(dtype)
     got = _on_card(lambda a, i, s: a.scatter_add(0, i, s), x, idx, src)
     assert torch.equal(got, x.scatter_add(0, idx, src))
+
+
+def test_rows_of_a_3d_table():
+    # batched_mm experts: gate_up_proj[expert_ids] (an [E, 2I, H] table by S expert ids)
+    w = _distinct((4, 6, 70), torch.float16, "w3")
+    ids = _ints((9,), torch.int64, "ids3", 0, 4)
+    assert torch.equal(_on_card(lambda t, i: t[i], w, ids), w[ids])
