@@ -348,6 +348,29 @@ def _index_put(x: torch.Tensor, indices: list, values: torch.Tensor, accumulate:
     return aten.view.default(out, [x.shape[0]])
 
 
+#: an empty_like of at most this many elements is a zero fill in compiled graphs
+EMPTY_FILL_LIMIT = 1 << 16
+
+
+@_register_compile(aten.empty_like.default)
+def _empty_like(x: torch.Tensor, *, dtype: Any = None, layout: Any = None, device: Any = None,
+                pin_memory: Any = None, memory_format: Any = None) -> Any:
+    """A small empty_like (the grouped_mm experts' ``inv_perm = empty_like(perm)`` before the
+    scatter that fills it) as a zero fill: unspecified contents may be zeros, and a kernel keeps
+    the graph in one partition, where an allocation between kernels splits it. Larger ones (KV
+    caches, buffers) stay allocations."""
+    if x.numel() > EMPTY_FILL_LIMIT or layout not in (None, torch.strided) or pin_memory:
+        return NotImplemented
+    return aten.full.default(list(x.shape), 0, dtype=dtype or x.dtype, device=device or x.device)
+
+
+@_register_compile(aten.alias.default)
+def _alias(x: torch.Tensor) -> Any:
+    """alias (``x.to(x.dtype)`` in the grouped_mm experts, inside a functional graph) as a view
+    of the same shape, which compiled graphs lower (a view op between kernels splits the graph)."""
+    return aten.view.default(x, list(x.shape)) if x.dim() > 0 else NotImplemented
+
+
 def _grouped_mm_dense(x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor) -> Any:
     """out[s] = x[s] @ w[g] for the rows s of group g (offs[g-1] <= s < offs[g]; rows past
     offs[-1] are zero), as one dense batched matmul over all groups masked by each row's group:

@@ -229,3 +229,17 @@ def test_rows_of_a_3d_table():
     w = _distinct((4, 6, 70), torch.float16, "w3")
     ids = _ints((9,), torch.int64, "ids3", 0, 4)
     assert torch.equal(_on_card(lambda t, i: t[i], w, ids), w[ids])
+
+
+@pytest.mark.parametrize("engine", ["jit", "interp"])
+@pytest.mark.parametrize("shape,to", [((64, 2), (128,)), ((3, 40), (120,)), ((128,), (64, 2))])
+def test_int_reshape_moving_lanes_keeps_every_bit(shape, to, engine, monkeypatch):
+    # top_k_index.reshape(-1): [S, k] -> [S*k] moves int32 lanes between sticks, as f32 moves
+    # (whole 4-byte lanes, NaN bit patterns of the float view included), in one compiled graph
+    from torch_spyre import _compile
+
+    monkeypatch.setenv("SPYRE_ENGINE", engine)
+    x = _ints(shape, torch.int32, "lanes", -2**31, 2**31 - 1)
+    x.view(-1)[:4] = torch.tensor([-1, 2143289345, 1, 2**31 - 1], dtype=torch.int32)
+    assert torch.equal(_on_card(lambda t: t.reshape(to) + 0, x), x.reshape(to))
+    assert _compile.compile_stats.partitions == 1
