@@ -1,6 +1,8 @@
 """Mixture-of-experts routing as static card work (issue 18): ``topk``, ``sort``, ``histc``,
-integer ``floor_divide``, 1-d ``x[idx]`` / ``x[idx] = v`` and grouped matmuls, decomposed into
-ops the card runs (compares, ``where``, reductions, ``arange``, row gathers and scatters, bmm).
+integer ``floor_divide``, ``one_hot``, ``index_add``, ``scatter_add`` (eager and compiled) and,
+compiled only, 1-d / rank >= 3 ``x[idx]``, 1-d ``x[idx] = v``, grouped matmuls, a small
+``empty_like`` and ``alias``, decomposed into ops the card runs (compares, ``where``,
+reductions, ``arange``, row gathers and scatters, mm/bmm).
 
 Every output shape here is static: routing is dense and masked, never a data-dependent shape.
 Sizes are bounded (a decomposition returns NotImplemented past its bound, and the op goes to
@@ -61,7 +63,8 @@ def _select_at(x: torch.Tensor, ar: torch.Tensor, pos: torch.Tensor, d: int) -> 
 @_register(aten.topk.default)
 def _topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
     """k rounds over dim: the max (min) of the elements not yet taken, the first position
-    holding it (ties: the lowest index first, as torch), its value by a one-hot select. NaN
+    holding it (equal values: the lowest index first, the order of torch's stable sort; torch's
+    CPU topk leaves it unspecified), its value by a one-hot select. NaN
     counts as larger than every number (torch's order): taken first when largest, last when
     smallest. Results are always sorted (torch leaves the order of sorted=False unspecified).
     Indices are int64 (int32 on the card)."""
