@@ -617,8 +617,13 @@ def substitute_sdpa(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
 COMPILE_DECOMPOSITIONS[aten.split.Tensor] = _split
 COMPILE_DECOMPOSITIONS[aten.split_with_sizes.default] = _split_with_sizes
 
+# MoE routing (topk, sort, histc, integer floor_divide; compile-only: 1-d indexing, grouped mm)
+from ._decompositions_routing import ROUTING_DECOMPOSITIONS, routing_compile_decompositions  # noqa: E402
+
+DECOMPOSITIONS.update(ROUTING_DECOMPOSITIONS)
+
 
 def spyre_decompositions() -> dict[Any, Callable]:
     """The table given to aot_autograd: DECOMPOSITIONS (also the eager kernels of these ops)
     plus the compile-only ones."""
-    return {**DECOMPOSITIONS, **COMPILE_DECOMPOSITIONS}
+    return {**DECOMPOSITIONS, **COMPILE_DECOMPOSITIONS, **routing_compile_decompositions()}

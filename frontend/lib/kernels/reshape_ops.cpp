@@ -263,7 +263,8 @@ bool expandLaneMovingReshape(Graph &g, const Node &n, std::vector<Node> &nodes) 
   if (!isOp(n.op, OpId::Reshape) || n.inputs.size() != 1)
     return false;
   const Value &x = g.values.at(n.inputs[0]), &y = g.values.at(n.output);
-  if (x.dtype != y.dtype || (x.dtype != HostType::F16 && x.dtype != HostType::BF16 && x.dtype != HostType::F32))
+  if (x.dtype != y.dtype || (x.dtype != HostType::F16 && x.dtype != HostType::BF16 && x.dtype != HostType::F32 &&
+                             x.dtype != HostType::I32 && x.dtype != HostType::I64))
     return false;
   auto numel = [](const std::vector<int64_t> &s) {
     return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());

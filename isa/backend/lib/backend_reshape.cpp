@@ -107,7 +107,8 @@ int64_t laneReshapeMinStagingBytes(const SuperDsc &s) {
     return INT64_MAX; // malformed: compileLaneReshape says why
   try {
     const SdscTensor &xT = s.tensor(s.inputs[0]);
-    const int64_t es = xT.dataFormat == DataFormat::IEEE_FP32 ? 4 : 2, eps = kStickBytes / es;
+    const int64_t es = xT.dataFormat == DataFormat::IEEE_FP32 || xT.dataFormat == DataFormat::IEEE_INT32 ? 4 : 2,
+                  eps = kStickBytes / es;
     const RowShape in = rowShape(s, xT), out = rowShape(s, s.tensor(s.outputs[0]));
     const Chunking ch = chunking(in, out, s.N[0], eps);
     return ch.chunk(in, out, std::min(ch.m, ch.k)).totalBytes(eps, es); // the smallest block
@@ -126,7 +127,9 @@ Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts) {
   if (xT.dataFormat != yT.dataFormat)
     throw Error(where(s) + ": reshape keeps the data format (" + std::string(dataFormatName(xT.dataFormat)) + " -> " +
                 std::string(dataFormatName(yT.dataFormat)) + ")");
-  const Format fmt = formatOf(s, xT.dataFormat);
+  // int32 moves as f32: the reshape only loads and stores whole 4-byte lanes (ld/st/ldu/stu of
+  // f32 keep every bit pattern; no arithmetic touches them).
+  const Format fmt = formatOf(s, xT.dataFormat) == Format::I32 ? Format::F32 : formatOf(s, xT.dataFormat);
   if (fmt != Format::DL16 && fmt != Format::F32)
     throw Unsupported("reshape of " + std::string(dataFormatName(xT.dataFormat)) + " tensors in " + s.name);
   const RowShape in = rowShape(s, xT), out = rowShape(s, yT);
