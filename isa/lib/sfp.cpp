@@ -108,6 +108,9 @@ int32_t binaryI(Opcode op, int32_t a, int32_t b) {
   case Opcode::Ge: return a >= b;
   case Opcode::Neg: return static_cast<int32_t>(0u - ua);
   case Opcode::Abs: return a < 0 ? static_cast<int32_t>(0u - ua) : a;
+  case Opcode::And: return static_cast<int32_t>(ua & ub);
+  case Opcode::Or: return static_cast<int32_t>(ua | ub);
+  case Opcode::Xor: return static_cast<int32_t>(ua ^ ub);
   default: return 0;
   }
 }

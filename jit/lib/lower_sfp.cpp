@@ -117,6 +117,9 @@ void FunctionLowering::lowerMul(const Instr &in) { lowerSfpBinary(in); }
 void FunctionLowering::lowerDiv(const Instr &in) { lowerSfpBinary(in); }
 void FunctionLowering::lowerMax(const Instr &in) { lowerSfpBinary(in); }
 void FunctionLowering::lowerMin(const Instr &in) { lowerSfpBinary(in); }
+void FunctionLowering::lowerAnd(const Instr &in) { lowerSfpBinary(in); }
+void FunctionLowering::lowerOr(const Instr &in) { lowerSfpBinary(in); }
+void FunctionLowering::lowerXor(const Instr &in) { lowerSfpBinary(in); }
 
 void FunctionLowering::lowerSfpBinary(const Instr &in) {
   auto V = [&](int i) { return readV(in.v[i]); };
@@ -127,6 +130,9 @@ void FunctionLowering::lowerSfpBinary(const Instr &in) {
     case Opcode::Sub: r = b_.CreateSub(a, b); break;
     case Opcode::Mul: r = b_.CreateMul(a, b); break;
     case Opcode::Max: r = b_.CreateSelect(b_.CreateICmpSGT(a, b), a, b); break;
+    case Opcode::And: r = b_.CreateAnd(a, b); break;
+    case Opcode::Or: r = b_.CreateOr(a, b); break;
+    case Opcode::Xor: r = b_.CreateXor(a, b); break;
     default: r = b_.CreateSelect(b_.CreateICmpSLT(a, b), a, b); break;
     }
     writeV(in.v[0], asFloat(r));

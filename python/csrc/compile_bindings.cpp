@@ -253,6 +253,14 @@ void registerCompileBindings(pyb::module_ &m) {
       .def("plan", &CompiledGraph::plan)
       .def("passes", &CompiledGraph::passes, "(pass name, graph IR text after the pass) for each frontend pass");
   m.def(
+      "run_totals",
+      [] {
+        const sim::RunTotals t = sim::runTotals();
+        return std::make_pair(t.kernels, t.simulatedUs);
+      },
+      "(kernels launched, their summed simulated device us) by every compiled graph and eager "
+      "kernel run so far in this process; benchmarks difference two reads");
+  m.def(
       "check_graph",
       [](const std::string &text, int cores) -> std::string {
         // Frontend + backend + verifier without the JIT: "" when the graph compiles, else the

@@ -214,17 +214,6 @@ def _isinf(x: torch.Tensor) -> Any:
     return aten.eq.Scalar(aten.abs.default(x), float("inf"))
 
 
-@_register(aten.any.default, aten.any.dims, aten.any.dim)
-def _any(x: torch.Tensor, dim: Any = None, keepdim: bool = False) -> Any:
-    """Some element is nonzero: the max of (x != 0) as 1.0 / 0.0 in fp16, then > 0."""
-    if not (x.is_floating_point() or x.dtype == torch.bool):
-        return NotImplemented
-    dims = list(range(x.dim())) if dim is None else [dim] if isinstance(dim, int) else list(dim)
-    nz = x if x.dtype == torch.bool else aten.ne.Scalar(x, 0)
-    ones = aten.where.ScalarOther(nz, aten.full_like.default(nz, 1.0, dtype=torch.float16), 0.0)
-    return aten.gt.Scalar(aten.amax.default(ones, dims, keepdim), 0)
-
-
 @_register(aten.where.Scalar)
 def _where_scalars(cond: torch.Tensor, a: Any, b: Any) -> Any:
     """where with two numbers, (a - b) * cond + b: cond as 1.0 / 0.0 in fp16 (the stick geometry
@@ -627,3 +616,7 @@ def spyre_decompositions() -> dict[Any, Callable]:
     """The table given to aot_autograd: DECOMPOSITIONS (also the eager kernels of these ops)
     plus the compile-only ones."""
     return {**DECOMPOSITIONS, **COMPILE_DECOMPOSITIONS, **routing_compile_decompositions()}
+
+
+# The mask / logic / pow decompositions register into DECOMPOSITIONS on import.
+from . import _decompositions_logic  # noqa: E402,F401

@@ -241,6 +241,30 @@ def _decomposed_kernel(op: Any, decomp: Callable) -> Callable:
     return kernel
 
 
+@no_trace
+def _arange_out(start: Any, end: Any, step: Any = 1, *, out: torch.Tensor) -> torch.Tensor:
+    """``torch.arange(.., device="spyre")`` (torch's factory fills an ``arange.start_out``
+    destination): the frontend's ``arange`` (a fill, a cumsum and an add, fp32 or int32) as an
+    eager kernel, then copied into ``out`` (generate()'s position bookkeeping)."""
+    op = aten.arange.start_out
+    n = torch.arange(start, end, step, dtype=out.dtype, device="meta").shape
+    if tuple(out.shape) != tuple(n):
+        out.resize_(n)
+    if out.numel() == 0:
+        return out
+    L = Lowered()
+    L.add("arange", [], start=float(start), step=float(step))
+    text = single_node_text(L, {}, type_text(n, out.dtype))
+    compiled = _compiled_for(text, op)
+    if isinstance(compiled, str):
+        _fallback.note_fallback(str(op), compiled)
+        return _fallback.run_on_cpu(op, (start, end, step), {"out": out})
+    with _lock:
+        eager_stats.spyre_calls += 1
+    out.copy_(compiled.run([], [])[0])
+    return out
+
+
 # ---- the boxed fallback --------------------------------------------------------------------
 
 _functional_cache: dict[Any, Any] = {}
@@ -326,6 +350,7 @@ def register() -> None:
             continue
         lib.impl(op._schema.name.split("::")[-1] + (f".{op._overloadname}" if op._overloadname != "default" else ""),
                  _lowered_kernel(op))
+    lib.impl("arange.start_out", _arange_out)
     for op in _DECOMPOSED:
         lib.impl(op._schema.name.split("::")[-1] + (f".{op._overloadname}" if op._overloadname != "default" else ""),
                  _decomposed_kernel(op, DECOMPOSITIONS[op]))

@@ -3,6 +3,7 @@ reductions and matmul (registered into ``_lowering_core``'s table on import)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import torch
@@ -17,25 +18,36 @@ _SWAP = {"add": "add", "mul": "mul", "maximum": "maximum", "minimum": "minimum",
          "lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}
 
 
-_FLOAT_RANK = {torch.float16: 1, torch.bfloat16: 1, torch.float32: 2}
+_INTS = (torch.int32, torch.int64)
+_CARD_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.int32, torch.int64, torch.bool)
 
 
-def _promoted(env: Env, L: Lowered, a: Any, b: Any) -> tuple[Any, Any]:
-    """Mixed float operands (f16/bf16 with f32, as T5's norm multiplies) promote as torch does:
-    the narrower one is cast to f32 first (a to_dtype kernel on the card)."""
+def _same_on_card(x: torch.dtype, y: torch.dtype) -> bool:
+    """int64 lives as int32 on the card: the two need no cast between them."""
+    return x == y or (x in _INTS and y in _INTS)
+
+
+def _promoted(env: Env, L: Lowered, op: str, a: Any, b: Any) -> tuple[Any, Any]:
+    """Mixed-dtype tensor operands promote as torch does (``torch.result_type``: a 0-d operand
+    does not widen a dimensioned one of its category; bool < int < float): f16 with f32 (T5's
+    norm), bool with int (generate()'s ``next_tokens * unfinished``), int with float. The
+    operands not of the result type are cast first (to_dtype kernels on the card); a
+    comparison compares in the promoted type. ``div`` of integers divides in the default float
+    dtype, as torch's true division."""
     ta, tb = env.tensor(a), env.tensor(b)
-    if ta[1] == tb[1] or ta[1] not in _FLOAT_RANK or tb[1] not in _FLOAT_RANK:
-        return a, b
-    if _FLOAT_RANK[ta[1]] == _FLOAT_RANK[tb[1]]:
-        return a, b  # f16 with bf16 promotes to f32 in torch: both casts, left to the frontend's error
-    wide = torch.promote_types(ta[1], tb[1])
-    return (L.cast(a, wide) if ta[1] != wide else a), (L.cast(b, wide) if tb[1] != wide else b)
+    if ta[1] not in _CARD_DTYPES or tb[1] not in _CARD_DTYPES:
+        return a, b  # int8 / fp8: the frontend names the dtype
+    wide = torch.result_type(torch.empty(ta[0], dtype=ta[1], device="meta"),
+                             torch.empty(tb[0], dtype=tb[1], device="meta"))
+    if op == "div" and not wide.is_floating_point:
+        wide = torch.get_default_dtype()
+    return tuple(x if _same_on_card(t, wide) else L.cast(x, wide) for x, t in ((a, ta[1]), (b, tb[1])))
 
 
 def _binary(env: Env, op: str, a: Any, b: Any) -> Lowered:
     L = Lowered()
     if _is_operand(env, a) and _is_operand(env, b):
-        a, b = _promoted(env, L, a, b)
+        a, b = _promoted(env, L, op, a, b)
         L.add(op, [a, b])
     elif _is_operand(env, a):
         L.add(op, [a], scalar=_scalar_value(env, b, f"the second operand of {op}"))
@@ -89,6 +101,49 @@ for _name in ("mul", "div", "eq", "ne", "lt", "le", "gt", "ge"):
         _reg(getattr(getattr(aten, _name), _ov))(_simple_binary(_name))
 for _name in ("maximum", "minimum"):
     _reg(getattr(aten, _name).default)(_simple_binary(_name))
+
+
+def _bitwise(op: str) -> Callable[[Env, dict], Lowered]:
+    """bitwise_and / or / xor: int32 / int64 operands (bool promoted to int as torch does) run
+    the int32-only IR ops (and / or / xor on the SFP); two bool masks are logical: and is
+    minimum, or is maximum, xor is ne (exact on 0 / 1)."""
+    logical = {"bitwise_and": "minimum", "bitwise_or": "maximum", "bitwise_xor": "ne"}[op]
+
+    def lowering(env: Env, b: dict) -> Lowered:
+        x, y = b["self"], b["other"]
+        tx, ty = env.tensor(x), env.tensor(y)
+        if _is_operand(env, x) and tx[1] == torch.bool and (ty is None or ty[1] == torch.bool or
+                                                            isinstance(y, bool)):
+            return _binary(env, logical, x, y)
+        for t in (tx, ty):
+            if t is not None and t[1] not in _INTS + (torch.bool,):
+                raise Unsupported(f"{op} of a {t[1]} tensor (integer or bool only)")
+        return _binary(env, op, x, y)
+
+    return lowering
+
+
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+    for _ov in ("Tensor", "Scalar"):
+        _reg(getattr(getattr(aten, _name), _ov))(_bitwise(_name))
+_SWAP.update(bitwise_and="bitwise_and", bitwise_or="bitwise_or", bitwise_xor="bitwise_xor")
+
+
+@_reg(aten.bitwise_not.default)
+def _bitwise_not(env: Env, b: dict) -> Lowered:
+    """~x: a bool mask is x == 0; an int is -x - 1 (two's complement, exact with wrapping)."""
+    x = b["self"]
+    t = env.tensor(x)
+    if not _is_operand(env, x):
+        raise Unsupported(f"bitwise_not of {_describe(env, x)}")
+    L = Lowered()
+    if t[1] == torch.bool:
+        L.add("eq", [x], scalar=0)
+    elif t[1] in _INTS:
+        L.add("sub", [L.add("neg", [x])], scalar=1)
+    else:
+        raise Unsupported(f"bitwise_not of a {t[1]} tensor (integer or bool only)")
+    return L
 
 
 @_reg(aten.div.Tensor_mode, aten.div.Scalar_mode)
@@ -192,8 +247,22 @@ def _pow(env: Env, b: dict) -> Lowered:
         L.add("rsqrt", [x])
     elif e == -1:
         L.add("reciprocal", [x])
+    elif not math.isfinite(e):
+        raise Unsupported(f"pow with exponent {e}")
+    elif e == 0:  # 1 everywhere (NaN and inf included), as torch
+        cond = L.add("lt", [x], scalar=0)
+        L.dtypes[cond.index] = torch.bool
+        L.add("where", [cond], a=1, b=1)
+    elif e == int(e):
+        # |x|^e = exp(e * log|x|); an odd e gives x's sign back: where(x < 0, -r, r)
+        r = L.add("exp", [L.add("mul", [L.add("log", [L.add("abs", [x])])], scalar=e)])
+        if int(e) % 2:
+            neg = L.add("lt", [x], scalar=0)
+            L.dtypes[neg.index] = torch.bool
+            L.add("where", [neg, L.add("neg", [r]), r])
     else:
-        raise Unsupported(f"pow with exponent {e} (spyre has 1, 2, 3, 0.5, -0.5, -1)")
+        # exp(e * log(x)): NaN for x < 0 as torch (log of a negative), 0 / inf at x = 0
+        L.add("exp", [L.add("mul", [L.add("log", [x])], scalar=e)])
     return L
 
 
@@ -222,14 +291,24 @@ def _dims(env: Env, x: Any, dim: Any) -> list[int]:
 
 
 def _reduction(env: Env, op: str, b: dict, dim_key: str | None) -> Lowered:
+    """A reduction; ``dtype=`` (sum, mean) casts x first, as torch (an int mean as
+    ``mean(x, dtype=torch.float32)``), and a bool sum counts in int64 as torch."""
     x = b["self"]
     t = env.tensor(x)
     dtype = b.get("dtype")
-    if dtype is not None and t is not None and dtype != t[1]:
-        raise Unsupported(f"{op} with dtype={dtype} of a {t[1]} tensor")
+    if dtype is None and op == "sum" and t is not None and t[1] == torch.bool:
+        dtype = torch.int64
     dims = _dims(env, x, b.get(dim_key) if dim_key else None)
     keepdim = bool(b.get("keepdim", False)) if dim_key else False
-    return _unary(env, op, x, dims=dims, keepdim=int(keepdim))
+    if dtype is None or t is None or _same_on_card(dtype, t[1]):
+        return _unary(env, op, x, dims=dims, keepdim=int(keepdim))
+    if not _is_operand(env, x):
+        raise Unsupported(f"{op} of {_describe(env, x)}")
+    if dtype not in _CARD_DTYPES or dtype == torch.bool:
+        raise Unsupported(f"{op} with dtype={dtype} of a {t[1]} tensor")
+    L = Lowered()
+    L.add(op, [L.cast(x, dtype)], dims=dims, keepdim=int(keepdim))
+    return L
 
 
 _reg(aten.sum.dim_IntList)(lambda env, b: _reduction(env, "sum", b, "dim"))
@@ -238,6 +317,9 @@ _reg(aten.mean.dim)(lambda env, b: _reduction(env, "mean", b, "dim"))
 _reg(aten.mean.default)(lambda env, b: _reduction(env, "mean", b, None))
 _reg(aten.amax.default)(lambda env, b: _reduction(env, "amax", b, "dim"))
 _reg(aten.amin.default)(lambda env, b: _reduction(env, "amin", b, "dim"))
+# x.max() / x.min() without a dim: the extreme of every element (generate()'s unfinished.max() == 0)
+_reg(aten.max.default)(lambda env, b: _reduction(env, "amax", b, None))
+_reg(aten.min.default)(lambda env, b: _reduction(env, "amin", b, None))
 
 
 @_reg(aten.cumsum.default)
@@ -265,6 +347,15 @@ def _matmul(env: Env, b: dict) -> Lowered:
     if not (_is_operand(env, x) and _is_operand(env, y)):
         raise Unsupported(f"matmul of {_describe(env, x)} and {_describe(env, y)}")
     L = Lowered()
+    if env.tensor(x)[1] == torch.float32 and env.tensor(y)[1] == torch.float32 and \
+            min(len(env.tensor(x)[0]), len(env.tensor(y)[0])) >= 2:
+        # fp32 through the PT array's DL16 mode: operands rounded to DL16 (9 fraction bits, fp32's
+        # exponent range up to 2^32), fp32 accumulation, the result rounded to DL16 and widened
+        (*bx, m, _), (*by, n) = env.tensor(x)[0], env.tensor(y)[0]
+        mm = L.add("matmul", [L.cast(x, torch.float16), L.cast(y, torch.float16)])
+        L.shapes[mm.index] = (*torch.broadcast_shapes(tuple(bx), tuple(by[:-1])), m, n)
+        L.cast(mm, torch.float32)
+        return L
     L.add("matmul", [x, y])
     return L
 

@@ -94,6 +94,8 @@ class Lowered:
     nodes: list[tuple[str, list[Any], dict[str, Any]]] = field(default_factory=list)
     #: helper node index -> its dtype where it is not its first operand's (a to_dtype cast)
     dtypes: dict[int, torch.dtype] = field(default_factory=dict)
+    #: helper node index -> its shape where it is not its first operand's (a matmul)
+    shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     def add(self, op: str, operands: list[Any], **attrs: Any) -> Tmp:
         self.nodes.append((op, list(operands), {k: v for k, v in attrs.items() if v is not None}))
@@ -227,6 +229,8 @@ def node_lines(L: Lowered, name_of: Callable[[Any], str], out_name: str, out_typ
             ty = tmp_types[first.index] if isinstance(first, Tmp) else type_of(first)
             if i in L.dtypes:
                 ty = ir_dtype(L.dtypes[i]) + ty[ty.index("["):]
+            if i in L.shapes:
+                ty = ty[:ty.index("[")] + "[" + ", ".join(str(d) for d in L.shapes[i]) + "]"
         tmp_names.append(name)
         tmp_types.append(ty)
         lines.append(f"  %{name} = {op}({', '.join(parts)}) : {ty}")

@@ -4,10 +4,14 @@
 #include "spyre/sim/trace.h"
 #include <chrono>
 #include <fstream>
+#include <mutex>
 
 namespace spyre::sim {
 
 namespace {
+std::mutex g_totalsMu;
+RunTotals g_totals;
+
 double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -41,6 +45,11 @@ Executable::Executable(isa::JobPlan plan, std::vector<isa::CompiledKernel> kerne
   }
 }
 
+RunTotals runTotals() {
+  std::lock_guard<std::mutex> lk(g_totalsMu);
+  return g_totals;
+}
+
 double Executable::simulatedUs() const {
   double t = 0;
   for (const auto &l : launches_)
@@ -68,6 +77,9 @@ void Executable::run(Runtime &rt, uint8_t *ddr, uint64_t ddrSize, const std::vec
     if (tracing)
       trace::recordLaunch(launches_[i].kernel, launches_[i].prepared, msSince(t0));
   }
+  std::lock_guard<std::mutex> lk(g_totalsMu);
+  g_totals.kernels += launches_.size();
+  g_totals.simulatedUs += simulatedUs();
 }
 
 } // namespace spyre::sim

@@ -14,7 +14,7 @@
 //     -> one SuperDSC `identity` per operand, over that operand's dims, whose output is a view of
 //        the cat's buffer (maxDimSizes_ = its size, offsets_ = the operand's start on d). Along
 //        the stick dim a start inside a stick makes a lane-moving copy that merges the boundary
-//        stick (fp16/bf16/f32; that operand's stick dim is not split over cores).
+//        stick (fp16/bf16/f32/int32; that operand's stick dim is not split over cores).
 #include "kernels.h"
 #include "spyre/frontend/ops.h"
 #include "spyre/frontend/compiler.h"

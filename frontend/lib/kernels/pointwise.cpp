@@ -91,6 +91,10 @@ DataFormat checkedOutputFormat(const Graph &g, const Node &n, const OpInfo &op, 
     if (out.dtype != HostType::Bool && narrowed(out.dtype) != computeType)
       throw Error(where + ": a comparison produces bool, not " + std::string(dtypeShortName(out.dtype)));
   }
+  if ((op.id == OpId::BitwiseAnd || op.id == OpId::BitwiseOr || op.id == OpId::BitwiseXor) &&
+      computeType != HostType::I32)
+    throw Unsupported(std::string(op.name) + " of " + std::string(dtypeShortName(out.dtype)) + " in " + where +
+                      " (int32 / int64 only; bool masks use minimum / maximum / ne)");
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].isConst) {
       if (computeType == HostType::I32 && ops[i].constValue != std::floor(ops[i].constValue))

@@ -68,12 +68,12 @@ void checkLaneShiftOperands(const SuperDsc &s, LaneShiftPlan &p) {
   p.in = tensorGeom(s, inT, stickDim, true);
   p.out = tensorGeom(s, outT, stickDim, true);
   const TensorGeom &in = p.in, &out = p.out;
-  if (in.fmt != out.fmt || (in.fmt != Format::DL16 && in.fmt != Format::F32))
+  if (in.fmt != out.fmt || (in.fmt != Format::DL16 && in.fmt != Format::F32 && in.fmt != Format::I32))
     throw Unsupported("a lane-moving copy from " + std::string(formatName(in.fmt)) + " to " +
-                      std::string(formatName(out.fmt)) + " in " + s.name + " (DL16 or f32, same on both sides)");
-  // pt.tr moves 16-bit words without arithmetic, so an fp32 stick is 64 words: an fp32 element
-  // is two adjacent words and every lane count below is in words (u per element).
-  const int64_t u = in.fmt == Format::F32 ? 2 : 1;
+                      std::string(formatName(out.fmt)) + " in " + s.name + " (DL16, f32 or i32, same on both sides)");
+  // pt.tr moves 16-bit words without arithmetic, so an fp32 or int32 stick is 64 words: a
+  // 32-bit element is two adjacent words and every lane count below is in words (u per element).
+  const int64_t u = in.fmt == Format::DL16 ? 1 : 2;
   for (size_t d = 0; d < s.dims.size(); ++d)
     if (inT.scale[d] != 1)
       throw Unsupported("broadcasting in a lane-moving copy in " + s.name);

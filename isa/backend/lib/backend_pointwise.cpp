@@ -204,6 +204,9 @@ void checkOperands(const SuperDsc &s, PointwisePlan &p) {
   if (!isCompare && computeFmt != p.out.fmt)
     throw Unsupported("pointwise " + s.opFuncName + " from " + std::string(formatName(computeFmt)) + " to " +
                       std::string(formatName(p.out.fmt)) + " in " + s.name);
+  if (computeFmt != Format::I32 && isa::opInfo(op).formats == isa::FMT_I32)
+    throw Unsupported(std::string(formatName(computeFmt)) + " " + s.opFuncName + " (" +
+                      std::string(isa::opInfo(op).mnemonic) + " is int32 only) in " + s.name);
   if (computeFmt == Format::I32 && op != Opcode::Ld && !(isa::opInfo(op).formats & isa::FMT_I32))
     throw Unsupported("int32 " + s.opFuncName + " (no " + std::string(isa::opInfo(op).mnemonic) + ".i32) in " + s.name);
   // where3 on 32-lane values: the condition has the values' format (0 / 1 of it).

@@ -241,6 +241,15 @@ TEST(SfpReference, Int32FormsAndScan) {
     for (int l = 0; l < kLanes; ++l)
       EXPECT_EQ(ival(d[l]), ref(ival(a[l]), ival(b[l])) ? 1 : 0) << opInfo(op).mnemonic << " lane " << l;
   }
+  const std::pair<Opcode, int32_t (*)(int32_t, int32_t)> bitwise[] = {
+      {Opcode::And, [](int32_t x, int32_t y) { return x & y; }},
+      {Opcode::Or, [](int32_t x, int32_t y) { return x | y; }},
+      {Opcode::Xor, [](int32_t x, int32_t y) { return x ^ y; }}};
+  for (auto [op, ref] : bitwise) {
+    sfpApply(op, Format::I32, d, nullptr, a, b, nullptr, 0, 0);
+    for (int l = 0; l < kLanes; ++l)
+      EXPECT_EQ(ival(d[l]), ref(ival(a[l]), ival(b[l]))) << opInfo(op).mnemonic << " lane " << l;
+  }
   sfpApply(Opcode::Neg, Format::I32, d, nullptr, a, nullptr, nullptr, 0, 0);
   EXPECT_EQ(ival(d[3]), INT32_MIN); // wraps
   EXPECT_EQ(ival(d[5]), -5);

@@ -20,6 +20,15 @@ struct CompiledLaunch {
   std::string timing;      ///< timing summary text
 };
 
+/// What every Executable::run of this process has launched so far: kernels and the sum of
+/// their simulated device times (the static timing model; benchmarks difference two reads,
+/// e.g. simulated time per generated token).
+struct RunTotals {
+  uint64_t kernels = 0;
+  double simulatedUs = 0;
+};
+RunTotals runTotals();
+
 class Executable {
 public:
   /// Prepares every launch; kernels[i] is the compiled kernel of plan launch i. If dumpDir is
