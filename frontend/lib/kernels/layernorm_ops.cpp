@@ -86,11 +86,10 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
   std::vector<bool> splittable(r, true);
   if (isScale || isExx2)
     splittable[r - 1] = false;
-  auto splits = divideWorkWithSpan(adjusted, splittable,
-                                   {genericSpanTensor(x.name, identityDims(r), N, eps),
-                                    genericSpanTensor(out.name, identityDims(r), out.shape,
-                                                      elemsPerStick(deviceFormat(out.dtype, where)))},
-                                   maxCores);
+  const std::vector<SpanTensor> spans = {
+      genericSpanTensor(x.name, identityDims(r), N, eps),
+      genericSpanTensor(out.name, identityDims(r), out.shape, elemsPerStick(deviceFormat(out.dtype, where)))};
+  auto splits = divideWorkWithSpan(adjusted, splittable, spans, maxCores);
   // exx2 over rows that leave cores idle: its stick dim splits too (partials on the ring).
   std::vector<bool> stickOnly(r, false);
   stickOnly[r - 1] = true;
@@ -99,12 +98,16 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
                                    splitReductions, maxCores)
              : 1;
   if (stickSplit > 1)
-    splits[r - 1] = stickSplit;
+    splits[r - 1] = stickSplit; // the stick split's ring chain takes even row splits only
+  else // rows that no even split spreads over the cores (1151, a prime): an uneven one
+    splits = divideWorkWithSpan(adjusted, splittable, spans, maxCores, /*allowUneven=*/true);
 
   KernelDraft kd = newDraft(index, n.op, "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
   if (stickSplit > 1)
     stickFastCores(s);
+  else
+    unevenDimsSlowest(s, adjusted);
   const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
   std::vector<int> all(r, 1), sparse(r, 1), column(r, -1);
   sparse[r - 1] = -2;
