@@ -89,18 +89,24 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
   const std::vector<SpanTensor> spans = {
       genericSpanTensor(x.name, identityDims(r), N, eps),
       genericSpanTensor(out.name, identityDims(r), out.shape, elemsPerStick(deviceFormat(out.dtype, where)))};
-  auto splits = divideWorkWithSpan(adjusted, splittable, spans, maxCores);
-  // exx2 over rows that leave cores idle: its stick dim splits too (partials on the ring).
+  // Rows that no even split spreads over the cores (1151, a prime) split unevenly.
+  auto splits = divideWorkWithSpan(adjusted, splittable, spans, maxCores, /*allowUneven=*/true);
+  // exx2 over rows that leave cores idle: its stick dim splits too (partials on the ring
+  // chain, over even row splits).
   std::vector<bool> stickOnly(r, false);
   stickOnly[r - 1] = true;
-  const int64_t stickSplit =
-      isExx2 ? stickReductionSplit(splits, stickOnly, adjusted, genericSpanTensor(x.name, identityDims(r), N, eps), true,
-                                   splitReductions, maxCores)
-             : 1;
-  if (stickSplit > 1)
-    splits[r - 1] = stickSplit; // the stick split's ring chain takes even row splits only
-  else // rows that no even split spreads over the cores (1151, a prime): an uneven one
-    splits = divideWorkWithSpan(adjusted, splittable, spans, maxCores, /*allowUneven=*/true);
+  auto stickSplitOf = [&](const std::vector<int64_t> &sp) -> int64_t {
+    return isExx2 ? stickReductionSplit(sp, stickOnly, adjusted, genericSpanTensor(x.name, identityDims(r), N, eps),
+                                        true, splitReductions, maxCores)
+                  : 1;
+  };
+  int64_t stickSplit = stickSplitOf(splits);
+  if (stickSplit > 1) {
+    splits = divideWorkWithSpan(adjusted, splittable, spans, maxCores);
+    stickSplit = stickSplitOf(splits);
+    if (stickSplit > 1)
+      splits[r - 1] = stickSplit;
+  }
 
   KernelDraft kd = newDraft(index, n.op, "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
