@@ -81,3 +81,13 @@ def test_rows_sweep_against_cpu(rows, monkeypatch):
         return F.layer_norm(t, (192,)) * w_ + t.sum(-1, keepdim=True)
 
     compare_with_cpu(fn, x, w, on_spyre=True, run_eager=False)
+
+
+def test_sum_over_a_row_dim_with_uneven_outer_rows(monkeypatch):
+    # A nonstick reduction (dim 1 of [33, 5, 320]): the kept 33 rows split 17 ways (16 x 2 + 1).
+    monkeypatch.setenv("SPYRE_STRICT", "1")
+    x = cached_randn((33, 5, 320), key="uneven-nonstick")
+    fn = lambda t: t.sum(1)  # noqa: E731
+    got = _jit_equals_interpreter(fn, x, monkeypatch=monkeypatch)
+    assert _splits("sumnonstick")[0]["mb"] == 17
+    torch.testing.assert_close(got.float(), fn(x.float()), atol=0.1, rtol=0.1)

@@ -105,21 +105,6 @@ Slice coreSliceUneven(const SuperDsc &s, int core, int d, int64_t extent) {
   return {slice * q, std::min(q, extent - slice * q)};
 }
 
-bool hasUnevenSplit(const SuperDsc &s) {
-  for (size_t d = 0; d < s.dims.size(); ++d) {
-    const int64_t splits = s.numWkSlicesPerDim[d];
-    if (splits <= 1)
-      continue;
-    if (s.N[d] % splits != 0)
-      return true;
-    for (const auto &[label, l] : s.primaryDsInfo)
-      if (!l.stickDimOrder.empty() && l.stickDimOrder[0] == s.dims[d] && !l.stickSize.empty() &&
-          ((s.N[d] + l.stickSize[0] - 1) / l.stickSize[0]) % splits != 0)
-        return true;
-  }
-  return false;
-}
-
 std::vector<std::pair<int, int>> equalSliceRuns(const std::vector<std::vector<Slice>> &slices) {
   std::vector<std::pair<int, int>> runs;
   auto sameLengths = [&](size_t a, size_t b) {

@@ -65,9 +65,6 @@ Slice coreSlice(const SuperDsc &s, int core, int iterDim, int64_t deviceExtent);
 /// slice i of an extent E split n ways is [i·q, min((i+1)·q, E)) with q = ceil(E / n), so only
 /// the last slice may be shorter; a split that leaves a slice empty is an error.
 Slice coreSliceUneven(const SuperDsc &s, int core, int iterDim, int64_t deviceExtent);
-/// Some dim of s is split over cores in slices of different lengths (in device units: sticks on
-/// a dim some layout class sticks on, elements elsewhere).
-bool hasUnevenSplit(const SuperDsc &s);
 /// The maximal runs [first, last] of consecutive cores whose slices have equal lengths: one run
 /// for an even split; an uneven one gets one program per run (Kernel::programs).
 std::vector<std::pair<int, int>> equalSliceRuns(const std::vector<std::vector<Slice>> &slices);
