@@ -45,8 +45,8 @@ std::optional<CoreView> viewOf(const isa::SuperDsc &s, const isa::SdscTensor &t)
     const bool stick = !l.stickDimOrder.empty() && dims[k] == l.stickDimOrder[0];
     int64_t e = 1;
     if (t.scale.at(d) == 1) {
-      int64_t per = s.N[d] / std::max<int64_t>(1, s.numWkSlicesPerDim[d]);
-      e = stick ? (per + eps - 1) / eps : per;
+      const int64_t units = stick ? (s.N[d] + eps - 1) / eps : s.N[d], splits = std::max<int64_t>(1, s.numWkSlicesPerDim[d]);
+      e = (units + splits - 1) / splits; // uneven: the longest slice
     }
     v.extents.push_back(e);
   }

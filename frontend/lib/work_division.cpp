@@ -86,8 +86,22 @@ std::vector<int64_t> spanReduction(const std::vector<int64_t> &sizes, const std:
   return commit;
 }
 
+int64_t unevenSplit(int64_t n, int64_t limit) {
+  const int64_t c = std::max<int64_t>(1, std::min(n, limit));
+  const int64_t q = (n + c - 1) / c; // every slice but the last
+  return (n + q - 1) / q;
+}
+
+int64_t largestShare(const std::vector<int64_t> &sizes, const std::vector<int64_t> &splits) {
+  int64_t p = 1;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    p *= (sizes[d] + splits[d] - 1) / splits[d];
+  return p;
+}
+
 std::vector<int64_t> distributeWork(const std::vector<int64_t> &sizes, const std::vector<bool> &isReduction,
-                                    const std::vector<int64_t> &commits, int maxCores, bool splitReduction) {
+                                    const std::vector<int64_t> &commits, int maxCores, bool splitReduction,
+                                    bool allowUneven) {
   std::vector<int64_t> splits = commits;
   int64_t remaining = maxCores / product(commits);
   std::vector<size_t> order;
@@ -96,9 +110,17 @@ std::vector<int64_t> distributeWork(const std::vector<int64_t> &sizes, const std
       order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
   for (size_t d : order) {
-    int64_t extra = largestDivisor(sizes[d] / commits[d], remaining);
+    // A dim pass 1 committed splits evenly (its commit is a lower bound on its cores).
+    int64_t extra = allowUneven && commits[d] == 1 ? unevenSplit(sizes[d], remaining)
+                                                   : largestDivisor(sizes[d] / commits[d], remaining);
     splits[d] = commits[d] * extra;
     remaining /= extra;
+  }
+  if (allowUneven) {
+    std::vector<int64_t> even = distributeWork(sizes, isReduction, commits, maxCores, splitReduction, false);
+    // Kept only where it shrinks the largest core's share: an even split that is as good keeps
+    // its simpler kernel (one program; LX-resident operands).
+    return largestShare(sizes, splits) < largestShare(sizes, even) ? splits : even;
   }
   bool reductionCommitted = false;
   for (size_t i = 0; i < sizes.size(); ++i)
@@ -252,7 +274,7 @@ std::vector<int> identityDims(size_t rank) {
 }
 
 std::vector<int64_t> divideWorkWithSpan(const std::vector<int64_t> &adjustedSizes, const std::vector<bool> &splittable,
-                                        const std::vector<SpanTensor> &tensors, int maxCores) {
+                                        const std::vector<SpanTensor> &tensors, int maxCores, bool allowUneven) {
   std::vector<bool> fixed(splittable.size());
   for (size_t i = 0; i < splittable.size(); ++i)
     fixed[i] = !splittable[i];
@@ -262,7 +284,7 @@ std::vector<int64_t> divideWorkWithSpan(const std::vector<int64_t> &adjustedSize
   for (size_t i = 0; i < commits.size(); ++i)
     if (fixed[i])
       commits[i] = 1;
-  return distributeWork(adjustedSizes, fixed, commits, maxCores, /*splitReduction=*/false);
+  return distributeWork(adjustedSizes, fixed, commits, maxCores, /*splitReduction=*/false, allowUneven);
 }
 
 std::vector<int64_t> divideWork(const std::vector<int64_t> &sizes, const std::vector<bool> &outputDims, int maxCores) {

@@ -57,11 +57,23 @@ ojson writeSuperDsc(const SuperDsc &s) {
   dsc["N_"] = n;
   dsc["coordinateMasking_"] = ojson::object();
   dsc["maskingConstId_"] = -1;
-  ojson perCore;
-  perCore["name_"] = "core";
-  for (size_t d = 0; d < s.dims.size(); ++d)
-    perCore[s.dims[d] + "_"] = s.N[d] / std::max<int64_t>(1, s.numWkSlicesPerDim[d]);
-  dsc["dataStageParam_"] = {{"0", {{"ss_", perCore}, {"el_", perCore}}}};
+  // ss_ / el_: a core's slice of each dim (torch-spyre writes N / splits in both). An uneven
+  // split (docs/superdsc.md §2, our extension) has ss_ = every slice but the last, in whole
+  // sticks on a dim some layout sticks on, and el_ = the last, shorter one.
+  ojson perCore, lastCore;
+  perCore["name_"] = lastCore["name_"] = "core";
+  for (size_t d = 0; d < s.dims.size(); ++d) {
+    const int64_t splits = std::max<int64_t>(1, s.numWkSlicesPerDim[d]);
+    int64_t eps = 1;
+    for (const auto &[label, l] : s.primaryDsInfo)
+      if (!l.stickDimOrder.empty() && l.stickDimOrder[0] == s.dims[d] && !l.stickSize.empty())
+        eps = std::max<int64_t>(eps, l.stickSize[0]);
+    const int64_t units = (s.N[d] + eps - 1) / eps, q = (units + splits - 1) / splits * eps;
+    const bool uneven = units % splits != 0;
+    perCore[s.dims[d] + "_"] = uneven ? q : s.N[d] / splits;
+    lastCore[s.dims[d] + "_"] = uneven ? s.N[d] - (splits - 1) * q : s.N[d] / splits;
+  }
+  dsc["dataStageParam_"] = {{"0", {{"ss_", perCore}, {"el_", lastCore}}}};
   ojson pdi;
   for (const auto &[label, l] : s.primaryDsInfo)
     pdi[label] = {{"layoutDimOrder_", l.layoutDimOrder}, {"stickDimOrder_", l.stickDimOrder}, {"stickSize_", l.stickSize}};

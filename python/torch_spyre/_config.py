@@ -140,9 +140,9 @@ _KNOB_LIST = [
           "restickifies (under an M split every simulated core transposes the whole weight, which "
           "costs host time)", compile_time=True),
     _flag("SPYRE_SPLIT_REDUCTIONS", False, "frontend `CompileOptions`",
-          "a sum, mean or layer norm's exx2 over the last dim whose rows leave cores idle (a "
-          "prime row count) also splits the reduced dim over the idle cores, partial sums "
-          "meeting on the ring. Off: only where a core would span more than 256 MiB "
+          "a sum, mean or layer norm's exx2 over the last dim whose rows leave cores idle even "
+          "after an uneven row split (fewer rows than cores) also splits the reduced dim over "
+          "the idle cores, partial sums meeting on the ring. Off: only where a core would span more than 256 MiB "
           "(work-division pass 1); usually slower in simulated time (a serial ring chain)",
           compile_time=True),
     _int("SPYRE_LAYOUT_BEAM", 64, 1, 4096, "frontend `CompileOptions` (layout propagation)",

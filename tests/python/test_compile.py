@@ -289,7 +289,8 @@ def test_dump_dir_writes_every_stage(tmp_path, monkeypatch):
     for p in ["dead-code", "decompose", "layout-propagation", "constant-dedup", "work-division", "lx-planning",
               "memory-planning", "bundling"]:
         assert f"# graph after {p}\ngraph(" in passes, passes
-    assert "%mul = mul(%relu, %arg1_1) : f16[67, 256] {buffer=2, cores=4, splits=[1, 4]}" in passes, passes
+    # 67 rows (a prime): 22 cores of 3 rows and one of 1 (an uneven split, docs/superdsc.md §2)
+    assert "%mul = mul(%relu, %arg1_1) : f16[67, 256] {buffer=2, cores=23, splits=[23, 1]}" in passes, passes
     assert any(n.endswith(".opt.ll") for n in names) and any(n.endswith(".ll") and ".opt" not in n for n in names)
     assert "relu" in (graph_dir / "graph.txt").read_text()
     # The listings parse back: the C++ listing parser is exercised through spyre-isa-dump in
@@ -410,7 +411,7 @@ def test_debug_logging_shows_the_graph_after_each_pass(env, stream, capfd, monke
     for p in ["dead-code", "decompose", "layout-propagation", "constant-dedup", "work-division", "lx-planning",
               "memory-planning", "bundling"]:
         assert f"# graph after {p}\n" in text, text
-    assert "{cores=4, splits=[1, 4]}" in text, text
+    assert "{cores=23, splits=[23, 1]}" in text, text
 
 
 def test_constants_compile_and_dedup():

@@ -67,6 +67,21 @@ KernelDraft newDraft(size_t index, std::string opFuncName, std::string exUnit, s
   return kd;
 }
 
+void unevenDimsSlowest(SuperDsc &s, const std::vector<int64_t> &adjusted) {
+  std::vector<size_t> order; // mixed radix, fastest first: even dims, then uneven ones
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t d = 0; d < s.dims.size(); ++d)
+      if ((adjusted[d] % s.numWkSlicesPerDim[d] != 0) == (pass == 1))
+        order.push_back(d);
+  for (int c = 0; c < s.numCoresUsed; ++c) {
+    int64_t div = 1;
+    for (size_t d : order) {
+      s.coreIdToWkSlice[c][d] = (c / div) % s.numWkSlicesPerDim[d];
+      div *= s.numWkSlicesPerDim[d];
+    }
+  }
+}
+
 /// torch-spyre's generic stick layout over dim labels l (host order, stick dim last): device
 /// dims [l1..l(k-2), tile(l(k-1)), l0, elem]; layoutDimOrder_ lists the non-elem dims inner ->
 /// outer.
@@ -85,13 +100,15 @@ SdscLayout genericLayout(const std::vector<std::string> &l, int64_t eps) {
 }
 
 /// Elements of each iteration dim one core's slice covers: dims in `stickDims` are split in
-/// whole sticks of `eps` elements, the others in elements.
+/// whole sticks of `eps` elements, the others in elements. An uneven split: every slice but
+/// the last (which is shorter) covers the ceiling.
 std::vector<int64_t> perCoreElems(const std::vector<int64_t> &N, const std::vector<int64_t> &splits,
                                   const std::vector<size_t> &stickDims, int64_t eps) {
   std::vector<int64_t> per(N.size());
   for (size_t d = 0; d < N.size(); ++d) {
     bool sticks = std::find(stickDims.begin(), stickDims.end(), d) != stickDims.end();
-    per[d] = sticks ? (N[d] + eps - 1) / eps / splits[d] * eps : N[d] / splits[d];
+    const int64_t units = sticks ? (N[d] + eps - 1) / eps : N[d];
+    per[d] = (units + splits[d] - 1) / splits[d] * (sticks ? eps : 1);
   }
   return per;
 }

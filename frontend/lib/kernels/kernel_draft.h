@@ -28,6 +28,9 @@ DataFormat deviceFormatOrInt(HostType t, const std::string &where);
 std::vector<std::string> dimLabels(size_t rank);
 /// Mixed-radix core -> work slice mapping (the first dim varies fastest).
 std::vector<std::vector<int64_t>> coreSlices(const std::vector<int64_t> &splits, int cores);
+/// coreIdToWkSlice_ with the unevenly split dims (adjusted[d] % splits[d] != 0) varying slowest,
+/// so the cores with a shorter last slice are one run at the end (one extra program each run).
+void unevenDimsSlowest(isa::SuperDsc &s, const std::vector<int64_t> &adjusted);
 /// A draft's SuperDSC header: op and unit, dims and sizes, the work division (cores = the product
 /// of `splits`, torch-spyre's core -> slice map) and the name "<index>_<name>" (name defaults to
 /// the op).
@@ -35,7 +38,8 @@ KernelDraft newDraft(size_t index, std::string opFuncName, std::string exUnit, s
                      std::vector<int64_t> N, std::vector<int64_t> splits, const std::string &name = "");
 /// Generic stick layout over dim labels l (host order, stick dim last).
 isa::SdscLayout genericLayout(const std::vector<std::string> &l, int64_t eps);
-/// Elements of each iteration dim one core covers (dims in stickDims split in whole sticks).
+/// Elements of each iteration dim one core covers (dims in stickDims split in whole sticks; an
+/// uneven split: all cores but the last, which covers less).
 std::vector<int64_t> perCoreElems(const std::vector<int64_t> &N, const std::vector<int64_t> &splits,
                                   const std::vector<size_t> &stickDims, int64_t eps);
 /// Per-core start addresses of t (segment = ldsIdx) from its layout class and perCore; a view

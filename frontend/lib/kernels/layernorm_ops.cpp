@@ -86,25 +86,34 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
   std::vector<bool> splittable(r, true);
   if (isScale || isExx2)
     splittable[r - 1] = false;
-  auto splits = divideWorkWithSpan(adjusted, splittable,
-                                   {genericSpanTensor(x.name, identityDims(r), N, eps),
-                                    genericSpanTensor(out.name, identityDims(r), out.shape,
-                                                      elemsPerStick(deviceFormat(out.dtype, where)))},
-                                   maxCores);
-  // exx2 over rows that leave cores idle: its stick dim splits too (partials on the ring).
+  const std::vector<SpanTensor> spans = {
+      genericSpanTensor(x.name, identityDims(r), N, eps),
+      genericSpanTensor(out.name, identityDims(r), out.shape, elemsPerStick(deviceFormat(out.dtype, where)))};
+  // Rows that no even split spreads over the cores (1151, a prime) split unevenly.
+  auto splits = divideWorkWithSpan(adjusted, splittable, spans, maxCores, /*allowUneven=*/true);
+  // exx2 over rows that leave cores idle: its stick dim splits too (partials on the ring
+  // chain, over even row splits).
   std::vector<bool> stickOnly(r, false);
   stickOnly[r - 1] = true;
-  const int64_t stickSplit =
-      isExx2 ? stickReductionSplit(splits, stickOnly, adjusted, genericSpanTensor(x.name, identityDims(r), N, eps), true,
-                                   splitReductions, maxCores)
-             : 1;
-  if (stickSplit > 1)
-    splits[r - 1] = stickSplit;
+  auto stickSplitOf = [&](const std::vector<int64_t> &sp) -> int64_t {
+    return isExx2 ? stickReductionSplit(sp, stickOnly, adjusted, genericSpanTensor(x.name, identityDims(r), N, eps),
+                                        true, splitReductions, maxCores)
+                  : 1;
+  };
+  int64_t stickSplit = stickSplitOf(splits);
+  if (stickSplit > 1) {
+    splits = divideWorkWithSpan(adjusted, splittable, spans, maxCores);
+    stickSplit = stickSplitOf(splits);
+    if (stickSplit > 1)
+      splits[r - 1] = stickSplit;
+  }
 
   KernelDraft kd = newDraft(index, n.op, "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
   if (stickSplit > 1)
     stickFastCores(s);
+  else
+    unevenDimsSlowest(s, adjusted);
   const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
   std::vector<int> all(r, 1), sparse(r, 1), column(r, -1);
   sparse[r - 1] = -2;

@@ -199,10 +199,11 @@ KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int max
     if (!o.isConst)
       spanOf(g.values[o.value].name, g.values[o.value].shape.size(), scalesOf(o.value));
   spanOf(out.name, r, std::vector<int>(r, 1));
-  auto splits = divideWorkWithSpan(adjusted, std::vector<bool>(r, true), spans, maxCores);
+  auto splits = divideWorkWithSpan(adjusted, std::vector<bool>(r, true), spans, maxCores, /*allowUneven=*/true);
 
   KernelDraft kd = newDraft(index, std::string(op.opFunc), "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
+  unevenDimsSlowest(s, adjusted);
   // Generic stick layout of a rank-k tensor whose dims are the op's last k dims: device dims
   // [o1..o(k-2), tile(o(k-1)), o0, elem]; layoutDimOrder_ lists the non-elem dims inner -> outer.
   auto layoutFor = [&](size_t k) {

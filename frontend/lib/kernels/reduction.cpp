@@ -104,21 +104,32 @@ KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int max
     outDims[d] = red[d] ? -1 : static_cast<int>(d);
     outExt[d] = red[d] ? 1 : adjusted[d];
   }
-  auto splits = divideWorkWithSpan(
-      adjusted, splittable,
-      {genericSpanTensor(in.name, inDims, adjusted), genericSpanTensor(out.name, outDims, outExt)}, maxCores);
+  const std::vector<SpanTensor> spans = {genericSpanTensor(in.name, inDims, adjusted),
+                                         genericSpanTensor(out.name, outDims, outExt)};
+  // Rows first (unevenly where that shrinks a core's share); the stick dim splits too only
+  // where the rows leave cores idle, and then over even row splits (the ring chain's).
+  auto splits = divideWorkWithSpan(adjusted, splittable, spans, maxCores, /*allowUneven=*/true);
   bool stickReduced = red[r - 1];
   const OpInfo &op = opInfo(n.op);
   const std::string base(op.opFunc); // "nonstick" follows off the stick dim
-  const int64_t stickSplit = stickReductionSplit(splits, red, adjusted, genericSpanTensor(in.name, inDims, adjusted),
-                                                 op.id == OpId::Sum || op.id == OpId::Mean, splitReductions, maxCores);
-  if (stickSplit > 1)
-    splits[r - 1] = stickSplit;
+  auto stickSplitOf = [&](const std::vector<int64_t> &sp) {
+    return stickReductionSplit(sp, red, adjusted, genericSpanTensor(in.name, inDims, adjusted),
+                               op.id == OpId::Sum || op.id == OpId::Mean, splitReductions, maxCores);
+  };
+  int64_t stickSplit = stickSplitOf(splits);
+  if (stickSplit > 1) {
+    splits = divideWorkWithSpan(adjusted, splittable, spans, maxCores);
+    stickSplit = stickSplitOf(splits);
+    if (stickSplit > 1)
+      splits[r - 1] = stickSplit;
+  }
 
   KernelDraft kd = newDraft(index, base + (stickReduced ? "" : "nonstick"), "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
   if (stickSplit > 1)
     stickFastCores(s);
+  else
+    unevenDimsSlowest(s, adjusted);
   SdscLayout layout = genericLayout(labels, eps);
   std::vector<int> inScale(r, 1), outScale(r, 1);
   for (size_t d = 0; d < r; ++d)

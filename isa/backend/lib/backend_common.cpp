@@ -89,9 +89,37 @@ Slice coreSlice(const SuperDsc &s, int core, int d, int64_t extent) {
   if (extent % splits != 0)
     throw Error(where(s) + ": numWkSlicesPerDim_." + s.dims[d] + " = " + std::to_string(splits) +
                 " does not divide the device extent " + std::to_string(extent) + " of N_." + s.dims[d] + " = " +
-                std::to_string(s.N[d]) + " (uneven splits are not allowed)");
+                std::to_string(s.N[d]) + " (only pointwise walks and reductions of unsplit dims accept uneven splits)");
   int64_t len = extent / splits;
   return {s.coreIdToWkSlice[core][d] * len, len};
+}
+
+Slice coreSliceUneven(const SuperDsc &s, int core, int d, int64_t extent) {
+  const int64_t splits = s.numWkSlicesPerDim[d];
+  const int64_t q = (extent + splits - 1) / splits, slice = s.coreIdToWkSlice[core][d];
+  if ((splits - 1) * q >= extent)
+    throw Error(where(s) + ": numWkSlicesPerDim_." + s.dims[d] + " = " + std::to_string(splits) +
+                " leaves slice " + std::to_string(splits - 1) + " of the device extent " + std::to_string(extent) +
+                " of N_." + s.dims[d] + " = " + std::to_string(s.N[d]) + " empty (an uneven split gives every slice but the last ceil(" +
+                std::to_string(extent) + " / " + std::to_string(splits) + ") = " + std::to_string(q) + ")");
+  return {slice * q, std::min(q, extent - slice * q)};
+}
+
+std::vector<std::pair<int, int>> equalSliceRuns(const std::vector<std::vector<Slice>> &slices) {
+  std::vector<std::pair<int, int>> runs;
+  auto sameLengths = [&](size_t a, size_t b) {
+    for (size_t j = 0; j < slices[a].size(); ++j)
+      if (slices[a][j].len != slices[b][j].len)
+        return false;
+    return true;
+  };
+  for (size_t c = 0; c < slices.size(); ++c) {
+    if (!runs.empty() && sameLengths(static_cast<size_t>(runs.back().first), c))
+      runs.back().second = static_cast<int>(c);
+    else
+      runs.push_back({static_cast<int>(c), static_cast<int>(c)});
+  }
+  return runs;
 }
 
 void checkStartAddresses(const SuperDsc &s, const TensorGeom &g, const std::vector<int64_t> &offsets) {

@@ -61,6 +61,13 @@ struct Slice {
   int64_t lo, len;
 };
 Slice coreSlice(const SuperDsc &s, int core, int iterDim, int64_t deviceExtent);
+/// coreSlice for the lowerings that accept uneven splits (docs/superdsc.md §2, our extension):
+/// slice i of an extent E split n ways is [i·q, min((i+1)·q, E)) with q = ceil(E / n), so only
+/// the last slice may be shorter; a split that leaves a slice empty is an error.
+Slice coreSliceUneven(const SuperDsc &s, int core, int iterDim, int64_t deviceExtent);
+/// The maximal runs [first, last] of consecutive cores whose slices have equal lengths: one run
+/// for an even split; an uneven one gets one program per run (Kernel::programs).
+std::vector<std::pair<int, int>> equalSliceRuns(const std::vector<std::vector<Slice>> &slices);
 
 /// Each core's DDR offset of tensor g when core c works on slices[c] of `dims` (the device dims
 /// a plan iterates, outer -> inner): base + Σ_j slices[c][j].lo × g's stride along dims[j], for

@@ -248,8 +248,9 @@ bool movesLanes(const SuperDsc &s, const PointwisePlan &p) {
   return true;
 }
 
-/// Per-core slices, start-address checks and the LX-resident operands' strides.
-void planSlices(const SuperDsc &s, PointwisePlan &p) {
+/// Per-core slices, start-address checks and the LX-resident operands' strides. The walk
+/// covers core `rep`'s slice lengths (an uneven split: one plan per run of equal slices).
+void planSlices(const SuperDsc &s, PointwisePlan &p, int rep = 0) {
   const TensorGeom &out = p.out;
   const size_t J = out.dims.size();
   p.numCores = s.numCoresUsed;
@@ -257,7 +258,7 @@ void planSlices(const SuperDsc &s, PointwisePlan &p) {
   p.slices.assign(s.numCoresUsed, std::vector<Slice>(J));
   for (int c = 0; c < s.numCoresUsed; ++c)
     for (size_t j = 0; j < J; ++j)
-      p.slices[c][j] = coreSlice(s, c, out.dims[j].iterDim, out.dims[j].extent);
+      p.slices[c][j] = coreSliceUneven(s, c, out.dims[j].iterDim, out.dims[j].extent);
   for (auto &in : p.ins)
     if (!in.isConst)
       p.tensors.push_back(&in.g);
@@ -271,7 +272,7 @@ void planSlices(const SuperDsc &s, PointwisePlan &p) {
   }
   p.len.resize(J);
   for (size_t j = 0; j < J; ++j)
-    p.len[j] = p.slices[0][j].len;
+    p.len[j] = p.slices[rep][j].len;
   // An LX-resident operand (memOrg_ lx) holds the core's whole slice densely in its own dim
   // order (outer -> inner) and is walked in place: canon[i][j] is its LX stride along output
   // dim j. Everything else is staged by DMA above the graph's LX-resident tensors.
@@ -394,7 +395,10 @@ void planLx(const SuperDsc &s, PointwisePlan &p) {
 class PointwiseEmitter {
 public:
   PointwiseEmitter(const SuperDsc &s, const PointwisePlan &p) : s_(s), p_(p) {}
-  Kernel emit();
+  /// The kernel with the plan's program for cores 0..last (-1: all of them).
+  Kernel emit(int last = -1);
+  /// The plan's program for cores first..last (whose slices have the plan's lengths) into k.
+  void emitCores(Kernel &k, int first, int last);
 
 private:
   static constexpr int rCur = 22, rOther = 23, rSwap = 24, outTok = 15;
@@ -628,12 +632,16 @@ void PointwiseEmitter::outerLoops(size_t j) {
   sweep();
 }
 
-Kernel PointwiseEmitter::emit() {
-  Kernel k = newKernel(s_, p_.tensors);
+void PointwiseEmitter::emitCores(Kernel &k, int first, int last) {
   emitConstants();
   outerLoops(0);
-  pb_.finishSpmd(k);
+  pb_.finishCores(k, first, last);
   k.scalarArgs = scalarArgs_;
+}
+
+Kernel PointwiseEmitter::emit(int last) {
+  Kernel k = newKernel(s_, p_.tensors);
+  emitCores(k, 0, last < 0 ? k.numCores - 1 : last);
   k.comment = "op=" + s_.opFuncName + " fmt=" + std::string(formatName(p_.computeFmt)) + " cores=" +
               std::to_string(k.numCores) + " lx=" + std::to_string(p_.lxCursor) + " B, " +
               std::to_string(p_.numBlocks) + (p_.pipelined ? " double-buffered" : "") + " block(s) per sweep";
@@ -656,9 +664,22 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
     return compileLaneShift(s, opts);
   }
   planSlices(s, p);
+  const auto runs = equalSliceRuns(p.slices);
   planBlocking(s, opts, p);
   planLx(s, p);
-  return PointwiseEmitter(s, p).emit();
+  Kernel k = PointwiseEmitter(s, p).emit(runs[0].second);
+  // An uneven split: every further run of cores with equal slices gets its own plan and program.
+  for (size_t r = 1; r < runs.size(); ++r) {
+    PointwisePlan q;
+    checkOperands(s, q);
+    planSlices(s, q, runs[r].first);
+    planBlocking(s, opts, q);
+    planLx(s, q);
+    PointwiseEmitter(s, q).emitCores(k, runs[r].first, runs[r].second);
+  }
+  if (runs.size() > 1)
+    k.comment += ", uneven split: " + std::to_string(runs.size()) + " programs";
+  return k;
 }
 
 } // namespace spyre::backend::detail

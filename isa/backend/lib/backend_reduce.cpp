@@ -153,8 +153,9 @@ void checkReduction(const SuperDsc &s, ReductionPlan &p) {
   p.fmt = p.in.fmt;
 }
 
-/// Per-core slices, start addresses, LX-resident strides, the blocking and the LX layout.
-void planReduction(const SuperDsc &s, const BackendOptions &opts, ReductionPlan &p) {
+/// Per-core slices, start addresses, LX-resident strides, the blocking and the LX layout. The
+/// walk covers core `rep`'s slice lengths (an uneven split: one plan per run of equal slices).
+void planReduction(const SuperDsc &s, const BackendOptions &opts, ReductionPlan &p, int rep = 0) {
   const SdscTensor &inT = *p.inT, &outT = *p.outT;
   const size_t J = p.in.dims.size();
   p.J = J;
@@ -162,7 +163,7 @@ void planReduction(const SuperDsc &s, const BackendOptions &opts, ReductionPlan 
   for (int c = 0; c < s.numCoresUsed; ++c)
     for (size_t j = 0; j < J; ++j)
       p.slices[c][j] = p.reduced[p.in.dims[j].iterDim] ? Slice{0, p.in.dims[j].extent}
-                                                       : coreSlice(s, c, p.in.dims[j].iterDim, p.in.dims[j].extent);
+                                                       : coreSliceUneven(s, c, p.in.dims[j].iterDim, p.in.dims[j].extent);
   if (!inT.inLx)
     checkStartAddresses(s, p.in, p.offsets(p.in));
   if (!outT.inLx)
@@ -171,7 +172,7 @@ void planReduction(const SuperDsc &s, const BackendOptions &opts, ReductionPlan 
     throw Unsupported("input and output in one segment in " + s.name);
   p.len.resize(J);
   for (size_t j = 0; j < J; ++j)
-    p.len[j] = p.slices[0][j].len;
+    p.len[j] = p.slices[rep][j].len;
 
   // An LX-resident operand (memOrg_ lx) holds the core's whole slice densely in LX: it is
   // walked in place with these strides (input order) instead of being staged by DMA.
@@ -247,7 +248,10 @@ void planReduction(const SuperDsc &s, const BackendOptions &opts, ReductionPlan 
 class ReductionEmitter {
 public:
   ReductionEmitter(const SuperDsc &s, const ReductionPlan &p) : s_(s), p_(p), chunk_(p.chunk) {}
-  Kernel emit();
+  /// The kernel with the plan's program for cores 0..last (-1: all of them).
+  Kernel emit(int last = -1);
+  /// The plan's program for cores first..last (whose slices have the plan's lengths) into k.
+  void emitCores(Kernel &k, int first, int last);
 
 private:
   static constexpr int rCur = 22, rOther = 23, rSwap = 24;
@@ -536,12 +540,16 @@ void ReductionEmitter::outer(size_t j) {
   sweep();
 }
 
-Kernel ReductionEmitter::emit() {
-  Kernel k = newKernel(s_, {&p_.in, &p_.out});
+void ReductionEmitter::emitCores(Kernel &k, int first, int last) {
   emitConstants();
   lxStrides();
   outer(0);
-  pb_.finishSpmd(k);
+  pb_.finishCores(k, first, last);
+}
+
+Kernel ReductionEmitter::emit(int last) {
+  Kernel k = newKernel(s_, {&p_.in, &p_.out});
+  emitCores(k, 0, last < 0 ? k.numCores - 1 : last);
   k.comment = "op=" + s_.opFuncName + " fmt=" + std::string(formatName(p_.fmt)) + " cores=" +
               std::to_string(k.numCores) + " reduce " + std::to_string(p_.count) + " elements per output lane" +
               (pipelined_ ? ", double-buffered" : "");
@@ -557,7 +565,18 @@ Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts) {
   ReductionPlan p;
   checkReduction(s, p);
   planReduction(s, opts, p);
-  return ReductionEmitter(s, p).emit();
+  const auto runs = equalSliceRuns(p.slices);
+  Kernel k = ReductionEmitter(s, p).emit(runs[0].second);
+  // An uneven split: every further run of cores with equal slices gets its own plan and program.
+  for (size_t r = 1; r < runs.size(); ++r) {
+    ReductionPlan q;
+    checkReduction(s, q);
+    planReduction(s, opts, q, runs[r].first);
+    ReductionEmitter(s, q).emitCores(k, runs[r].first, runs[r].second);
+  }
+  if (runs.size() > 1)
+    k.comment += ", uneven split: " + std::to_string(runs.size()) + " programs";
+  return k;
 }
 
 } // namespace spyre::backend::detail

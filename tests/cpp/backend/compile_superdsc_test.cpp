@@ -78,9 +78,23 @@ TEST(Backend, RejectsInconsistentDescriptors) {
     EXPECT_NE(std::string(e.what()).find("start address of Tensor0 on core 1 is 384, but its work slice starts at 256"),
               std::string::npos) << e.what();
   }
-  // Uneven split: 3 rows over 2 cores.
+  // An uneven split, 3 rows over 2 cores: 2 rows, then 1 (core 1 starts two rows in, as for 4):
+  // one program per run of equal slices.
   std::string uneven = mutate(abs, R"("mb_":4)", R"("mb_":3)");
-  EXPECT_THROW(backend::compileSuperDsc(parseSuperDscText(uneven, "u.json")), Error);
+  isa::Kernel k = backend::compileSuperDsc(parseSuperDscText(uneven, "u.json"));
+  ASSERT_EQ(k.programs.size(), 2u);
+  EXPECT_EQ(k.programs[0].lastCore, 0);
+  EXPECT_EQ(k.programs[1].firstCore, 1);
+  // 1 row over 2 cores leaves core 1 nothing.
+  try {
+    backend::compileSuperDsc(parseSuperDscText(mutate(abs, R"("mb_":4)", R"("mb_":1)"), "e.json"));
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("numWkSlicesPerDim_.mb = 2 leaves slice 1 of the device extent 1 of N_.mb = 1 "
+                                         "empty"),
+              std::string::npos)
+        << e.what();
+  }
   // Unknown op.
   std::string op = mutate(mutate(abs, R"({"abs": {)", R"({"frobnicate": {)"), R"("opFuncName":"abs")",
                           R"("opFuncName":"frobnicate")");

@@ -155,14 +155,25 @@ TEST(LayerNorm, MalformedSuperDscMessages) {
     expectError(s, "exx2 reduces exactly the stick dim out");
   }
   {
-    isa::SuperDsc s = plan.launches[0].sdsc; // exx2 with an uneven split of its 64 rows
+    // exx2 with an uneven split of its 64 rows over 3 cores (22, 22, 20): core 1 starts 22 rows
+    // (2816 bytes) in, not at the even split's 32.
+    isa::SuperDsc s = plan.launches[0].sdsc;
     s.numWkSlicesPerDim = {3, 1};
     s.numCoresUsed = 3;
     s.coreIdToWkSlice = {{0, 0}, {1, 0}, {2, 0}};
     for (auto &t : s.labeledDs)
       t.startAddress.resize(3, t.startAddress[0]);
-    expectError(s, "numWkSlicesPerDim_.mb = 3 does not divide the device extent 64 of N_.mb = 64 (uneven splits are "
-                   "not allowed)");
+    expectError(s, "start address of Tensor0 on core 1 is 4096, but its work slice starts at 2816");
+    // 30 slices of ceil(64 / 30) = 3 rows would leave the last one empty.
+    s.numWkSlicesPerDim = {30, 1};
+    s.numCoresUsed = 30;
+    s.coreIdToWkSlice.clear();
+    for (int64_t c = 0; c < 30; ++c)
+      s.coreIdToWkSlice.push_back({c, 0});
+    for (auto &t : s.labeledDs)
+      t.startAddress.resize(30, t.startAddress[0]);
+    expectError(s, "numWkSlicesPerDim_.mb = 30 leaves slice 29 of the device extent 64 of N_.mb = 64 empty (an "
+                   "uneven split gives every slice but the last ceil(64 / 30) = 3)");
   }
   {
     isa::SuperDsc s = plan.launches[1].sdsc; // layernormscale without eps

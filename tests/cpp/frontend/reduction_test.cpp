@@ -358,9 +358,13 @@ TEST(Reductions, Fp32StickReductionFeedingAnOpIsUnsupported) {
 
 // Pass 3's "then at most one reduction dim" (SPYRE_SPLIT_REDUCTIONS=1; by default only where a
 // core would span more than 256 MiB): a sum / mean over the stick dim whose rows cannot occupy
-// the cores (1151 rows: a prime) splits the stick dim too; partial sticks meet on the ring. The split kernel runs on 32 cores, both engines agree bit for bit, and the values match
-// the double reference (fp16: the DL16 rounding of the result; f32: 1e-5 relative). amax keeps
-// its rows on one core (max partials do not add on the ring). Layer norm's exx2 is split alike.
+// the cores (2 or 3 rows) splits the stick dim too; partial sticks meet on the ring. Rows that
+// an uneven split spreads over the cores (1151, a prime) split that way instead. The kernels
+// run on the expected cores, both engines agree bit for bit, and the values match
+// the double reference (fp16: the DL16 rounding of the result; f32: 1e-5 relative). amax does
+// not split its stick dim (max partials do not add on the ring): its 67 rows split unevenly over
+// 23 cores (3 rows each, 1 on the last). Layer norm's exx2 is split alike. With or without the
+// switch, the 1151 rows of a mean split unevenly over all 32 cores (31 x 36 + 35).
 TEST(Reductions, StickReductionOverPrimeRowsSplitsTheStickDim) {
   CompileOptions split{32, ""};
   split.splitReductions = true; // by default only past pass 1's span limit
@@ -370,8 +374,8 @@ TEST(Reductions, StickReductionOverPrimeRowsSplitsTheStickDim) {
     HostType t;
     int cores; // expected
   };
-  for (const Split &c : {Split{"mean", {1151, 8192}, HostType::F16, 32}, Split{"sum", {67, 1000}, HostType::F16, 16},
-                         Split{"mean", {3, 32000}, HostType::F32, 30}, Split{"amax", {67, 1000}, HostType::F16, 1}}) {
+  for (const Split &c : {Split{"mean", {1151, 8192}, HostType::F16, 32}, Split{"sum", {2, 65536}, HostType::F16, 32},
+                         Split{"mean", {3, 32000}, HostType::F32, 30}, Split{"amax", {67, 1000}, HostType::F16, 23}}) {
     V outShape = c.shape;
     outShape.back() = 1;
     Graph g;
@@ -397,5 +401,7 @@ TEST(Reductions, StickReductionOverPrimeRowsSplitsTheStickDim) {
   int x = g.addInput("x", {1151, 8192}, HostType::F16);
   g.outputs = {g.addNode("mean", {x}, "s", {1151, 1}, HostType::F16,
                          {{"dims", Attr(std::vector<double>{-1})}, {"keepdim", Attr(1.0)}})};
-  EXPECT_EQ(compileGraph(g, {32, ""}).launches.at(0).sdsc.numCoresUsed, 1) << "split without the switch";
+  const isa::SuperDsc unsplit = compileGraph(g, {32, ""}).launches.at(0).sdsc;
+  EXPECT_EQ(unsplit.numWkSlicesPerDim, (V{32, 1})) << "stick split without the switch";
+  EXPECT_EQ(compileGraph(g, split).launches.at(0).sdsc.numWkSlicesPerDim, (V{32, 1})) << "stick split with it";
 }

@@ -195,6 +195,65 @@ TEST(WorkDivision, Pass1SplitsCopyOps) {
   EXPECT_EQ(divideWork({1, 64, 65536}, {true, true, true}, 32), (std::vector<int64_t>{1, 1, 32}));
 }
 
+TEST(WorkDivision, UnevenSplitCounts) {
+  // Slices of ceil(n / min(n, limit)) and a shorter last one: as many as that takes.
+  EXPECT_EQ(unevenSplit(1151, 32), 32); // 31 x 36 + 35
+  EXPECT_EQ(unevenSplit(33, 32), 17);   // 16 x 2 + 1: 32 cores would leave slices empty
+  EXPECT_EQ(unevenSplit(40, 32), 20);   // 20 x 2
+  EXPECT_EQ(unevenSplit(7, 32), 7);
+  EXPECT_EQ(unevenSplit(1000, 7), 7);   // 6 x 143 + 142
+  EXPECT_EQ(unevenSplit(5, 1), 1);
+  EXPECT_EQ(largestShare({1151, 128}, {32, 1}), 36 * 128);
+  EXPECT_EQ(largestShare({33, 1}, {17, 1}), 2);
+}
+
+TEST(WorkDivision, UnevenSplitsOnlyWhereTheyShrinkTheLargestShare) {
+  const std::vector<bool> none{false, false};
+  // Layer norm's row statistics: 1151 rows (prime) by 128 sticks, the stick dim kept whole. Even
+  // splits leave it on one core; the uneven split uses all 32.
+  EXPECT_EQ(distributeWork({1151, 128}, {false, true}, {1, 1}, 32, false), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(distributeWork({1151, 128}, {false, true}, {1, 1}, 32, false, true), (std::vector<int64_t>{32, 1}));
+  // The same rows elementwise: the 128 sticks split evenly 32 ways (1151 x 4 sticks a core), as
+  // good as any uneven split (36 x 128 > 1151 x 4): the even plan stays.
+  EXPECT_EQ(distributeWork({1151, 128}, none, {1, 1}, 32, false, true), (std::vector<int64_t>{1, 32}));
+  // 33 rows of one stick: 11 cores of 3 rows even, 17 cores of at most 2 uneven.
+  EXPECT_EQ(distributeWork({33, 1}, none, {1, 1}, 32, false), (std::vector<int64_t>{11, 1}));
+  EXPECT_EQ(distributeWork({33, 1}, none, {1, 1}, 32, false, true), (std::vector<int64_t>{17, 1}));
+  // Dims that divide evenly never go uneven (4096 x 16 sticks: 32 x 1).
+  EXPECT_EQ(distributeWork({4096, 16}, none, {1, 1}, 32, false, true), (std::vector<int64_t>{32, 1}));
+  // 7 rows x 1000 columns (16 sticks): 16 sticks take 16 cores evenly, the 7 rows the other 2
+  // unevenly (4 + 3 rows): a largest share of 4 stick-rows against 7.
+  EXPECT_EQ(distributeWork({7, 16}, none, {1, 1}, 32, false), (std::vector<int64_t>{1, 16}));
+  EXPECT_EQ(distributeWork({7, 16}, none, {1, 1}, 32, false, true), (std::vector<int64_t>{2, 16}));
+  // A pass-1 commit stays even: dim 1 committed 2 keeps a divisor, dim 0 goes uneven.
+  EXPECT_EQ(distributeWork({1151, 6}, none, {1, 2}, 32, false, true), (std::vector<int64_t>{16, 2}));
+}
+
+TEST(WorkDivision, LayerNormOverPrimeRowsUsesEveryCore) {
+  // layer_norm over f16[1151, 8192]: exx2 and layernormscale split the rows unevenly over all
+  // 32 cores (31 x 36 rows + 35); layernormnorm keeps its even split of the 128 stick columns.
+  const std::string ln = "graph(%x: f16[1151, 8192]) {\n"
+                         "  %s = exx2(%x) : f32[1151, 2]\n"
+                         "  %r = layernormscale(%s, eps=0.00001) : f32[1151, 1]\n"
+                         "  %y = layernormnorm(%x, %s, %r, weight=0, bias=0) : f16[1151, 8192]\n"
+                         "  return (%y)\n}\n";
+  CompileOptions o;
+  o.maxCores = 32;
+  isa::JobPlan plan = compileGraph(parseGraph(ln), o);
+  ASSERT_EQ(plan.launches.size(), 3u);
+  EXPECT_EQ(plan.launches[0].sdsc.numWkSlicesPerDim, (std::vector<int64_t>{32, 1}));
+  EXPECT_EQ(plan.launches[1].sdsc.numWkSlicesPerDim, (std::vector<int64_t>{32, 1}));
+  EXPECT_EQ(plan.launches[2].sdsc.numWkSlicesPerDim, (std::vector<int64_t>{1, 32}));
+  // Core c's rows start at 36 c: the exx2 input's start addresses step 36 rows of one stick.
+  const isa::SdscTensor &x = plan.launches[0].sdsc.labeledDs[0];
+  EXPECT_EQ(x.startAddress[31] - x.startAddress[0], uint64_t{31 * 36 * 128});
+  // An add over 33 rows: 17 cores, the last with one row.
+  EXPECT_EQ(firstKernelSplits("graph(%a: f16[33, 64], %b: f16[33, 64]) {\n  %c = add(%a, %b) : f16[33, 64]\n"
+                              "  return (%c)\n}\n",
+                              32),
+            (std::vector<int64_t>{17, 1}));
+}
+
 // SENCORES is read once, at the boundary (CompileOptions::fromEnv): 1..32, anything else is the
 // setup error "invalid SENCORES value N (expected an integer in 1..32)" (the wording python's tests and docs/isa.md name).
 TEST(CompileOptions, SencoresFromEnv) {

@@ -5,7 +5,9 @@
 //   pass 3 work distribution — the largest divisor per output dim in decreasing size, then at
 //                              most one reduction dim; Pass-1 commits are lower bounds.
 // Sizes are stick-adjusted: a dim that indexes a stick counts sticks, so splits fall on stick
-// boundaries. Uneven splits are never produced.
+// boundaries. Uneven splits (our extension, docs/superdsc.md §2: every slice ceil(n / splits)
+// but a shorter last one) only for the kernels whose lowerings take them (allowUneven), and only
+// where they shrink the largest core's share below the best even split's.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -41,8 +43,18 @@ std::vector<int64_t> spanReduction(const std::vector<int64_t> &sizes, const std:
 /// largest divisor of the rest that fits the remaining cores; then, if cores remain and no
 /// reduction dim was committed, the single reduction dim with the largest such divisor
 /// (unless `splitReduction` is false: divideWork, whose other dims are never split).
+/// allowUneven: the same walk with uneven splits of uncommitted output dims (unevenSplit) and no
+/// reduction split, kept only if its largestShare is below the even plan's.
 std::vector<int64_t> distributeWork(const std::vector<int64_t> &sizes, const std::vector<bool> &isReduction,
-                                    const std::vector<int64_t> &commits, int maxCores, bool splitReduction = true);
+                                    const std::vector<int64_t> &commits, int maxCores, bool splitReduction = true,
+                                    bool allowUneven = false);
+
+/// The number of slices of an uneven split of n units over at most `limit` cores: slices of
+/// q = ceil(n / min(n, limit)) units and a shorter last one, so ceil(n / q) of them (33 over 32
+/// is 17 slices of 2 and one of 1 → 17; 1151 over 32 is 31 of 36 and one of 35 → 32).
+int64_t unevenSplit(int64_t n, int64_t limit);
+/// Units of the largest core's share: Π ceil(sizes[d] / splits[d]).
+int64_t largestShare(const std::vector<int64_t> &sizes, const std::vector<int64_t> &splits);
 
 /// Largest divisor of n that is <= limit (1 if none is larger).
 int64_t largestDivisor(int64_t n, int64_t limit);
@@ -63,7 +75,7 @@ std::vector<int> identityDims(size_t rank);
 /// divisors per splittable dim. A commit on a dim the op keeps on one core (!splittable) is
 /// dropped: that span stays over 256 MiB (torch-spyre only warns when it cannot meet the limit).
 std::vector<int64_t> divideWorkWithSpan(const std::vector<int64_t> &adjustedSizes, const std::vector<bool> &splittable,
-                                        const std::vector<SpanTensor> &tensors, int maxCores);
+                                        const std::vector<SpanTensor> &tensors, int maxCores, bool allowUneven = false);
 
 /// A batchmatmul as pass 2 sees it (element counts; N and K are split in sticks of 64).
 struct MatmulProblem {
