@@ -102,16 +102,36 @@ int fusePointwise(Graph &g) {
     const Node &n = g.nodes[i];
     if (!fusible(g, n))
       continue;
-    int joined = -1;
+    // The groups of n's operands in its iteration space: all of them together with n if that
+    // is one legal kernel (x1 * cos - x2 * sin: both products' groups meet at the sub), else
+    // the first n may join.
+    std::vector<int> candidates;
     for (int v : n.inputs) {
       const int p = producer[v];
-      if (p < 0 || groupOf[p] < 0 || !sameSpace(g.nodes[p], n))
-        continue;
-      if (canJoin(groups[groupOf[p]], i)) {
-        joined = groupOf[p];
-        break;
+      if (p >= 0 && groupOf[p] >= 0 && sameSpace(g.nodes[p], n) &&
+          std::find(candidates.begin(), candidates.end(), groupOf[p]) == candidates.end())
+        candidates.push_back(groupOf[p]);
+    }
+    int joined = -1;
+    if (candidates.size() > 1) {
+      Group all;
+      for (int c : candidates)
+        all.members.insert(all.members.end(), groups[c].members.begin(), groups[c].members.end());
+      std::sort(all.members.begin(), all.members.end());
+      if (canJoin(all, i)) {
+        joined = *std::min_element(candidates.begin(), candidates.end());
+        for (int c : candidates)
+          if (c != joined) {
+            for (int m : groups[c].members)
+              groupOf[m] = joined;
+            groups[c].members.clear();
+          }
+        groups[joined] = std::move(all);
       }
     }
+    for (size_t k = 0; joined < 0 && k < candidates.size(); ++k)
+      if (canJoin(groups[candidates[k]], i))
+        joined = candidates[k];
     if (joined < 0) {
       joined = static_cast<int>(groups.size());
       groups.push_back({});
