@@ -387,7 +387,9 @@ def _chain(x0, x1, x2, x3, x4, x5, x6, x7):
 
 def test_graph_over_six_tensors_splits_into_bundles(tmp_path, monkeypatch):
     # Every op reads a fresh input: 9 graph tensors do not fit one bundle's segments (notes §1.2).
+    # One kernel per op (fusion off): fused, the chain would be two kernels of 7 tensors each.
     monkeypatch.setenv("SPYRE_DUMP_DIR", str(tmp_path))
+    monkeypatch.setenv("SPYRE_FUSION", "0")
     torch.manual_seed(7)
     xs = [torch.randn(64, 256, dtype=torch.float16) for _ in range(8)]
     torch._dynamo.reset()
