@@ -21,6 +21,7 @@ CompileOptions CompileOptions::fromEnv(const spyre::Env &env) {
   o.padMatmulK = env.flag("SPYRE_PAD_MATMUL_K", o.padMatmulK);
   o.matmulTransB = env.flag("SPYRE_MATMUL_TRANSB", o.matmulTransB);
   o.splitReductions = env.flag("SPYRE_SPLIT_REDUCTIONS", o.splitReductions);
+  o.fusion = env.flag("SPYRE_FUSION", o.fusion);
   o.layoutBeamWidth = static_cast<int>(env.integer("SPYRE_LAYOUT_BEAM", o.layoutBeamWidth, 1, 4096));
   return o;
 }

@@ -82,6 +82,10 @@ isa::JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
   dedupConstants(g);
   g.verify();
   log("constant-dedup", g);
+  if (opts.fusion) {
+    fusePointwise(g);
+    log("fusion", g);
+  }
 
   // Kernels and plans (lowering.h); each step writes its decisions into the graph as notes.
   Lowering l(std::move(g));

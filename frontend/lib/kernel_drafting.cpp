@@ -147,10 +147,35 @@ void draftKernels(Lowering &l, const CompileOptions &opts) {
   // view of the sliced tensor's buffer (maxDimSizes_ / offsets_ / steps_) and no slice kernel
   // runs. Otherwise (a graph output, a broadcast read, another op) the slice is a copy.
   l.viewSlices = foldableSlices(g);
+  // Fusion groups (fusePointwise's `fused` notes): one kernel at the group's last member.
+  std::map<int, std::vector<int>> groups;
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni)
+    if (auto it = g.nodes[ni].notes.find("fused"); it != g.nodes[ni].notes.end())
+      groups[static_cast<int>(it->second.scalar())].push_back(static_cast<int>(ni));
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     const Node &n = g.nodes[ni];
     if (l.viewSlices.count(n.output))
       continue;
+    if (auto it = n.notes.find("fused"); it != n.notes.end()) {
+      const std::vector<int> &members = groups[static_cast<int>(it->second.scalar())];
+      if (members.back() != static_cast<int>(ni))
+        continue;
+      std::vector<KernelDraft> parts;
+      for (int m : members)
+        for (KernelDraft &kd : nodeKernels(g, g.nodes[m], l.drafts.size() + parts.size(), opts, l.viewSlices))
+          parts.push_back(std::move(kd));
+      if (auto fused = fusedKernel(g, members, parts, l.drafts.size())) {
+        l.drafts.push_back(std::move(*fused));
+        l.nodeOfDraft.push_back(static_cast<int>(ni));
+        continue;
+      }
+      // Not one walk after all: the members' own kernels, in order, at the last member.
+      for (size_t k = 0; k < parts.size(); ++k) {
+        l.drafts.push_back(std::move(parts[k]));
+        l.nodeOfDraft.push_back(members[std::min(k, members.size() - 1)]);
+      }
+      continue;
+    }
     // A clone of a view slice copies it (the view's elements are not its buffer's bytes in
     // order): only a materialised value can be aliased.
     if (!(n.inputs.size() == 1 && l.viewSlices.count(n.inputs[0])) &&

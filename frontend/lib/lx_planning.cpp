@@ -97,9 +97,21 @@ LxPlanningResult planLxResidency(const Graph &g, std::vector<KernelDraft> &draft
   std::vector<int> bufferValue;
   std::map<int, int> bufferOf;
   std::vector<CoreView> bufferView;
+  // The values each kernel produces: its node's, or every output of a fused kernel.
+  std::map<int, const Node *> producer;
+  for (const Node &nd : g.nodes)
+    producer[nd.output] = &nd;
+  std::vector<std::pair<int, int>> produced; // (kernel, value)
   for (int i = 0; i < n; ++i) {
-    const Node &node = g.nodes.at(nodeOfDraft.at(i));
-    const int v = node.output;
+    if (!drafts[i].s.isFused()) {
+      produced.push_back({i, g.nodes.at(nodeOfDraft.at(i)).output});
+      continue;
+    }
+    for (int o : drafts[i].s.outputs)
+      produced.push_back({i, drafts[i].tensorValues.at(static_cast<size_t>(o))});
+  }
+  for (auto [i, v] : produced) {
+    const Node &node = *producer.at(v);
     const auto &u = uses[v];
     if (isBoundary(v) || !producesLxReusable(node.op) || u.size() < 2 || u.front().first != i)
       continue;
@@ -130,7 +142,7 @@ LxPlanningResult planLxResidency(const Graph &g, std::vector<KernelDraft> &draft
     b.start = i;
     b.end = last + 1;
     // In place: an input candidate whose last use is this op, of the same per-core view.
-    if (inPlaceOp(node.op))
+    if (inPlaceOp(node.op) && !drafts[i].s.isFused()) // a fused kernel's outputs could share a parent
       for (int in : node.inputs) {
         auto it = bufferOf.find(in);
         if (it != bufferOf.end() && buffers[it->second].end == i + 1 && bufferView[it->second] == *view)

@@ -48,6 +48,7 @@ const std::map<std::string, GraphPass> &graphPasses() {
        }},
       {"k-padding", [](Graph &g, const OptOptions &) { padMatmulK(g); }},
       {"constant-dedup", [](Graph &g, const OptOptions &) { dedupConstants(g); }},
+      {"fusion", [](Graph &g, const OptOptions &) { fusePointwise(g); }},
   };
   return passes;
 }
@@ -188,7 +189,7 @@ int main(int argc, char **argv) {
                                "graph after them. Options");
   opts.add_options()("help,h", "show this help")(
       "pass", po::value<std::string>()->default_value(""),
-      "comma-separated passes, run in order: dead-code decompose layout-propagation k-padding constant-dedup; or one "
+      "comma-separated passes, run in order: dead-code decompose layout-propagation k-padding constant-dedup fusion; or one "
       "of work-division lx-planning memory-planning bundling (the graph after it inside compileGraph)")(
       "compile", "run compileGraph: the graph after every pass, the JobPlan and the SuperDSC of each launch")(
       "split-input-file", "cases separated by '// -----' lines, each run alone")(
@@ -198,6 +199,7 @@ int main(int argc, char **argv) {
       "pad-matmul-k", po::value<std::string>()->default_value("off"), "matmul K padding inside compileGraph: on or off")(
       "matmul-transb", po::value<std::string>()->default_value("off"), "matmuls read B sticked on K: on or off")(
       "split-reductions", po::value<std::string>()->default_value("off"), "split stick-dim reductions: on or off")(
+      "fusion", po::value<std::string>()->default_value("on"), "pointwise fusion inside compileGraph: on or off")(
       "layout-beam", po::value<int>()->default_value(kLayoutBeamWidth), "layout search beam width (1 = greedy)")(
       "input", po::value<std::string>()->default_value("-"), "input file, - for stdin");
   po::positional_options_description pos;
@@ -221,6 +223,7 @@ int main(int argc, char **argv) {
     o.compileOptions.padMatmulK = onOff(vm, "pad-matmul-k");
     o.compileOptions.matmulTransB = onOff(vm, "matmul-transb");
     o.compileOptions.splitReductions = onOff(vm, "split-reductions");
+    o.compileOptions.fusion = onOff(vm, "fusion");
     std::string input = vm["input"].as<std::string>();
     // The bounded reader: a regular file (or stdin) of at most 256 MiB.
     std::string text;

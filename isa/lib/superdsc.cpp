@@ -172,9 +172,28 @@ ojson writeSuperDsc(const SuperDsc &s) {
     ins.push_back(s.inputs[i] >= 0 ? ldsRef(s.inputs[i]) : "Constant-" + s.inputConsts.at(i));
   for (int o : s.outputs)
     outs.push_back(ldsRef(o));
-  dsc["computeOp_"] = ojson::array({{{"exUnit", s.exUnit}, {"opFuncName", s.opFuncName},
-                                     {"attributes_", {{"dataFormat_", dataFormatName(s.labeledDs.at(0).dataFormat)}, {"fidelity_", "regular"}}},
-                                     {"location", "Inner"}, {"inputLabeledDs", ins}, {"outputLabeledDs", outs}}});
+  auto computeOp = [&](const std::string &op, const std::vector<std::string> &in, const std::vector<std::string> &out) {
+    return ojson{{"exUnit", s.exUnit}, {"opFuncName", op},
+                 {"attributes_", {{"dataFormat_", dataFormatName(s.labeledDs.at(0).dataFormat)}, {"fidelity_", "regular"}}},
+                 {"location", "Inner"}, {"inputLabeledDs", in}, {"outputLabeledDs", out}};
+  };
+  if (s.isFused()) {
+    // Our extension (docs/superdsc.md §6.9): one computeOp_ entry per fused op.
+    ojson cops = ojson::array();
+    for (const SdscComputeOp &op : s.fusedOps) {
+      std::vector<std::string> fin, fout;
+      for (size_t i = 0; i < op.inputs.size(); ++i)
+        fin.push_back(op.inputs[i] >= 0    ? ldsRef(op.inputs[i])
+                      : op.inputs[i] == -1 ? "Constant-" + op.inputConsts.at(i)
+                                           : "Result-op" + std::to_string(fusedResultIndex(op.inputs[i])));
+      for (int o : op.outputs)
+        fout.push_back(ldsRef(o));
+      cops.push_back(computeOp(op.opFuncName, fin, fout));
+    }
+    dsc["computeOp_"] = cops;
+  } else {
+    dsc["computeOp_"] = ojson::array({computeOp(s.opFuncName, ins, outs)});
+  }
 
   ojson top;
   top["sdscFoldProps_"] = ojson::array({{{"factor_", 1}, {"label_", "time"}}});

@@ -5,6 +5,7 @@
 #include "json_reader.h"
 #include "spyre/isa/error.h"
 #include "spyre/isa/superdsc.h"
+#include <algorithm>
 #include <limits>
 #include <set>
 
@@ -381,9 +382,66 @@ void parseOperandRefs(const Reader &r, const ojson &cop, const std::string &cp, 
   }
 }
 
+/// The computeOp_ entries of a fused DSC (our extension, docs/superdsc.md §6.9): operands may
+/// be "Result-op<k>" (entry k < this one); s.inputs / s.outputs become the external tensors.
+void parseFusedOps(const Reader &r, const ojson &cops, const std::string &dp, SuperDsc &s) {
+  if (!cops.is_array() || cops.size() < 2 || cops.size() > 64)
+    r.fail(dp + "/computeOp_", "a fused DSC expects 2..64 compute ops");
+  for (size_t k = 0; k < cops.size(); ++k) {
+    std::string cp = dp + "/computeOp_/" + std::to_string(k);
+    r.object(cops[k], cp);
+    r.warnUnknown(cops[k], cp, {"exUnit", "opFuncName", "inputLabeledDs", "outputLabeledDs"},
+                  {"attributes_", "location"});
+    s.exUnit = r.string(r.field(cops[k], cp, "exUnit"), cp + "/exUnit");
+    if (s.exUnit != "sfp")
+      r.fail(cp + "/exUnit", "a fused op runs on the sfp, got " + inQuotes(s.exUnit));
+    SdscComputeOp op;
+    op.opFuncName = r.string(r.field(cops[k], cp, "opFuncName"), cp + "/opFuncName");
+    auto ins = r.strings(r.field(cops[k], cp, "inputLabeledDs"), cp + "/inputLabeledDs");
+    for (size_t i = 0; i < ins.size(); ++i) {
+      std::string p = cp + "/inputLabeledDs/" + std::to_string(i);
+      op.inputConsts.emplace_back();
+      if (ins[i].rfind("Constant-", 0) == 0) {
+        op.inputConsts.back() = ins[i].substr(9);
+        if (!s.constants.count(op.inputConsts.back()))
+          r.fail(p, "constant " + inQuotes(op.inputConsts.back()) + " is not in constantInfo_");
+        op.inputs.push_back(-1);
+      } else if (ins[i].rfind("Result-op", 0) == 0) {
+        const std::string num = ins[i].substr(9);
+        if (num.empty() || num.size() > 2 || num.find_first_not_of("0123456789") != std::string::npos ||
+            std::stoi(num) >= static_cast<int>(k))
+          r.fail(p, inQuotes(ins[i]) + " does not name an earlier compute op");
+        op.inputs.push_back(fusedResultRef(std::stoi(num)));
+      } else {
+        op.inputs.push_back(parseLdsRef(r, s, ins[i], p));
+        if (std::find(s.inputs.begin(), s.inputs.end(), op.inputs.back()) == s.inputs.end())
+          s.inputs.push_back(op.inputs.back());
+      }
+    }
+    auto outs = r.strings(r.field(cops[k], cp, "outputLabeledDs"), cp + "/outputLabeledDs");
+    for (size_t i = 0; i < outs.size(); ++i) {
+      std::string p = cp + "/outputLabeledDs/" + std::to_string(i);
+      op.outputs.push_back(parseLdsRef(r, s, outs[i], p));
+      if (std::find(s.outputs.begin(), s.outputs.end(), op.outputs.back()) != s.outputs.end() ||
+          std::find(s.inputs.begin(), s.inputs.end(), op.outputs.back()) != s.inputs.end())
+        r.fail(p, inQuotes(outs[i]) + " is written twice or also read");
+      s.outputs.push_back(op.outputs.back());
+    }
+    s.fusedOps.push_back(std::move(op));
+  }
+  s.inputConsts.assign(s.inputs.size(), "");
+  if (s.outputs.empty())
+    r.fail(dp + "/computeOp_", "a fused DSC expects at least one output");
+}
+
 /// The single computeOp_ of the DSC `dsc` (at `dp`) keyed `op`.
 void parseComputeOp(const Reader &r, const ojson &dsc, const std::string &dp, const std::string &op, SuperDsc &s) {
   const ojson &cops = r.field(dsc, dp, "computeOp_");
+  if (op == kFusedOpFunc) {
+    s.opFuncName = op;
+    parseFusedOps(r, cops, dp, s);
+    return;
+  }
   if (!cops.is_array() || cops.size() != 1)
     r.fail(dp + "/computeOp_", "expected exactly one compute op");
   std::string cp = dp + "/computeOp_/0";

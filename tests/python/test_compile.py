@@ -75,7 +75,7 @@ def test_bad_sencores(monkeypatch):
         torch.compile(_skeleton, backend="spyre")(x, x)
 
 
-@pytest.mark.parametrize("var", ["LX_PLANNING", "SPYRE_PAD_MATMUL_K", "SPYRE_SPLIT_REDUCTIONS"])
+@pytest.mark.parametrize("var", ["LX_PLANNING", "SPYRE_PAD_MATMUL_K", "SPYRE_SPLIT_REDUCTIONS", "SPYRE_FUSION"])
 def test_bad_frontend_flag(var, monkeypatch):
     # The frontend's options are read once (CompileOptions::fromEnv): an invalid value is a setup
     # error naming the variable and the accepted values, not a silent default.
@@ -280,22 +280,24 @@ def test_dump_dir_writes_every_stage(tmp_path, monkeypatch):
     (graph_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     names = {p.name for p in graph_dir.iterdir()}
     for expected in ["fx_graph.txt", "graph.txt", "bundle.mlir", "bundle_0.mlir", "sdsc_0.json", "sdsc_0.lst",
-                     "sdsc_2.lst", "sdsc_0.timing.txt", "lx_plan.txt", "passes.txt"]:
+                     "sdsc_0.timing.txt", "lx_plan.txt", "passes.txt"]:
         assert expected in names, names
+    assert "sdsc_1.json" not in names, names  # add, relu and mul: one fused kernel
     passes = (graph_dir / "passes.txt").read_text()
     for section in ["# work division", "# LX planning", "# memory planning", "# bundling"]:
         assert section in passes, passes
     # The graph IR after each frontend pass, with the passes' decisions as node notes.
-    for p in ["dead-code", "decompose", "layout-propagation", "constant-dedup", "work-division", "lx-planning",
-              "memory-planning", "bundling"]:
+    for p in ["dead-code", "decompose", "layout-propagation", "constant-dedup", "fusion", "work-division",
+              "lx-planning", "memory-planning", "bundling"]:
         assert f"# graph after {p}\ngraph(" in passes, passes
-    # 67 rows (a prime): 22 cores of 3 rows and one of 1 (an uneven split, docs/superdsc.md §2)
-    assert "%mul = mul(%relu, %arg1_1) : f16[67, 256] {buffer=2, cores=23, splits=[23, 1]}" in passes, passes
+    # 67 rows (a prime): 22 cores of 3 rows and one of 1 (an uneven split, docs/superdsc.md §2);
+    # add, relu and mul are one fused kernel, at the mul
+    assert "%mul = mul(%relu, %arg1_1) : f16[67, 256] {buffer=2, cores=23, fused=0, splits=[23, 1]}" in passes, passes
     assert any(n.endswith(".opt.ll") for n in names) and any(n.endswith(".ll") and ".opt" not in n for n in names)
     assert "relu" in (graph_dir / "graph.txt").read_text()
     # The listings parse back: the C++ listing parser is exercised through spyre-isa-dump in
     # the tool tests; here check the header.
-    assert (graph_dir / "sdsc_0.lst").read_text().startswith("; op=add")
+    assert (graph_dir / "sdsc_0.lst").read_text().startswith("; op=fused:add,relufwd,mul")
 
 
 def test_graph_text_of_fx_graph():
@@ -387,7 +389,9 @@ def _chain(x0, x1, x2, x3, x4, x5, x6, x7):
 
 def test_graph_over_six_tensors_splits_into_bundles(tmp_path, monkeypatch):
     # Every op reads a fresh input: 9 graph tensors do not fit one bundle's segments (notes §1.2).
+    # One kernel per op (fusion off): fused, the chain would be two kernels of 7 tensors each.
     monkeypatch.setenv("SPYRE_DUMP_DIR", str(tmp_path))
+    monkeypatch.setenv("SPYRE_FUSION", "0")
     torch.manual_seed(7)
     xs = [torch.randn(64, 256, dtype=torch.float16) for _ in range(8)]
     torch._dynamo.reset()
@@ -411,7 +415,7 @@ def test_debug_logging_shows_the_graph_after_each_pass(env, stream, capfd, monke
     for p in ["dead-code", "decompose", "layout-propagation", "constant-dedup", "work-division", "lx-planning",
               "memory-planning", "bundling"]:
         assert f"# graph after {p}\n" in text, text
-    assert "{cores=23, splits=[23, 1]}" in text, text
+    assert "{cores=23, fused=0, splits=[23, 1]}" in text, text
 
 
 def test_constants_compile_and_dedup():

@@ -35,6 +35,7 @@ INVALID = [
     ("SPYRE_PAD_MATMUL_K", "2", f"invalid SPYRE_PAD_MATMUL_K value '2' {FLAGS}"),
     ("SPYRE_MATMUL_TRANSB", "y", f"invalid SPYRE_MATMUL_TRANSB value 'y' {FLAGS}"),
     ("SPYRE_SPLIT_REDUCTIONS", "enable", f"invalid SPYRE_SPLIT_REDUCTIONS value 'enable' {FLAGS}"),
+    ("SPYRE_FUSION", "sometimes", f"invalid SPYRE_FUSION value 'sometimes' {FLAGS}"),
     ("SPYRE_LAYOUT_BEAM", "0", "invalid SPYRE_LAYOUT_BEAM value '0' (expected an integer in 1..4096)"),
     ("SPYRE_LAYOUT_BEAM", "+8", "invalid SPYRE_LAYOUT_BEAM value '+8' (expected an integer in 1..4096)"),
     ("SPYRE_MULTICAST", "none", f"invalid SPYRE_MULTICAST value 'none' {FLAGS}"),

@@ -4,6 +4,7 @@
 #pragma once
 #include "kernel_draft.h"
 #include <map>
+#include <optional>
 
 namespace spyre::frontend::detail {
 
@@ -26,6 +27,11 @@ void stickFastCores(isa::SuperDsc &s);
 /// Elementwise ops (pointwise.cpp): add, exp, clone, expand, where, ... (OpInfo::isElementwise).
 bool isPointwiseOp(const std::string &op);
 KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+/// fused.cpp: the drafts of a fusion group's members (pointwise kernels, graph order) as one
+/// fused SuperDSC (SuperDsc::fusedOps); nullopt when they do not share one walk (iteration
+/// space, work division) or need more than the kernel's segments.
+std::optional<KernelDraft> fusedKernel(const Graph &g, const std::vector<int> &members,
+                                       const std::vector<KernelDraft> &drafts, size_t index);
 
 // One kernel each: reductionKernel (reduction.cpp), matmulKernel (matmul.cpp), convertKernel
 // (to_dtype, convert.cpp), transposeKernel (transpose.cpp).

@@ -39,6 +39,8 @@ bool pointwiseLeavesSfpWalk(const SuperDsc &s) {
 } // namespace
 
 bool supportsLxReservation(const SuperDsc &s, int64_t stagingBytes) {
+  if (s.isFused()) // the pointwise walk (backend_fused.cpp)
+    return !pointwiseLeavesSfpWalk(s);
   const isa::OpFuncInfo *f = isa::findOpFunc(s.opFuncName);
   if (!f)
     return false;
@@ -68,6 +70,8 @@ bool supportsLxResidentOperand(const SuperDsc &s, int ldsIdx, int64_t stagingByt
   const SdscTensor &t = s.tensor(ldsIdx);
   if (t.isView())
     return false;
+  if (s.isFused())
+    return true;
   switch (isa::findOpFunc(s.opFuncName)->cls) {
   case OpClass::Matmul:
     return detail::matmulLxResidentOk(s, ldsIdx);
@@ -90,6 +94,10 @@ namespace {
 
 /// The op's row of opfuncs.def; an opFunc the table does not list is Unsupported.
 const isa::OpFuncInfo &opFuncOf(const SuperDsc &s) {
+  // A fused kernel (our extension) is the pointwise walk over several ops: no row of its own.
+  static const isa::OpFuncInfo kFused{isa::kFusedOpFunc, OpClass::Pointwise, 0, isa::ExUnit::Sfp, std::nullopt};
+  if (s.isFused())
+    return kFused;
   const isa::OpFuncInfo *f = isa::findOpFunc(s.opFuncName);
   if (!f)
     throw Unsupported("SuperDSC op '" + s.opFuncName + "' in " + s.name + " (not in isa/opfuncs.def)");

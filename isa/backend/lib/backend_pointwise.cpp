@@ -16,6 +16,7 @@
 // blocking of the sweep and the LX layout, all plain data in a PointwisePlan), then emits
 // (PointwiseEmitter).
 #include "lowerings.h"
+#include "pointwise_plan.h"
 
 namespace spyre::backend::detail {
 namespace {
@@ -30,94 +31,11 @@ double constant(const SuperDsc &s, const std::string &name, double dflt, bool re
   return it->second;
 }
 
-/// An operand of a pointwise op: a tensor (possibly broadcast) or a constant.
-struct PwInput {
-  bool isConst = false;
-  float value = 0;
-  int arg = -1; ///< a runtime constant: the launch's scalar argument number (value unused)
-  TensorGeom g;
-};
-
 /// The launch scalar argument behind constant `name`, or -1 for a compile-time value.
 int constantArg(const SuperDsc &s, const std::string &name) {
   auto it = s.constantArgs.find(name);
   return it == s.constantArgs.end() ? -1 : it->second;
 }
-
-/// How a pointwise kernel walks its operands, decided before anything is emitted. `tensors`
-/// points into `ins` and `out`, so a plan is neither copied nor moved.
-struct PointwisePlan {
-  // The op and its operands (checkOperands).
-  Opcode op = Opcode::Ld;
-  bool lnScale = false, lnNorm = false;
-  std::string stickDim;
-  TensorGeom out;
-  std::vector<PwInput> ins;
-  Format computeFmt = Format::None;
-  int clipMinArg = -1, clipMaxArg = -1; ///< clip bounds that are launch scalar arguments
-  // The walk (planBlocks).
-  int numCores = 0;
-  std::vector<const TensorGeom *> tensors;  ///< the tensor inputs, then the output
-  size_t J = 0;                             ///< device dims of the output
-  std::vector<std::vector<Slice>> slices;   ///< per core, per output dim
-  std::vector<int64_t> len;                 ///< per-core extent of each output dim
-  std::vector<std::vector<int64_t>> canon;  ///< LX-resident operands: LX stride per output dim
-  std::vector<int64_t> lxAddr;              ///< LX-resident operands: the slice's LX address
-  /// Blocking: dims [0, c0) are walked one index at a time by program loops, dim c0 in chunks
-  /// of `chunk`, dims after c0 whole; chosen so every tensor's block fits in LX.
-  size_t c0 = 0;
-  int64_t chunk = 0, numBlocks = 0;
-  bool pipelined = false; ///< double-buffered sweep of >= 2 blocks
-  /// LX: [reserved | sweep-constant tensors | half 0: block-varying tensors | half 1].
-  std::vector<int64_t> lxBase;
-  int64_t half = 0, lxCursor = 0;
-  std::vector<std::vector<int64_t>> lxStride; ///< LX stride of each tensor along each output dim
-  std::vector<bool> async;                    ///< block-varying tensors moved by one async DMA
-  std::vector<int> inTokens;
-
-  PointwisePlan() = default;
-  PointwisePlan(const PointwisePlan &) = delete;
-  PointwisePlan &operator=(const PointwisePlan &) = delete;
-
-  int nt() const { return static_cast<int>(tensors.size()); }
-  /// Does tensor g step along output device dim j?
-  bool spans(const TensorGeom &g, size_t j) const { return g.spans(out.dims[j].iterDim); }
-  int64_t strideAlong(const TensorGeom &g, size_t j) const {
-    int k = g.dimOf(out.dims[j].iterDim);
-    return k >= 0 && g.dims[k].extent > 1 ? g.dims[k].strideBytes : 0;
-  }
-  /// Each core's DDR offset of tensor g.
-  std::vector<int64_t> offsets(const TensorGeom &g) const {
-    return sliceOffsets(g, out.dims, slices, g.viewOffsetBytes);
-  }
-  /// Bytes of tensor g's block: chunk of dim c0, whole dims after it (a dim it spans).
-  int64_t tensorBlockBytes(const TensorGeom &g, size_t at, int64_t ch) const {
-    int64_t b = kStickBytes;
-    if (spans(g, at))
-      b *= ch;
-    for (size_t j = at + 1; j < J; ++j)
-      if (spans(g, j))
-        b *= len[j];
-    return b;
-  }
-  /// Block length of output dim j for a tensor that spans it.
-  int64_t blockLen(size_t j) const { return j < c0 ? 1 : j == c0 ? chunk : len[j]; }
-  size_t outDimOf(int iterDim) const {
-    for (size_t j = 0; j < J; ++j)
-      if (out.dims[j].iterDim == iterDim)
-        return j;
-    return J;
-  }
-  /// The block of a tensor in its own dim order (outer -> inner), stored densely in LX.
-  std::vector<std::pair<int64_t, int64_t>> boxOf(const TensorGeom &g) const {
-    std::vector<std::pair<int64_t, int64_t>> box;
-    for (const auto &td : g.dims) {
-      size_t j = outDimOf(td.iterDim);
-      box.push_back({td.extent > 1 && j < J ? blockLen(j) : 1, td.strideBytes});
-    }
-    return box;
-  }
-};
 
 /// Checks the descriptor against the op's row of opfuncs.def and fills the op and operand part
 /// of the plan.
@@ -263,6 +181,8 @@ void planSlices(const SuperDsc &s, PointwisePlan &p, int rep = 0) {
     if (!in.isConst)
       p.tensors.push_back(&in.g);
   p.tensors.push_back(&p.out);
+  for (const TensorGeom &g : p.moreOuts)
+    p.tensors.push_back(&g);
   for (const TensorGeom *g : p.tensors) {
     if (!g->t->inLx)
       checkStartAddresses(s, *g, p.offsets(*g));
@@ -384,7 +304,7 @@ void planLx(const SuperDsc &s, PointwisePlan &p) {
   for (int i = 0; i < nt; ++i)
     p.async[i] = p.pipelined && !p.tensors[i]->t->inLx && p.spans(*p.tensors[i], p.c0) &&
                  ProgramBuilder::singleDma(p.boxOf(*p.tensors[i]));
-  for (int i = 0; i + 1 < nt; ++i)
+  for (int i = 0; i < p.nIn(); ++i)
     if (p.async[i])
       p.inTokens.push_back(i);
 }
@@ -404,7 +324,9 @@ private:
   static constexpr int rCur = 22, rOther = 23, rSwap = 24, outTok = 15;
   std::vector<std::pair<int, int64_t>> ddrAdv(size_t j, int64_t units) const;
   void emitConstants();
-  void loadScalarArg(int vd, int index);
+  void loadScalarArg(int vd, int index, Format fmt);
+  /// Output o's DMA token (inputs use their tensor index).
+  static int outToken(int o) { return outTok - o; }
   void emitClip(int x);
   void computeStick();
   void innerLoops(size_t jj);
@@ -439,7 +361,7 @@ void PointwiseEmitter::emitConstants() {
     if (p_.ins[i].isConst) {
       constReg_[i] = 8 + static_cast<int>(i);
       if (p_.ins[i].arg >= 0) {
-        loadScalarArg(constReg_[i], p_.ins[i].arg);
+        loadScalarArg(constReg_[i], p_.ins[i].arg, p_.computeFmt);
       } else if (p_.computeFmt == Format::I32) { // bcast has no i32 form: an fp32 constant, converted
         pb_.emit(vbcast(Format::F32, constReg_[i], p_.ins[i].value));
         pb_.emit(vop(Opcode::Cvt, Format::I32, constReg_[i], constReg_[i]));
@@ -448,20 +370,31 @@ void PointwiseEmitter::emitConstants() {
       }
     }
   if (p_.clipMinArg >= 0)
-    loadScalarArg(kClipLo, p_.clipMinArg);
+    loadScalarArg(kClipLo, p_.clipMinArg, p_.computeFmt);
   if (p_.clipMaxArg >= 0)
-    loadScalarArg(kClipHi, p_.clipMaxArg);
+    loadScalarArg(kClipHi, p_.clipMaxArg, p_.computeFmt);
+  // A fused kernel's constants: one register each, set once (an i32 one through fp32, as above).
+  for (const PointwisePlan::Const &c : p_.fusedConsts) {
+    if (c.arg >= 0) {
+      loadScalarArg(c.reg, c.arg, c.fmt);
+    } else if (c.fmt == Format::I32) {
+      pb_.emit(vbcast(Format::F32, c.reg, c.value));
+      pb_.emit(vop(Opcode::Cvt, Format::I32, c.reg, c.reg));
+    } else {
+      pb_.emit(vbcast(c.fmt, c.reg, c.value));
+    }
+  }
 }
 
 /// vd = launch scalar argument `index` in every lane, rounded to the compute format: one `ld`
 /// from its slot of the LX argument block (the runtime wrote it rounded), what `bcast` gives a
 /// compile-time constant.
-void PointwiseEmitter::loadScalarArg(int vd, int index) {
-  const isa::ScalarArg want{index, p_.computeFmt};
+void PointwiseEmitter::loadScalarArg(int vd, int index, Format fmt) {
+  const isa::ScalarArg want{index, fmt};
   size_t slot = std::find(scalarArgs_.begin(), scalarArgs_.end(), want) - scalarArgs_.begin();
   if (slot == scalarArgs_.size())
     scalarArgs_.push_back(want);
-  pb_.emit(vld(p_.computeFmt, vd, -1, isa::kScalarArgLxBase + 128 * static_cast<int64_t>(slot)));
+  pb_.emit(vld(fmt, vd, -1, isa::kScalarArgLxBase + 128 * static_cast<int64_t>(slot)));
 }
 
 /// clip of register x into v4. Bounds that are runtime scalars take max / min with the bound's
@@ -490,6 +423,11 @@ void PointwiseEmitter::emitClip(int x) {
 
 /// One output stick: load the inputs, apply the op, store.
 void PointwiseEmitter::computeStick() {
+  if (p_.fused) { // planned per stick by checkFusedOperands
+    for (const Instr &in : p_.fusedBody)
+      pb_.emit(in);
+    return;
+  }
   std::vector<int> src;
   int ti = 0;
   for (size_t i = 0; i < p_.ins.size(); ++i) {
@@ -583,20 +521,23 @@ void PointwiseEmitter::block(bool first, bool last) {
         pb_.dmaAsync(true, tensors[i]->segment, 1 + i, p_.chunk * p_.strideAlong(*tensors[i], p_.c0), rOther,
                      p_.lxBase[i], p_.boxOf(*tensors[i]), i);
   }
-  for (int i = 0; i + 1 < nt; ++i)
+  for (int i = 0; i < p_.nIn(); ++i)
     if (!tensors[i]->t->inLx && p_.spans(*tensors[i], p_.c0) && !p_.async[i])
       pb_.dmaBox(true, tensors[i]->segment, 1 + i, 0, p_.pipelined ? rCur : -1, p_.lxBase[i], p_.boxOf(*tensors[i]), i,
                  20, 21);
   computeBlock();
-  if (p_.out.t->inLx)
-    return;
-  if (p_.async[nt - 1]) {
-    if (!first)
-      pb_.waitTokens({outTok});
-    pb_.dmaAsync(false, p_.out.segment, nt, 0, rCur, p_.lxBase[nt - 1], p_.boxOf(p_.out), outTok);
-  } else {
-    pb_.dmaBox(false, p_.out.segment, nt, 0, p_.pipelined ? rCur : -1, p_.lxBase[nt - 1], p_.boxOf(p_.out), outTok, 20,
-               21);
+  for (int i = p_.nIn(); i < nt; ++i) { // the output(s)
+    const TensorGeom &o = *tensors[i];
+    const int tok = outToken(i - p_.nIn());
+    if (o.t->inLx)
+      continue;
+    if (p_.async[i]) {
+      if (!first)
+        pb_.waitTokens({tok});
+      pb_.dmaAsync(false, o.segment, 1 + i, 0, rCur, p_.lxBase[i], p_.boxOf(o), tok);
+    } else {
+      pb_.dmaBox(false, o.segment, 1 + i, 0, p_.pipelined ? rCur : -1, p_.lxBase[i], p_.boxOf(o), tok, 20, 21);
+    }
   }
 }
 
@@ -604,7 +545,7 @@ void PointwiseEmitter::sweep() {
   const int nt = p_.nt();
   const auto &tensors = p_.tensors;
   // Tensors constant over the sweep (they do not span c0): staged once.
-  for (int i = 0; i + 1 < nt; ++i)
+  for (int i = 0; i < p_.nIn(); ++i)
     if (!tensors[i]->t->inLx && !p_.spans(*tensors[i], p_.c0))
       pb_.dmaBox(true, tensors[i]->segment, 1 + i, 0, -1, p_.lxBase[i], p_.boxOf(*tensors[i]), i, 20, 21);
   if (!p_.pipelined) {
@@ -619,8 +560,9 @@ void PointwiseEmitter::sweep() {
       },
       [&](bool first, bool last) { block(first, last); },
       [&] {
-        if (p_.async[nt - 1])
-          pb_.waitTokens({outTok});
+        for (int i = p_.nIn(); i < nt; ++i)
+          if (p_.async[i])
+            pb_.waitTokens({outToken(i - p_.nIn())});
       });
 }
 
@@ -642,7 +584,10 @@ void PointwiseEmitter::emitCores(Kernel &k, int first, int last) {
 Kernel PointwiseEmitter::emit(int last) {
   Kernel k = newKernel(s_, p_.tensors);
   emitCores(k, 0, last < 0 ? k.numCores - 1 : last);
-  k.comment = "op=" + s_.opFuncName + " fmt=" + std::string(formatName(p_.computeFmt)) + " cores=" +
+  std::string op = s_.opFuncName;
+  for (size_t i = 0; i < s_.fusedOps.size(); ++i)
+    op += (i ? "," : ":") + s_.fusedOps[i].opFuncName;
+  k.comment = "op=" + op + " fmt=" + std::string(formatName(p_.computeFmt)) + " cores=" +
               std::to_string(k.numCores) + " lx=" + std::to_string(p_.lxCursor) + " B, " +
               std::to_string(p_.numBlocks) + (p_.pipelined ? " double-buffered" : "") + " block(s) per sweep";
   return k;
@@ -656,9 +601,17 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   if (s.opFuncName == "ReStickifyOpHBM" && s.inputs.size() == 1 && s.inputs[0] >= 0 && s.outputs.size() == 1 &&
       s.primaryDsInfo.at(s.tensor(s.inputs[0]).dsType).stickDimOrder != s.primaryDsInfo.at(s.tensor(s.outputs[0]).dsType).stickDimOrder)
     return compileTranspose(s, opts);
+  // A fused kernel (superdsc.md §6.9) is one walk of its ops; the plan checks them as a chain.
+  const bool fused = s.isFused();
+  auto check = [&](PointwisePlan &q) {
+    if (fused)
+      checkFusedOperands(s, q);
+    else
+      checkOperands(s, q);
+  };
   PointwisePlan p;
-  checkOperands(s, p);
-  if (movesLanes(s, p)) {
+  check(p);
+  if (!fused && movesLanes(s, p)) {
     if (!s.constantArgs.empty())
       throw Unsupported("runtime scalar constants in the lane-moving copy " + s.name);
     return compileLaneShift(s, opts);
@@ -671,7 +624,7 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
   // An uneven split: every further run of cores with equal slices gets its own plan and program.
   for (size_t r = 1; r < runs.size(); ++r) {
     PointwisePlan q;
-    checkOperands(s, q);
+    check(q);
     planSlices(s, q, runs[r].first);
     planBlocking(s, opts, q);
     planLx(s, q);

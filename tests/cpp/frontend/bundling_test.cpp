@@ -52,6 +52,7 @@ isa::JobPlan compile(const std::string &text, bool lx, const std::string &dump =
   frontend::CompileOptions o;
   o.maxCores = 8;
   o.lxPlanning = lx;
+  o.fusion = false; // one kernel per op: the chains are what is bundled
   o.dumpDir = dump;
   return frontend::compileGraph(frontend::parseGraph(text), o);
 }

@@ -35,6 +35,7 @@ isa::JobPlan compile(const std::string &text, int cores, bool lx, const std::str
   frontend::CompileOptions o;
   o.maxCores = cores;
   o.lxPlanning = lx;
+  o.fusion = false; // one kernel per op: the intermediates between them are what LX planning places
   o.dumpDir = dump;
   return frontend::compileGraph(frontend::parseGraph(text), o);
 }

@@ -34,6 +34,9 @@ struct CompileOptions {
   /// default off: only past work-division pass 1's 256 MiB span, since the serial ring chain
   /// and the split's staging measured slower; docs/frontend-passes.md).
   bool splitReductions = false;
+  /// Pointwise fusion (SPYRE_FUSION, default on): chains of elementwise ops become one kernel
+  /// whose intermediates stay in registers (passes.h fusePointwise).
+  bool fusion = true;
   /// If set: receives the graph text after each pass (also passes.txt in dumpDir).
   std::vector<PassSnapshot> *passLog = nullptr;
   /// The layout search's beam width (SPYRE_LAYOUT_BEAM, 1..4096; 1 = greedy).
@@ -41,7 +44,7 @@ struct CompileOptions {
 
   /// The defaults overridden by SENCORES (1..32; anything else throws
   /// Unsupported("invalid SENCORES value N (expected an integer in 1..32)")), LX_PLANNING, SPYRE_PAD_MATMUL_K,
-  /// SPYRE_MATMUL_TRANSB, SPYRE_SPLIT_REDUCTIONS (flags) and SPYRE_LAYOUT_BEAM; an invalid value
+  /// SPYRE_MATMUL_TRANSB, SPYRE_SPLIT_REDUCTIONS, SPYRE_FUSION (flags) and SPYRE_LAYOUT_BEAM; an invalid value
   /// throws naming the variable and the accepted values.
   static CompileOptions fromEnv(const spyre::Env &env);
 };

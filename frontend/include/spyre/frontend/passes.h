@@ -84,6 +84,18 @@ void padMatmulK(Graph &g);
 /// constant that is a graph output is left alone.
 void dedupConstants(Graph &g);
 
+/// fusion.cpp: pointwise fusion. Connected elementwise nodes (pointwise and comparison ops,
+/// not clone) with the same output shape, layout and stick geometry form a group, noted
+/// `fused=<group>` on each member (groups of one are not noted); kernel drafting makes each
+/// group one SuperDSC (our fused extension, docs/superdsc.md §6.9) that keeps its
+/// intermediates in registers and stores only the members' values read outside the group or
+/// returned. Greedy in graph order: a node joins the group of its first operand's producer
+/// that it may join: no node outside the group before it reads a group value (the fused kernel
+/// runs at its last member), external inputs plus outputs fit the 7 kernel segments, and
+/// external inputs + constants + members fit the 16 vector registers. Returns the number of
+/// groups. CompileOptions::fusion (SPYRE_FUSION, default on) runs it.
+int fusePointwise(Graph &g);
+
 /// bundling.cpp: torch-spyre's spyre_fuse_nodes. A SuperDSC bundle addresses its DDR tensors
 /// through the 7 kernel-argument segments of 16 GiB; torch-spyre lets one bundle reference at
 /// most kMaxBundleSegments - 1 = 6 graph input / output tensors, 5 when the graph has an

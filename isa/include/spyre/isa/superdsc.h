@@ -49,6 +49,21 @@ struct SdscTensor {
   int64_t stepOf(int d) const { return steps.empty() ? 1 : steps[static_cast<size_t>(d)]; }
 };
 
+/// One entry of a fused kernel's computeOp_ (our extension, docs/superdsc.md §6.9).
+struct SdscComputeOp {
+  std::string opFuncName;               ///< a pointwise opFunc of opfuncs.def
+  /// Operands: a labeledDs_ ldsIdx, -1 for a constant (inputConsts[i], JSON "Constant-<name>"),
+  /// or fusedResultRef(k) for the result of entry k < this one (JSON "Result-op<k>").
+  std::vector<int> inputs;
+  std::vector<std::string> inputConsts;
+  std::vector<int> outputs;             ///< ldsIdx the result is stored to (empty: kept in a register)
+};
+/// The operand code of the result of fused entry k.
+constexpr int fusedResultRef(int k) { return -2 - k; }
+constexpr int fusedResultIndex(int ref) { return -2 - ref; }
+/// The DSC key (opFuncName) of a fused kernel.
+inline constexpr const char *kFusedOpFunc = "fused";
+
 struct SuperDsc {
   std::string name;                        ///< top-level key, e.g. "0_add"
   std::string opFuncName;                  ///< computeOp_.opFuncName
@@ -72,6 +87,11 @@ struct SuperDsc {
   /// tensors of the graph that are live across this kernel; the kernel touches it only through
   /// its own memOrg_ lx operands and stages everything else above it.
   int64_t lxReservedBytes = 0;
+  /// Our extension: a fused pointwise kernel (opFuncName "fused") computes these ops in order
+  /// per element, intermediates in registers; `inputs` / `outputs` then list its external
+  /// tensors (ldsIdx, first use order) and the constants of entry k are named "op<k>_<name>".
+  std::vector<SdscComputeOp> fusedOps;
+  bool isFused() const { return !fusedOps.empty(); }
   /// Parser notes that are not errors: fields of torch-spyre's schema objects that we do not
   /// know (`<file>: <pointer>: unknown field (ignored)`). Not written back.
   std::vector<std::string> warnings;

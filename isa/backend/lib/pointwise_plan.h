@@ -1,0 +1,110 @@
+// Internal to the backend: the plan of the pointwise walk (backend_pointwise.cpp), shared with
+// the fused pointwise kernels (backend_fused.cpp), which fill the operand part differently and
+// leave the walk (slices, blocking, LX, DMA, emission) to backend_pointwise.cpp.
+#pragma once
+#include "backend_common.h"
+
+namespace spyre::backend::detail {
+
+/// An operand of a pointwise op: a tensor (possibly broadcast) or a constant.
+struct PwInput {
+  bool isConst = false;
+  float value = 0;
+  int arg = -1; ///< a runtime constant: the launch's scalar argument number (value unused)
+  TensorGeom g;
+};
+
+/// How a pointwise kernel walks its operands, decided before anything is emitted. `tensors`
+/// points into `ins` and `out`, so a plan is neither copied nor moved.
+struct PointwisePlan {
+  // The op and its operands (checkOperands).
+  Opcode op = Opcode::Ld;
+  bool lnScale = false, lnNorm = false;
+  std::string stickDim;
+  TensorGeom out;
+  std::vector<PwInput> ins;
+  Format computeFmt = Format::None;
+  int clipMinArg = -1, clipMaxArg = -1; ///< clip bounds that are launch scalar arguments
+  /// A fused kernel (SuperDsc::fusedOps): `ins` are its external tensors only, `out` the
+  /// first output and `moreOuts` the others; per stick the body (ld / splat / ops / st, LX
+  /// bases r10 + tensor index) runs after the constants' registers are set once.
+  bool fused = false;
+  std::vector<TensorGeom> moreOuts;
+  struct Const {
+    float value = 0;
+    int arg = -1; ///< a launch scalar argument, or -1
+    Format fmt = Format::None;
+    int reg = -1;
+  };
+  std::vector<Const> fusedConsts;
+  std::vector<Instr> fusedBody;
+  // The walk (planBlocks).
+  int numCores = 0;
+  std::vector<const TensorGeom *> tensors;  ///< the tensor inputs, then the output
+  size_t J = 0;                             ///< device dims of the output
+  std::vector<std::vector<Slice>> slices;   ///< per core, per output dim
+  std::vector<int64_t> len;                 ///< per-core extent of each output dim
+  std::vector<std::vector<int64_t>> canon;  ///< LX-resident operands: LX stride per output dim
+  std::vector<int64_t> lxAddr;              ///< LX-resident operands: the slice's LX address
+  /// Blocking: dims [0, c0) are walked one index at a time by program loops, dim c0 in chunks
+  /// of `chunk`, dims after c0 whole; chosen so every tensor's block fits in LX.
+  size_t c0 = 0;
+  int64_t chunk = 0, numBlocks = 0;
+  bool pipelined = false; ///< double-buffered sweep of >= 2 blocks
+  /// LX: [reserved | sweep-constant tensors | half 0: block-varying tensors | half 1].
+  std::vector<int64_t> lxBase;
+  int64_t half = 0, lxCursor = 0;
+  std::vector<std::vector<int64_t>> lxStride; ///< LX stride of each tensor along each output dim
+  std::vector<bool> async;                    ///< block-varying tensors moved by one async DMA
+  std::vector<int> inTokens;
+
+  PointwisePlan() = default;
+  PointwisePlan(const PointwisePlan &) = delete;
+  PointwisePlan &operator=(const PointwisePlan &) = delete;
+
+  int nt() const { return static_cast<int>(tensors.size()); }
+  int nOut() const { return 1 + static_cast<int>(moreOuts.size()); }
+  int nIn() const { return nt() - nOut(); }
+  /// Does tensor g step along output device dim j?
+  bool spans(const TensorGeom &g, size_t j) const { return g.spans(out.dims[j].iterDim); }
+  int64_t strideAlong(const TensorGeom &g, size_t j) const {
+    int k = g.dimOf(out.dims[j].iterDim);
+    return k >= 0 && g.dims[k].extent > 1 ? g.dims[k].strideBytes : 0;
+  }
+  /// Each core's DDR offset of tensor g.
+  std::vector<int64_t> offsets(const TensorGeom &g) const {
+    return sliceOffsets(g, out.dims, slices, g.viewOffsetBytes);
+  }
+  /// Bytes of tensor g's block: chunk of dim c0, whole dims after it (a dim it spans).
+  int64_t tensorBlockBytes(const TensorGeom &g, size_t at, int64_t ch) const {
+    int64_t b = kStickBytes;
+    if (spans(g, at))
+      b *= ch;
+    for (size_t j = at + 1; j < J; ++j)
+      if (spans(g, j))
+        b *= len[j];
+    return b;
+  }
+  /// Block length of output dim j for a tensor that spans it.
+  int64_t blockLen(size_t j) const { return j < c0 ? 1 : j == c0 ? chunk : len[j]; }
+  size_t outDimOf(int iterDim) const {
+    for (size_t j = 0; j < J; ++j)
+      if (out.dims[j].iterDim == iterDim)
+        return j;
+    return J;
+  }
+  /// The block of a tensor in its own dim order (outer -> inner), stored densely in LX.
+  std::vector<std::pair<int64_t, int64_t>> boxOf(const TensorGeom &g) const {
+    std::vector<std::pair<int64_t, int64_t>> box;
+    for (const auto &td : g.dims) {
+      size_t j = outDimOf(td.iterDim);
+      box.push_back({td.extent > 1 && j < J ? blockLen(j) : 1, td.strideBytes});
+    }
+    return box;
+  }
+};
+
+/// Fills the operand part of p for a fused SuperDSC (backend_fused.cpp).
+void checkFusedOperands(const SuperDsc &s, PointwisePlan &p);
+
+} // namespace spyre::backend::detail
