@@ -7,8 +7,8 @@ reductions, ``arange``, row gathers and scatters, mm/bmm).
 Every output shape here is static: routing is dense and masked, never a data-dependent shape.
 Sizes are bounded (a decomposition returns NotImplemented past its bound, and the op goes to
 the CPU, or raises under SPYRE_STRICT=1): ``topk`` costs k rounds over the tensor, ``sort`` and
-``histc`` an [n, n] / [N, bins] compare block per row, grouped matmuls one dense matmul per
-group. transformers' MoE experts (``grouped_mm`` implementation, its default) reach the card
+``histc`` an [n, n] / [N, bins] compare block per row (grouped matmuls:
+``_decompositions_grouped_mm.py``). transformers' MoE experts (``grouped_mm`` implementation, its default) reach the card
 as: topk over the router logits, a stable sort of the expert ids, ``perm // top_k``, gathers by
 the permutation, histc + cumsum for the group offsets, two grouped matmuls and the inverse
 permutation written by a scatter.
@@ -37,8 +37,6 @@ TOPK_MAX_K = 16
 BLOCK_LIMIT = 1 << 24
 #: largest bins of histc (one where per bin builds the edge tensors)
 HISTC_MAX_BINS = 256
-#: largest group count of a grouped matmul (one dense matmul per group)
-GROUPED_MM_MAX_GROUPS = 64
 
 _INTS = (torch.int32, torch.int64)
 
@@ -374,41 +372,15 @@ def _alias(x: torch.Tensor) -> Any:
     return aten.view.default(x, list(x.shape)) if x.dim() > 0 else NotImplemented
 
 
-def _grouped_mm_dense(x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor) -> Any:
-    """out[s] = x[s] @ w[g] for the rows s of group g (offs[g-1] <= s < offs[g]; rows past
-    offs[-1] are zero), as one dense batched matmul over all groups masked by each row's group:
-    E times the FLOPs of the grouped form, but static shapes (the group sizes are data)."""
-    if (x.dim() != 2 or w.dim() != 3 or offs is None or offs.dim() != 1 or offs.shape[0] != w.shape[0]
-            or offs.dtype not in _INTS or x.shape[1] != w.shape[1] or not x.is_floating_point()
-            or w.dtype != x.dtype or w.shape[0] > GROUPED_MM_MAX_GROUPS or x.shape[0] == 0):
-        return NotImplemented
-    e, s = w.shape[0], x.shape[0]
-    rows = aten.view.default(aten.arange.default(s, dtype=torch.int32, device=x.device), [1, s])
-    ends = aten.view.default(aten._to_copy.default(offs, dtype=torch.int32), [e, 1])
-    # group of row s: the number of group ends at or before it ([E, S] summed over E, dim -2)
-    group = aten.sum.dim_IntList(aten.where.ScalarOther(aten.le.Tensor(ends, rows), _ones_i32([e, s], x.device), 0),
-                                 [0], False, dtype=torch.int32)
-    groups = aten.view.default(aten.arange.default(e, dtype=torch.int32, device=x.device), [e, 1, 1])
-    hot = aten.eq.Tensor(aten.view.default(group, [1, s, 1]), groups)  # [E, S, 1]
-    prod = aten.bmm.default(aten.expand.default(aten.unsqueeze.default(x, 0), [e, s, x.shape[1]]), w)
-    return aten.sum.dim_IntList(aten.where.ScalarOther(hot, prod, 0), [0])
-
-
-@_register_compile(aten._grouped_mm.default)
-def _grouped_mm(x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor | None = None, bias: torch.Tensor | None = None,
-                out_dtype: torch.dtype | None = None) -> Any:
-    if bias is not None or (out_dtype is not None and out_dtype != x.dtype):
-        return NotImplemented
-    return _grouped_mm_dense(x, w, offs)
-
-
 def routing_compile_decompositions() -> dict[Any, Callable]:
     """The compile-only table, with transformers' ``grouped_mm_fallback`` custom op (its MoE
     experts' grouped matmul for dtypes other than bf16) when transformers has registered it."""
     table = dict(ROUTING_COMPILE_DECOMPOSITIONS)
+    from ._decompositions_grouped_mm import grouped_mm
+
     try:
         op = torch.ops.transformers.grouped_mm_fallback.default
     except (AttributeError, RuntimeError):
         return table
-    table[op] = lambda input, weight, offs: _grouped_mm_dense(input, weight, offs)
+    table[op] = grouped_mm
     return table

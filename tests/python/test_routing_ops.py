@@ -170,7 +170,7 @@ def _grouped_reference(x, w, offs):
 
 @pytest.mark.parametrize("offs", [[10, 10, 40, 64], [0, 30, 31, 50]])  # an empty group; rows past offs[-1]
 def test_grouped_mm_dense_masked(offs):
-    from torch_spyre._decompositions_routing import _grouped_mm_dense
+    from torch_spyre._decompositions_grouped_mm import _grouped_mm_dense
 
     x = torch.randn(64, 96, generator=_gen("gx")).half()
     w = (torch.randn(4, 96, 80, generator=_gen("gw")) / 8).half()
