@@ -194,6 +194,42 @@ std::optional<MatmulSplit> costModelMatmulDivision(const MatmulProblem &p, int m
   return best;
 }
 
+std::optional<MatmulSplit> unevenMatmulDivision(const MatmulProblem &p, int maxCores) {
+  if (!p.batch.empty() && !p.batchInBothInputs)
+    return std::nullopt;
+  const int64_t nSticks = (p.N + 63) / 64;
+  std::optional<MatmulSplit> best;
+  MatmulSplit cur;
+  cur.batch.assign(p.batch.size(), 1);
+  std::function<void(size_t, int64_t)> batchLevel = [&](size_t i, int64_t used) {
+    if (i < p.batch.size()) {
+      for (int64_t bs : divisorsOf(p.batch[i]))
+        if (used * bs <= maxCores) {
+          cur.batch[i] = bs;
+          batchLevel(i + 1, used * bs);
+        }
+      return;
+    }
+    for (int64_t m = 2; m <= std::min<int64_t>(p.M, maxCores / used); ++m) {
+      const int64_t q = (p.M + m - 1) / m; // every slice but the last; the last is not empty
+      if (p.M % m == 0 || (m - 1) * q >= p.M)
+        continue;
+      MatmulProblem padded = p;
+      padded.M = q * m; // the cost of the longest slice on every core
+      for (int64_t n : divisorsOf(nSticks)) {
+        if (used * m * n > maxCores)
+          continue;
+        cur.m = m, cur.n = n, cur.k = 1;
+        cur.costUs = matmulCostUs(padded, cur);
+        if (!best || cur.costUs < best->costUs)
+          best = cur;
+      }
+    }
+  };
+  batchLevel(0, 1);
+  return best;
+}
+
 std::vector<int64_t> matmulWorkDivision(const MatmulProblem &p, int maxCores) {
   const size_t nb = p.batch.size();
   const int vM = static_cast<int>(nb), vN = vM + 1, vK = vM + 2;
@@ -228,12 +264,27 @@ std::vector<int64_t> matmulWorkDivision(const MatmulProblem &p, int maxCores) {
   std::vector<int64_t> commits = spanReduction(sizes, isReduction, tensors, maxCores);
   std::vector<int64_t> pass3 = distributeWork(sizes, isReduction, commits, maxCores);
   bool committed = product(commits) > 1;
-  if (auto best = costModelMatmulDivision(p, maxCores, committed, product(pass3))) {
-    std::vector<int64_t> s = best->batch;
-    s.insert(s.end(), {best->m, best->n, best->k});
+  auto asSplits = [](const MatmulSplit &b) {
+    std::vector<int64_t> s = b.batch;
+    s.insert(s.end(), {b.m, b.n, b.k});
     return s;
+  };
+  std::optional<MatmulSplit> even = costModelMatmulDivision(p, maxCores, committed, product(pass3));
+  // Our extension (superdsc.md §2): rows that no core count divides well (1151, a prime: the
+  // best even row split is 1) split unevenly when that costs clearly less than the best even
+  // split (torch-spyre's cost model, the longest slice on every core). Only then: the cost
+  // model is coarse, and where M has a good divisor its even plans are the measured ones.
+  if (!committed && largestDivisor(p.M, maxCores) * 4 < std::min<int64_t>(p.M, maxCores)) {
+    const double evenCost = even ? even->costUs : [&] {
+      MatmulSplit s;
+      s.batch.assign(pass3.begin(), pass3.begin() + static_cast<long>(nb));
+      s.m = pass3[vM], s.n = pass3[vN], s.k = pass3[vK];
+      return matmulCostUs(p, s);
+    }();
+    if (auto uneven = unevenMatmulDivision(p, maxCores); uneven && uneven->costUs < kUnevenGain * evenCost)
+      return asSplits(*uneven);
   }
-  return pass3;
+  return even ? asSplits(*even) : pass3;
 }
 
 } // namespace spyre::frontend

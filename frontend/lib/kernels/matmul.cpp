@@ -76,6 +76,13 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
     }
     s.coreIdToWkSlice.push_back(slice);
   }
+  // An uneven M split (never with a K split) numbers M slowest, so the cores of the shorter
+  // last slice are consecutive (one program per run of equal slices in the backend).
+  if (M % splits[r - 3] != 0) {
+    std::vector<int64_t> adjusted = batchShape;
+    adjusted.insert(adjusted.end(), {M, (N + eps - 1) / eps, (K + eps - 1) / eps});
+    unevenDimsSlowest(s, adjusted);
+  }
   // Each tensor's generic layout over its own dims (labels), e.g. x [.., M, K] -> (.., mb, in).
   auto layoutOver = [&](const std::vector<std::string> &l) { return genericLayout(l, eps); };
   std::vector<std::string> batchLabels(labels.begin(), labels.end() - 3);

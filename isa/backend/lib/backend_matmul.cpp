@@ -31,7 +31,15 @@ int64_t minStagingBytes(const SuperDsc &s, bool transB) {
 /// Per-core extent of iteration dim d in device units (N and K in sticks).
 int64_t perCoreLen(const SuperDsc &s, int d) {
   const bool tiled = s.dims[d] == "out" || s.dims[d] == "in";
+  if (s.dims[d] == "mb") // M may split unevenly: core 0 has the longest slice
+    return coreSliceUneven(s, 0, d, s.N[d]).len;
   return coreSlice(s, 0, d, tiled ? (s.N[d] + 63) / 64 : s.N[d]).len;
+}
+
+/// M split unevenly (superdsc.md §2): one program per run of cores with equal M slices.
+bool unevenM(const SuperDsc &s) {
+  const int dM = s.dimIndex("mb");
+  return dM >= 0 && s.N[dM] % s.numWkSlicesPerDim[dM] != 0;
 }
 
 /// LX strides of an LX-resident operand per iteration dim: the core's slice dense in the
@@ -66,6 +74,8 @@ bool matmulLxResidentOk(const SuperDsc &s, int ldsIdx) {
   // x: any per-core slice (copied into the A blocks when it is not already one). y: every core
   // of an M split reads the same B blocks, so no core-matching slice exists. The output: pt.out
   // writes a tile's rows as consecutive sticks, so its rows must be innermost in the slice.
+  if (unevenM(s)) // the resident slices would differ from core to core
+    return false;
   if (ldsIdx == s.inputs[0])
     return true;
   if (ldsIdx != s.outputs[0])
@@ -217,6 +227,10 @@ struct MatmulPlan {
   int64_t M = 0, N = 0, K = 0, KT = 0, Kpad = 0, NT = 0;
   std::vector<int> batch; ///< iteration dims other than M, N, K
   int numCores = 0;
+  /// Runs of cores with equal M slices (one run unless M is split unevenly); the plan is the
+  /// one of run `run`, whose first core is its representative.
+  std::vector<std::pair<int, int>> runs;
+  size_t run = 0;
   // The blocking and LX layout (planBlocks).
   int64_t mCore = 0, nCore = 0;       ///< per-core rows and N tiles
   std::vector<int64_t> xCanon, oCanon; ///< LX-resident x / output: LX strides per iteration dim
@@ -236,8 +250,28 @@ struct MatmulPlan {
     int k = g.dimOf(d);
     return k >= 0 && g.dims[k].extent > 1 ? g.dims[k].strideBytes : 0;
   }
-  /// Per-core slices (device units: rows, N tiles, batch indices).
-  Slice sliceOf(const SuperDsc &s, int c, int d) const { return coreSlice(s, c, d, d == dN ? NT : s.N[d]); }
+  /// Per-core slices (device units: rows, N tiles, batch indices); M may split unevenly.
+  Slice sliceOf(const SuperDsc &s, int c, int d) const {
+    return d == dM ? coreSliceUneven(s, c, d, s.N[d]) : coreSlice(s, c, d, d == dN ? NT : s.N[d]);
+  }
+  int runOf(int c) const {
+    for (size_t r = 0; r < runs.size(); ++r)
+      if (c <= runs[r].second)
+        return static_cast<int>(r);
+    return -1;
+  }
+  /// The largest cohort <= k whose members all run the same program (multicast needs that).
+  int cohortWithinRuns(int k) const {
+    auto within = [&](int kk) {
+      for (int c = 0; c < numCores; ++c)
+        if (runOf(c) != runOf(cohortLeader(c, kk)))
+          return false;
+      return true;
+    };
+    while (k > 1 && !within(k))
+      k /= 2;
+    return k;
+  }
   /// Each core's DDR offset of operand g (isY: g is y).
   std::vector<int64_t> offsets(const SuperDsc &s, const TensorGeom &g, bool isY) const {
     std::vector<int64_t> off(numCores, 0);
@@ -314,8 +348,21 @@ void checkMatmul(const SuperDsc &s, MatmulPlan &p) {
     checkStartAddresses(s, p.o, p.offsets(s, p.o, false));
   if (p.x.segment == p.y.segment || p.x.segment == p.o.segment || p.y.segment == p.o.segment)
     throw Unsupported("matmul operands sharing a segment in " + s.name);
+  std::vector<std::vector<Slice>> mSlices;
+  for (int c = 0; c < p.numCores; ++c)
+    mSlices.push_back({p.sliceOf(s, c, dM)});
+  p.runs = equalSliceRuns(mSlices);
+  if (p.runs.size() > 1 && (p.ks > 1 || xT.inLx || oT.inLx))
+    throw Unsupported(std::string(p.ks > 1 ? "a K split" : "an LX-resident operand") +
+                      " of a matmul whose M is split unevenly in " + s.name);
   p.mCore = p.sliceOf(s, 0, dM).len;
   p.nCore = p.sliceOf(s, 0, dN).len;
+}
+
+/// The plan of run r of an uneven M split: its cores' row count.
+void selectRun(const SuperDsc &s, MatmulPlan &p, size_t r) {
+  p.run = r;
+  p.mCore = p.sliceOf(s, p.runs[r].first, p.dM).len;
 }
 
 /// The K-split preconditions (a K split sums partials over the ring: compileMatmulKSplit).
@@ -395,8 +442,8 @@ void planBlocks(const SuperDsc &s, const BackendOptions &opts, MatmulPlan &p) {
   p.half = KT * mc * 128 + nc * mc * 128;
   // Under an M split the cores of one N slice load the same B blocks, under an N split (M not
   // split) every core loads the same A rows: one multicast per cohort.
-  p.bCohort = sharedLoadCohort(p.offsets(s, p.y, true), opts);
-  p.aCohort = xT.inLx ? 1 : sharedLoadCohort(p.offsets(s, p.x, false), opts);
+  p.bCohort = p.cohortWithinRuns(sharedLoadCohort(p.offsets(s, p.y, true), opts));
+  p.aCohort = xT.inLx ? 1 : p.cohortWithinRuns(sharedLoadCohort(p.offsets(s, p.x, false), opts));
 }
 
 /// Emits a planned plain matmul. Registers: r1 x, r2 y, r3 out DDR offsets (LX addresses when
@@ -406,7 +453,10 @@ void planBlocks(const SuperDsc &s, const BackendOptions &opts, MatmulPlan &p) {
 class MatmulEmitter {
 public:
   MatmulEmitter(const SuperDsc &s, const MatmulPlan &p) : s_(s), p_(p) {}
+  /// The kernel with the program of the plan's run.
   Kernel emit();
+  /// The program of the plan's run added to k (a further run of an uneven M split).
+  void emitCores(Kernel &k);
 
 private:
   static constexpr int rCur = 22, rOther = 23, rSwap = 24, tokA = 1, tokD = 2;
@@ -549,6 +599,19 @@ void MatmulEmitter::batchLoops(size_t bi) {
 
 Kernel MatmulEmitter::emit() {
   Kernel k = newKernel(s_, {&p_.x, &p_.y, &p_.o});
+  emitCores(k);
+  k.comment = "op=" + s_.opFuncName + " M=" + std::to_string(p_.M) + " N=" + std::to_string(p_.N) + " K=" +
+              std::to_string(p_.K) + " cores=" + std::to_string(k.numCores) + " block " + std::to_string(p_.mc) + "x" +
+              std::to_string(p_.nc * 64) + (p_.pipelined ? ", double-buffered" : "") +
+              (p_.transB ? ", y sticked on K" : "") +
+              (p_.bCohort > 1 ? ", B multicast to " + std::to_string(p_.bCohort) + " cores" : "") +
+              (p_.aCohort > 1 ? ", A multicast to " + std::to_string(p_.aCohort) + " cores" : "") +
+              (p_.xT->inLx ? (p_.directA ? ", x read in LX" : ", x copied from LX") : "") +
+              (p_.oT->inLx ? ", output to LX" : "");
+  return k;
+}
+
+void MatmulEmitter::emitCores(Kernel &k) {
   p_.xT->inLx ? emitLi(pb_, 1, p_.xLx) : emitTbl(pb_, 1, p_.offsets(s_, p_.x, false));
   emitTbl(pb_, 2, p_.offsets(s_, p_.y, true));
   p_.oT->inLx ? emitLi(pb_, 3, p_.oLx) : emitTbl(pb_, 3, p_.offsets(s_, p_.o, false));
@@ -559,16 +622,7 @@ Kernel MatmulEmitter::emit() {
   if (p_.validK)
     emitLaneMask(pb_, p_.validK);
   batchLoops(0);
-  pb_.finishSpmd(k);
-  k.comment = "op=" + s_.opFuncName + " M=" + std::to_string(p_.M) + " N=" + std::to_string(p_.N) + " K=" +
-              std::to_string(p_.K) + " cores=" + std::to_string(k.numCores) + " block " + std::to_string(p_.mc) + "x" +
-              std::to_string(p_.nc * 64) + (p_.pipelined ? ", double-buffered" : "") +
-              (p_.transB ? ", y sticked on K" : "") +
-              (p_.bCohort > 1 ? ", B multicast to " + std::to_string(p_.bCohort) + " cores" : "") +
-              (p_.aCohort > 1 ? ", A multicast to " + std::to_string(p_.aCohort) + " cores" : "") +
-              (p_.xT->inLx ? (p_.directA ? ", x read in LX" : ", x copied from LX") : "") +
-              (p_.oT->inLx ? ", output to LX" : "");
-  return k;
+  pb_.finishCores(k, p_.runs[p_.run].first, p_.runs[p_.run].second);
 }
 
 } // namespace
@@ -582,7 +636,18 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
                                p.offsets(s, p.o, false), opts);
   }
   planBlocks(s, opts, p);
-  return MatmulEmitter(s, p).emit();
+  Kernel k = MatmulEmitter(s, p).emit();
+  // An uneven M split: every further run of cores with equal slices gets its own plan and program.
+  for (size_t r = 1; r < p.runs.size(); ++r) {
+    MatmulPlan q;
+    checkMatmul(s, q);
+    selectRun(s, q, r);
+    planBlocks(s, opts, q);
+    MatmulEmitter(s, q).emitCores(k);
+  }
+  if (p.runs.size() > 1)
+    k.comment += ", uneven M split: " + std::to_string(p.runs.size()) + " programs";
+  return k;
 }
 
 } // namespace spyre::backend::detail

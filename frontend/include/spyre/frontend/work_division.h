@@ -97,6 +97,12 @@ double matmulCostUs(const MatmulProblem &p, const MatmulSplit &s);
 /// plan uses fewer cores than `pass3Cores`.
 std::optional<MatmulSplit> costModelMatmulDivision(const MatmulProblem &p, int maxCores, bool pass1Committed,
                                                    int64_t pass3Cores);
+/// Our extension: the cheapest split of M into m slices that m does not divide (every slice but
+/// the last ceil(M/m) rows, the last shorter; no K split), costed as the padded problem
+/// (ceil(M/m)·m rows); nullopt where none exists. matmulWorkDivision takes it only when it costs
+/// less than kUnevenGain times the best even split.
+std::optional<MatmulSplit> unevenMatmulDivision(const MatmulProblem &p, int maxCores);
+inline constexpr double kUnevenGain = 0.8;
 
 /// All three passes for a batchmatmul over dims [batch..., M, N, K]: splits in that order
 /// (N and K in sticks). `aBytes`... are derived from the shapes (DL16, generic layouts).
