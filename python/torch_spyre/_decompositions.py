@@ -527,4 +527,4 @@ def spyre_decompositions() -> dict[Any, Callable]:
 
 
 # The mask / logic / pow and convolution decompositions register into DECOMPOSITIONS on import.
-from . import _decompositions_conv, _decompositions_grouped_mm, _decompositions_logic  # noqa: E402,F401
+from . import _decompositions_conv, _decompositions_grouped_mm, _decompositions_logic, _decompositions_norms  # noqa: E402,F401,E501
