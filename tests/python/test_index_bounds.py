@@ -2,7 +2,8 @@
 scatter_add, gather) check their indices on the card through a dma.gather from arange(n), and
 x[idx] / index_put / index_copy gather or scatter through the checked dma forms directly; an
 index outside the dim is a device fault that fails the launch, in eager kernels and compiled
-graphs, in both engines. Negative indices wrap where torch wraps (advanced indexing: x[idx],
+graphs, in both engines, raised as ``DeviceIndexError``: both the ``IndexError`` torch raises
+for x[idx] / index_put / index_copy and the ``RuntimeError`` it raises for the one-hot forms. Negative indices wrap where torch wraps (advanced indexing: x[idx],
 x[idx] = v) and fault where torch raises. Strict mode: everything runs on the card."""
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ def test_a_one_hot_form_faults_on_a_bad_index(name, f, args, n, which, mode, eng
     bad = n if which == "past_end" else -1
     with pytest.raises(RuntimeError):
         f(*args(bad))  # torch raises too
-    with pytest.raises(RuntimeError, match=_fault("gather", bad, n)):
+    with pytest.raises(RuntimeError, match=_fault("gather", bad, n)) as e:
         _run(f, mode, *args(bad))
+    assert isinstance(e.value, IndexError)
 
 
 @pytest.mark.parametrize("name,f,args,n", CASES, ids=[c[0] for c in CASES])
@@ -83,7 +85,7 @@ def test_advanced_indexing_wraps_negative_indices_as_torch(rank, mode, engine, m
     for bad in (9, -10):  # torch raises IndexError for both
         with pytest.raises(IndexError):
             x[torch.tensor([0, bad])]
-        with pytest.raises(RuntimeError, match=_fault("gather", bad if bad > 0 else bad + 9, 9)):
+        with pytest.raises(IndexError, match=_fault("gather", bad if bad > 0 else bad + 9, 9)):
             _run(lambda t, i: t[i], mode, x, torch.tensor([0, bad]))
 
 
@@ -105,7 +107,7 @@ def test_index_put_wraps_negative_indices_and_faults_outside(engine, monkeypatch
     eager = cache.to("spyre")
     eager[:, :, pos.to("spyre")] = k.to("spyre")
     assert torch.equal(eager.cpu(), ref)
-    with pytest.raises(RuntimeError, match=_fault("scatter", 8, 8)):
+    with pytest.raises(IndexError, match=_fault("scatter", 8, 8)):
         torch.compile(update, dynamic=False)(cache.to("spyre"), torch.tensor([1, 8]).to("spyre"),
                                              k.to("spyre")).cpu()
 
@@ -125,5 +127,5 @@ def test_index_copy_faults_on_a_negative_index_as_torch_raises():
     s = torch.ones(1, 1, 64, dtype=torch.float16)
     with pytest.raises(IndexError):
         x.index_copy(1, torch.tensor([-1]), s)
-    with pytest.raises(RuntimeError, match=_fault("scatter", -1, 8)):
+    with pytest.raises(IndexError, match=_fault("scatter", -1, 8)):
         x.to("spyre").index_copy(1, torch.tensor([-1]).to("spyre"), s.to("spyre")).cpu()
