@@ -231,7 +231,7 @@ def _one_hot(x: torch.Tensor, num_classes: int = -1) -> Any:
     """eq(x[.., None], arange(C)) as int64. num_classes = -1 (C from the data's max: a
     data-dependent shape) is NotImplemented; an index outside [0, C) is a device fault
     (``checked_index``; torch raises too)."""
-    if x.dtype not in _INTS or num_classes <= 0 or x.numel() == 0 or x.numel() * num_classes > BLOCK_LIMIT:
+    if x.dtype not in _INTS or num_classes <= 0 or x.numel() * num_classes > BLOCK_LIMIT:
         return NotImplemented
     ar = aten.arange.default(num_classes, dtype=torch.int32, device=x.device)
     x = checked_index(x, num_classes)

@@ -25,6 +25,8 @@ def checked_index(index: torch.Tensor, n: int) -> torch.Tensor:
     """index (int32/int64, any shape) as int32, each element checked on the card to be in
     [0, n) (a device fault otherwise); the values are unchanged."""
     shape, m = list(index.shape), index.numel()
+    if m == 0:  # nothing to check
+        return index
     table = aten.view.default(aten.arange.default(n, dtype=torch.int32, device=index.device), [n, 1])
     flat = aten.view.default(aten.clone.default(index, memory_format=torch.contiguous_format), [m])
     return aten.view.default(aten.embedding.default(table, flat), shape)
