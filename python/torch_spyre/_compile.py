@@ -18,7 +18,7 @@ import torch
 
 from . import _fallback, _guards
 from ._build import _dump_dir, compile_stats, compile_text, passes_text  # noqa: F401  (re-exported)
-from ._errors import FallbackWarning, Unsupported, strict_unsupported
+from ._errors import FallbackWarning, Unsupported, strict_unsupported, typed_device_faults
 from ._collectives import COLLECTIVE_OPS as _COLLECTIVE_OPS
 from ._collectives import call_implementations, rewrite_collectives
 from ._device import device_of
@@ -183,7 +183,8 @@ def _compiled_runner(compiled: Any, single: bool) -> Callable:
     @no_trace
     def run(*args: Any) -> Any:
         dev = device_of(args)
-        outs = compiled.run([_on_spyre(a, dev) for a in args])
+        with typed_device_faults():
+            outs = compiled.run([_on_spyre(a, dev) for a in args])
         return outs[0] if single else tuple(outs)
 
     run._spyre_compiled = compiled  # type: ignore[attr-defined]
@@ -398,7 +399,8 @@ def _compile_aten_graph_inputs(gm: torch.fx.GraphModule) -> Callable:
             @no_trace
             def run(*args: torch.Tensor) -> tuple:
                 dev = device_of(args)
-                return tuple(compiled.run([_on_spyre(a, dev) for a in args]))
+                with typed_device_faults():
+                    return tuple(compiled.run([_on_spyre(a, dev) for a in args]))
 
             run._spyre_compiled = compiled  # type: ignore[attr-defined]
             return run

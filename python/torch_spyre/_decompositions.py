@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from ._index_check import checked_index
 from ._registry import registrar
 
 aten = torch.ops.aten
@@ -238,7 +239,8 @@ _GATHER_ONE_HOT_LIMIT = 1 << 24
 def _gather(x: torch.Tensor, dim: int, index: torch.Tensor, sparse_grad: bool = False) -> Any:
     """out[.., s, ..] = x[.., index[.., s, ..], ..] along dim: (index == arange(n)) selects in an
     [.., n, S] block by where, summed over n. Costs index.numel() * n elements: past 2^24 it is
-    left to the CPU (NotImplemented)."""
+    left to the CPU (NotImplemented). An index outside [0, n) is a device fault
+    (``checked_index``; torch raises too)."""
     if x.dim() == 0 or index.dim() != x.dim() or index.numel() == 0:
         return NotImplemented
     d = dim % x.dim()
@@ -246,6 +248,7 @@ def _gather(x: torch.Tensor, dim: int, index: torch.Tensor, sparse_grad: bool = 
     if index.numel() * n > _GATHER_ONE_HOT_LIMIT:
         return NotImplemented
     last = x.dim() - 1
+    index = checked_index(index, n)
     for k in range(x.dim()):  # torch allows index.size(k) <= x.size(k) off the gathered dim
         if k != d and index.shape[k] < x.shape[k]:
             x = aten.slice.Tensor(x, k, 0, index.shape[k])
@@ -514,7 +517,7 @@ def substitute_sdpa(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
 COMPILE_DECOMPOSITIONS[aten.split.Tensor] = _split
 COMPILE_DECOMPOSITIONS[aten.split_with_sizes.default] = _split_with_sizes
 
-# MoE routing (topk, sort, histc, integer floor_divide; compile-only: 1-d indexing, grouped mm)
+# MoE routing (topk, sort, histc, one_hot, index_add, scatter_add; compile-only: 1-d indexing, grouped mm)
 from ._decompositions_routing import ROUTING_DECOMPOSITIONS, routing_compile_decompositions  # noqa: E402
 
 DECOMPOSITIONS.update(ROUTING_DECOMPOSITIONS)
@@ -526,5 +529,7 @@ def spyre_decompositions() -> dict[Any, Callable]:
     return {**DECOMPOSITIONS, **COMPILE_DECOMPOSITIONS, **routing_compile_decompositions()}
 
 
-# The mask / logic / pow and convolution decompositions register into DECOMPOSITIONS on import.
-from . import _decompositions_conv, _decompositions_grouped_mm, _decompositions_logic, _decompositions_norms  # noqa: E402,F401,E501
+# The mask / logic / pow, convolution, integer division, norm and grouped-matmul decompositions
+# register into their tables on import.
+from . import (_decompositions_conv, _decompositions_grouped_mm, _decompositions_intdiv,  # noqa: E402,F401
+               _decompositions_logic, _decompositions_norms)

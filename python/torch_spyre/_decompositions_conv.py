@@ -1,6 +1,6 @@
 """Convolution decompositions (registered into ``_decompositions.DECOMPOSITIONS`` on import;
-they serve compiled graphs and eager kernels alike): the patch form (stride = kernel) and the
-stride-1 sum over the kernel's taps."""
+they serve compiled graphs and eager kernels alike): the patch form (stride = kernel), the sum
+over the kernel's taps (any stride, padding, dilation, groups) and transposed convolutions."""
 
 from __future__ import annotations
 
@@ -17,23 +17,25 @@ aten = torch.ops.aten
 def _convolution(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, stride: Sequence[int],
                  padding: Sequence[int], dilation: Sequence[int], transposed: bool, output_padding: Sequence[int],
                  groups: int) -> Any:
-    """Convolutions on the card, two forms; others (transposed, a stride other than 1 or the
-    kernel, rank other than 3 or 4) keep torch's kernel (the CPU fallback).
+    """Convolutions on the card, 1-d or 2-d (rank 3 or 4; others keep torch's kernel):
 
-    * A 2-d convolution whose stride is its kernel (a ViT / patch-embedding stem, and every 1x1
-      convolution): non-overlapping patches, so im2col is a pair of rank-4 permutes and
-      reshapes, then one matmul with the flattened weight (+ bias).
-    * Stride 1, any padding, dilation and groups, 1-d or 2-d (``_conv_taps``)."""
-    if transposed or x.dim() not in (3, 4) or w.dim() != x.dim():
+    * A 2-d convolution whose stride is its kernel, without padding, dilation or groups (a ViT /
+      patch-embedding stem, and every 1x1 convolution): non-overlapping patches, so im2col is a
+      pair of rank-4 permutes and reshapes, then one matmul with the flattened weight (+ bias).
+    * Any other stride, padding, dilation and groups (``_conv_taps``).
+    * Transposed (``_conv_transposed``): stride, padding, output_padding, dilation, groups."""
+    if x.dim() not in (3, 4) or w.dim() != x.dim():
         return NotImplemented
-    if all(st == 1 for st in stride):
-        if x.dim() == 4 and groups == 1 and not any(padding) and list(w.shape[2:]) == [1, 1]:
-            pass  # a 1x1 convolution: the patch form below, one matmul
-        else:
-            return _conv_taps(x, w, bias, list(padding), list(dilation), groups)
-    if (groups != 1 or x.dim() != 4 or any(padding) or any(d != 1 for d in dilation)
-            or list(stride) != list(w.shape[2:])):
-        return NotImplemented
+    if transposed:
+        return _conv_transposed(x, w, bias, list(stride), list(padding), list(dilation), list(output_padding), groups)
+    if (x.dim() == 4 and groups == 1 and not any(padding) and all(d == 1 for d in dilation)
+            and list(stride) == list(w.shape[2:])):
+        return _conv_patches(x, w, bias, list(stride))
+    pads = [(p, p) for p in padding]
+    return _conv_taps(_channels_last(x), w, bias, list(stride), pads, list(dilation), groups, transposed=False)
+
+
+def _conv_patches(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, stride: list[int]) -> Any:
     B, C, H, W = x.shape
     O, _, kh, kw = w.shape
     hp, wp = H // kh, W // kw
@@ -47,54 +49,109 @@ def _convolution(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, st
     return y.reshape(B, hp * wp, O).permute(0, 2, 1).reshape(B, O, hp, wp)
 
 
-def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, padding: list[int],
-               dilation: list[int], groups: int) -> Any:
-    """A stride-1 convolution as a sum over the kernel's taps, channels last: the input is
-    permuted to [B, *spatial, C] (the channels in the sticks), zero-padded along the spatial
-    dims (a cat with zero blocks: those dims are outside the sticks), and each tap (i, j) is a
-    window of it (slices of whole sticks) times that tap's weights: one [B*L, C] @ [C, O]
-    matmul per tap, or for a depthwise convolution (groups == C == O, mamba's conv1d) a
-    multiply by the tap's per-channel weight. The taps are summed in kernel order in the
-    input dtype (torch's fp16 kernels accumulate in fp32, hence the fp16 tolerance)."""
-    B, C = x.shape[:2]
-    O, Cg = w.shape[:2]
+def _channels_last(x: torch.Tensor) -> torch.Tensor:
+    """[B, C, *spatial] -> [B, *spatial, C]: the channels in the sticks, the spatial dims outside
+    them (slices and pads of whole sticks)."""
+    return x.permute(0, *range(2, x.dim()), 1)
+
+
+def _pad_or_crop(xl: torch.Tensor, d: int, lo: int, hi: int) -> torch.Tensor:
+    """Spatial dim d of a channels-last tensor with lo / hi zero rows added (a cat with zero
+    blocks), or removed where negative (a slice)."""
+    n = xl.shape[1 + d]
+    if lo < 0 or hi < 0:
+        xl = xl.narrow(1 + d, max(-lo, 0), n - max(-lo, 0) - max(-hi, 0))
+        lo, hi = max(lo, 0), max(hi, 0)
+    parts = []
+    for k in (lo, None, hi):
+        if k is None:
+            parts.append(xl)
+        elif k:
+            shape = list(xl.shape)
+            shape[1 + d] = k
+            parts.append(torch.zeros(shape, dtype=xl.dtype, device=xl.device))
+    return torch.cat(parts, 1 + d) if len(parts) > 1 else xl
+
+
+def _conv_taps(xl: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, stride: list[int],
+               pads: list[tuple[int, int]], dilation: list[int], groups: int, transposed: bool) -> Any:
+    """A convolution of the channels-last xl ([B, *spatial, C]) as a sum over the kernel's taps:
+    xl padded (or cropped) along the spatial dims, and each tap (i, j) is a window of it (a
+    slice of whole sticks, strided by the stride) times that tap's weights: one [B*L, C] @ [C, O]
+    matmul per tap, or for a depthwise convolution (groups == C == O, mamba's conv1d) a multiply
+    by the tap's per-channel weight. ``transposed``: w is a transposed convolution's
+    [Cin, Cout/g, *k] (each tap's [Cin/g, Cout/g] block is the matmul's right operand as it is),
+    and tap i takes the weights of k - 1 - i (flipped). The taps are summed in kernel order in the input dtype (torch's fp16 kernels
+    accumulate in fp32, hence the fp16 tolerance). The result is [B, O, *spatial]."""
+    B, C = xl.shape[0], xl.shape[-1]
+    if transposed:
+        Cg, O = w.shape[0] // groups, w.shape[1] * groups
+    else:
+        O, Cg = w.shape[:2]
     k = list(w.shape[2:])
     nd = len(k)
-    if C != Cg * groups or O % groups:
+    if C != Cg * groups or O % groups or (transposed and w.shape[0] != C):
         return NotImplemented
     depthwise = groups == C and O == C and Cg == 1
     if groups != 1 and not depthwise:
         # Grouped: one ungrouped convolution per group, concatenated along the channels.
         og = O // groups
-        parts = [_conv_taps(x[:, g * Cg:(g + 1) * Cg], w[g * og:(g + 1) * og],
-                            None if bias is None else bias[g * og:(g + 1) * og], padding, dilation, 1)
+        wrows = Cg if transposed else og  # w's dim 0: input channels (transposed) or output ones
+        parts = [_conv_taps(xl[..., g * Cg:(g + 1) * Cg], w[g * wrows:(g + 1) * wrows],
+                            None if bias is None else bias[g * og:(g + 1) * og], stride, pads, dilation, 1, transposed)
                  for g in range(groups)]
-        return torch.cat(parts, 1)
-    xl = x.permute(0, *range(2, 2 + nd), 1)                       # [B, *spatial, C]
+        return NotImplemented if any(p is NotImplemented for p in parts) else torch.cat(parts, 1)
     for d in range(nd):
-        if padding[d]:
-            shape = list(xl.shape)
-            shape[1 + d] = padding[d]
-            zeros = torch.zeros(shape, dtype=x.dtype, device=x.device)
-            xl = torch.cat([zeros, xl, zeros], 1 + d)
-    out = [xl.shape[1 + d] - dilation[d] * (k[d] - 1) for d in range(nd)]
-    if any(n <= 0 for n in out):
+        xl = _pad_or_crop(xl, d, *pads[d])
+    span = [xl.shape[1 + d] - dilation[d] * (k[d] - 1) for d in range(nd)]
+    if any(n <= 0 for n in span):
         return NotImplemented  # torch raises its own error for a kernel larger than the input
+    out = [(n - 1) // s + 1 for n, s in zip(span, stride)]
     y = None
     for tap in (tuple(t) for t in _taps(k)):
         win = xl
         for d in range(nd):
             start = tap[d] * dilation[d]
-            win = win.narrow(1 + d, start, out[d])
+            if stride[d] == 1:
+                win = win.narrow(1 + d, start, out[d])
+            else:
+                win = win[(slice(None),) * (1 + d) + (slice(start, start + (out[d] - 1) * stride[d] + 1, stride[d]),)]
+        wt = tuple(k[d] - 1 - tap[d] for d in range(nd)) if transposed else tap
         if depthwise:
-            term = win * w[(slice(None), 0) + tap]                   # [C] broadcast over the sticks
+            term = win * w[(slice(None), 0) + wt]                    # [C] broadcast over the sticks
         else:
-            rows = win.reshape(-1, C) @ w[(slice(None), slice(None)) + tap].t()
+            wk = w[(slice(None), slice(None)) + wt]
+            rows = win.reshape(-1, C) @ (wk if transposed else wk.t())
             term = rows.reshape(B, *out, O)
         y = term if y is None else y + term
     if bias is not None:
         y = y + bias
     return y.permute(0, nd + 1, *range(1, nd + 1))                  # [B, O, *spatial]
+
+
+def _conv_transposed(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, stride: list[int],
+                     padding: list[int], dilation: list[int], output_padding: list[int], groups: int) -> Any:
+    """conv_transpose1d/2d as the stride-1 convolution it is the adjoint of: x upsampled by the
+    stride (s - 1 zero rows after each row but the last: a cat with a zero block on a new dim
+    and a reshape, channels last, at most rank 4), padded by dilation (k - 1) - padding on both
+    sides plus output_padding at the end (cropped where negative), then convolved with the
+    weights [Cin, Cout/g, *k] as they are, taps flipped (``_conv_taps(transposed=True)``)."""
+    k = list(w.shape[2:])
+    nd = len(k)
+    xl = _channels_last(x)
+    for d in range(nd):
+        s = stride[d]
+        if s > 1:
+            shape = list(xl.shape)                       # [B, *spatial, C]
+            n, lead = shape[1 + d], shape[:1 + d]
+            tail = shape[2 + d:]                         # the spatial dims after d, and C
+            rows = xl.reshape(-1, 1, *tail)              # [B .. n, 1, *tail]
+            zeros = torch.zeros([rows.shape[0], s - 1, *tail], dtype=x.dtype, device=x.device)
+            up = torch.cat([rows, zeros], 1)             # [B .. n, s, *tail]
+            xl = up.reshape(*lead, n * s, *tail).narrow(1 + d, 0, (n - 1) * s + 1)
+    pads = [(dilation[d] * (k[d] - 1) - padding[d], dilation[d] * (k[d] - 1) - padding[d] + output_padding[d])
+            for d in range(nd)]
+    return _conv_taps(xl, w, bias, [1] * nd, pads, dilation, groups, transposed=True)
 
 
 def _taps(k: list[int]) -> list[list[int]]:

@@ -27,22 +27,24 @@ def _reduced_dims(x: torch.Tensor, dim: Any) -> list[int]:
     return list(range(x.dim())) if dim is None else [dim] if isinstance(dim, int) else list(dim)
 
 
-@_register(aten.any.default, aten.any.dims, aten.any.dim)
-def _any(x: torch.Tensor, dim: Any = None, keepdim: bool = False) -> Any:
-    """Some element is nonzero: the max of (x != 0) as 1.0 / 0.0 in fp16, then > 0 (float,
-    int and bool x; ``any.all_out`` / ``any.out`` run this and copy)."""
+def _mask_reduce(x: torch.Tensor, dim: Any, keepdim: bool, reduce: Any) -> Any:
+    """reduce (amax: any, amin: all) of (x != 0) as 1.0 / 0.0 in fp16, then > 0 (float, int and
+    bool x; the ``.all_out`` / ``.out`` overloads run this and copy)."""
     if x.dtype not in _CARD_DTYPES:
         return NotImplemented
-    return aten.gt.Scalar(aten.amax.default(_nonzero_ones(x), _reduced_dims(x, dim), keepdim), 0)
+    return aten.gt.Scalar(reduce(_nonzero_ones(x), _reduced_dims(x, dim), keepdim), 0)
+
+
+@_register(aten.any.default, aten.any.dims, aten.any.dim)
+def _any(x: torch.Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """Some element is nonzero."""
+    return _mask_reduce(x, dim, keepdim, aten.amax.default)
 
 
 @_register(aten.all.default, aten.all.dims, aten.all.dim)
 def _all(x: torch.Tensor, dim: Any = None, keepdim: bool = False) -> Any:
-    """Every element is nonzero: the min of (x != 0) as 1.0 / 0.0 in fp16, then > 0 (float,
-    int and bool x; ``all.all_out`` / ``all.out`` run this and copy)."""
-    if x.dtype not in _CARD_DTYPES:
-        return NotImplemented
-    return aten.gt.Scalar(aten.amin.default(_nonzero_ones(x), _reduced_dims(x, dim), keepdim), 0)
+    """Every element is nonzero."""
+    return _mask_reduce(x, dim, keepdim, aten.amin.default)
 
 
 # torch.isin as compares: each element against every test value (an [.., K] block of eq), any

@@ -1,5 +1,5 @@
 """Mixture-of-experts routing as static card work (issue 18): ``topk``, ``sort``, ``histc``,
-integer ``floor_divide``, ``one_hot``, ``index_add``, ``scatter_add`` (eager and compiled) and,
+``one_hot``, ``index_add``, ``scatter_add`` (eager and compiled) and,
 compiled only, 1-d / rank >= 3 ``x[idx]``, 1-d ``x[idx] = v``, grouped matmuls, a small
 ``empty_like`` and ``alias``, decomposed into ops the card runs (compares, ``where``,
 reductions, ``arange``, row gathers and scatters, mm/bmm).
@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import torch
 
+from ._index_check import checked_index, wrapped_index
 from ._registry import registrar
 
 aten = torch.ops.aten
@@ -208,7 +209,9 @@ def _histc(x: torch.Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -> Any:
         span = hi_v - lo_v
         if lo_v.is_integer() and span.is_integer() and span < 1 << 17 and span * bins < 1 << 30:
             # integer bounds: (e - min) * bins // (max - min), exact (elements outside are masked)
-            pos = _floor_divide(aten.mul.Tensor(aten.sub.Tensor(col, int(lo_v)), bins), int(span))
+            from ._decompositions_intdiv import int_floor_divide
+
+            pos = int_floor_divide(aten.mul.Tensor(aten.sub.Tensor(col, int(lo_v)), bins), int(span))
         else:  # bin = #(edges above the first at or below e): bins - 1 compares of a [N, 1] column
             pos = aten.full.default([n, 1], 0, dtype=torch.int32, device=x.device)
             for c in ceil[1:]:
@@ -221,34 +224,15 @@ def _histc(x: torch.Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -> Any:
     return counts if counts.dtype == x.dtype else aten._to_copy.default(counts, dtype=x.dtype)
 
 
-@_register(aten.floor_divide.default, aten.floor_divide.Scalar)
-def _floor_divide(x: torch.Tensor, other: Any) -> Any:
-    """Integer x // c for a Python int c, exact: q = floor(x / c) in fp32, then twice
-    q += floor((x - q c) / c) with the remainder in int32 (exact in fp32 for |c| < 2^17).
-    Floats, tensor divisors and larger c are left to other kernels (NotImplemented)."""
-    if (not isinstance(x, torch.Tensor) or x.dtype not in _INTS or isinstance(other, torch.Tensor)
-            or isinstance(other, bool) or not isinstance(other, int) or other == 0 or abs(other) >= 1 << 17):
-        return NotImplemented
-
-    def fdiv(v: torch.Tensor) -> torch.Tensor:
-        f = aten.floor.default(aten.div.Tensor(aten._to_copy.default(v, dtype=torch.float32), float(other)))
-        return aten._to_copy.default(f, dtype=torch.int32)
-
-    xi = x if x.dtype == torch.int32 else aten._to_copy.default(x, dtype=torch.int32)
-    q = fdiv(xi)
-    for _ in range(2):
-        q = aten.add.Tensor(q, fdiv(aten.sub.Tensor(xi, aten.mul.Tensor(q, other))))
-    return q if x.dtype == torch.int32 else aten._to_copy.default(q, dtype=x.dtype)
-
-
 @_register(aten.one_hot.default)
 def _one_hot(x: torch.Tensor, num_classes: int = -1) -> Any:
     """eq(x[.., None], arange(C)) as int64. num_classes = -1 (C from the data's max: a
-    data-dependent shape) is NotImplemented; an index outside [0, C) gives a zero row (torch
-    raises)."""
+    data-dependent shape) is NotImplemented; an index outside [0, C) is a device fault
+    (``checked_index``; torch raises too)."""
     if x.dtype not in _INTS or num_classes <= 0 or x.numel() * num_classes > BLOCK_LIMIT:
         return NotImplemented
     ar = aten.arange.default(num_classes, dtype=torch.int32, device=x.device)
+    x = checked_index(x, num_classes)
     return aten._to_copy.default(aten.eq.Tensor(aten.unsqueeze.default(x, -1), ar), dtype=torch.int64)
 
 
@@ -257,7 +241,7 @@ def _index_add(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Ten
     """x.index_add(dim, idx, src): x + alpha * (onehot @ src) with onehot[r, i] = (idx[i] == r),
     an [n, m] matrix in x's dtype: a matmul on the PT array (fp32 accumulation, one rounding per
     element; torch adds in x's dtype one source row at a time). fp16/bf16 x; an index outside
-    [0, n) adds nothing (torch raises); n * m up to BLOCK_LIMIT."""
+    [0, n) is a device fault (``checked_index``; torch raises too); n * m up to BLOCK_LIMIT."""
     if (x.dtype not in (torch.float16, torch.bfloat16) or source.dtype != x.dtype or index.dtype not in _INTS
             or index.dim() > 1 or x.dim() == 0 or x.numel() == 0 or index.numel() == 0):
         return NotImplemented
@@ -273,7 +257,7 @@ def _index_add(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Ten
         r *= k
     src = aten.view.default(aten.clone.default(st, memory_format=torch.contiguous_format), [m, r])
     rows = aten.view.default(aten.arange.default(n, dtype=torch.int32, device=x.device), [n, 1])
-    hot = aten.eq.Tensor(rows, aten.view.default(index, [1, m]))
+    hot = aten.eq.Tensor(rows, aten.view.default(checked_index(index, n), [1, m]))
     onehot = aten.where.ScalarOther(hot, aten.full.default([n, m], float(alpha), dtype=x.dtype, device=x.device), 0)
     added = aten.view.default(aten.mm.default(onehot, src), [n] + rest)
     out = aten.add.Tensor(xt, added)
@@ -285,7 +269,7 @@ def _scatter_add(x: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tens
     """out[.., index[i], ..] += src[.., i, ..] along dim, element by element: an [.., n, m, ..]
     one-hot block (index == r) selecting src by where, summed over m (exact for integers; floats
     accumulate in fp32 with one rounding). index and src of one shape equal to x's off dim; an
-    index outside [0, n) adds nothing (torch raises)."""
+    index outside [0, n) is a device fault (``checked_index``; torch raises too)."""
     if (x.dim() == 0 or index.dtype not in _INTS or src.dtype != x.dtype or tuple(index.shape) != tuple(src.shape)
             or index.dim() != x.dim() or not (x.is_floating_point() or x.dtype in _INTS) or index.numel() == 0):
         return NotImplemented
@@ -296,7 +280,7 @@ def _scatter_add(x: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tens
     shape = [1] * (x.dim() + 1)
     shape[d] = n
     rows = aten.view.default(aten.arange.default(n, dtype=torch.int32, device=x.device), shape)  # [.., n, 1, ..]
-    hot = aten.eq.Tensor(aten.unsqueeze.default(index, d), rows)  # [.., n, m, ..]
+    hot = aten.eq.Tensor(aten.unsqueeze.default(checked_index(index, n), d), rows)  # [.., n, m, ..]
     picked = aten.where.ScalarOther(hot, aten.unsqueeze.default(src, d), 0)
     added = aten.sum.dim_IntList(picked, [d + 1])
     if added.dtype != x.dtype:
@@ -319,7 +303,7 @@ def _index_1d(x: Any, indices: Any, ranks: tuple[int, ...] = (1,)) -> Any:
 @_register_compile(aten.index.Tensor)
 def _index(x: torch.Tensor, indices: list) -> Any:
     """x[idx] of a 1-d x or of x of rank >= 3: rows of x viewed as an [n, 1] / [n, R] table (the
-    card's dma.gather, indices bounds-checked on the card; transformers' batched_mm experts
+    card's dma.gather, negative indices counted from the end, then bounds-checked on the card; transformers' batched_mm experts
     gather their [E, 2I, H] weights by expert id). Other forms: the lowering of index.Tensor."""
     i = _index_1d(x, indices, (1, 3))
     if i is None:
@@ -330,14 +314,14 @@ def _index(x: torch.Tensor, indices: list) -> Any:
         r *= k
     table = x if x.is_contiguous() else aten.clone.default(x, memory_format=torch.contiguous_format)
     table = aten.view.default(table, [x.shape[0], r])
-    rows = aten.embedding.default(table, i)
+    rows = aten.embedding.default(table, wrapped_index(i, x.shape[0]))
     return aten.view.default(rows, list(i.shape) + rest)
 
 
 @_register_compile(aten.index_put.default)
 def _index_put(x: torch.Tensor, indices: list, values: torch.Tensor, accumulate: bool = False) -> Any:
     """x[idx] = v of a 1-d x: rows of x viewed as [n, 1] written by the card's dma.scatter
-    (index_copy; indices bounds-checked on the card). Other forms: the index_put lowering."""
+    (index_copy; negative indices counted from the end, then bounds-checked on the card). Other forms: the index_put lowering."""
     i = _index_1d(x, indices)
     if i is None or accumulate or i.dim() != 1 or values.dtype != x.dtype or values.dim() > 1:
         return NotImplemented
@@ -345,7 +329,7 @@ def _index_put(x: torch.Tensor, indices: list, values: torch.Tensor, accumulate:
     if values.dim() == 0 or values.shape[0] != m:
         values = aten.expand.default(values, [m])
     src = aten.view.default(aten.clone.default(values, memory_format=torch.contiguous_format), [m, 1])
-    out = aten.index_copy.default(aten.view.default(x, [x.shape[0], 1]), 0, i, src)
+    out = aten.index_copy.default(aten.view.default(x, [x.shape[0], 1]), 0, wrapped_index(i, x.shape[0]), src)
     return aten.view.default(out, [x.shape[0]])
 
 

@@ -28,7 +28,7 @@ from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from . import _config, _device_rules, _empty, _fallback
 from ._decompositions import DECOMPOSITIONS
-from ._errors import Unsupported
+from ._errors import Unsupported, typed_device_faults
 from ._lowering import (Env, Lowered, RuntimeScalar, bind_arguments, check_text, is_lowerable, lower, lowerable_ops,
                         single_node_text, type_text)
 from ._lru import LruCache
@@ -148,7 +148,8 @@ def _run_lowered(op: Any, args: tuple, kwargs: dict) -> Any:
         return NotImplemented, compiled
     with _lock:
         eager_stats.spyre_calls += 1
-    return compiled.run(list(operands), scalars)[0], ""
+    with typed_device_faults():
+        return compiled.run(list(operands), scalars)[0], ""
 
 
 def _checked_empty_result(op: Any, args: tuple, kwargs: dict) -> Any:

@@ -260,9 +260,20 @@ def _ones(env: Env, b: dict) -> Lowered:
 _INDEX_DTYPES = (torch.int32, torch.int64)
 
 
-def _rows_of(env: Env, table: Any, index: Any, what: str) -> Lowered:
+def _wrap(L: Lowered, index: Any, dtype: torch.dtype, n: int) -> Any:
+    """Negative indices counted from the end (torch's advanced indexing): where(i < 0, i + n, i);
+    an index still outside [0, n) is left to the gather or scatter to fault on."""
+    neg = L.add("lt", [index], scalar=0)
+    L.dtypes[neg.index] = torch.bool
+    w = L.add("where", [neg, L.add("add", [index], scalar=n), index])
+    L.dtypes[w.index] = dtype
+    return w
+
+
+def _rows_of(env: Env, table: Any, index: Any, what: str, wrap: bool = False) -> Lowered:
     """table[index]: rows of a 2-d table by an int32/int64 index tensor of rank 1 or 2 (the
-    frontend's ``embedding``: the card's dma.gather; an out-of-range index is a device error)."""
+    frontend's ``embedding``: the card's dma.gather; an out-of-range index is a device error).
+    ``wrap``: negative indices count from the end first (advanced indexing)."""
     t, i = env.tensor(table), env.tensor(index)
     if t is None or not _is_operand(env, table) or len(t[0]) != 2:
         raise Unsupported(f"{what} of {_describe(env, table)} (a 2-d table)")
@@ -270,7 +281,7 @@ def _rows_of(env: Env, table: Any, index: Any, what: str) -> Lowered:
         raise Unsupported(f"{what} by {_describe(env, index)}" + (f" of {i[1]}" if i else "")
                           + " (int32/int64 indices of rank 1 or 2)")
     L = Lowered()
-    L.add("embedding", [table, index])
+    L.add("embedding", [table, _wrap(L, index, i[1], t[0][0]) if wrap else index])
     return L
 
 
@@ -295,20 +306,22 @@ def _index_select(env: Env, b: dict) -> Lowered:
 
 @_reg(aten.index.Tensor)
 def _index(env: Env, b: dict) -> Lowered:
-    """x[idx] with one integer index tensor on dim 0 of a 2-d x (advanced indexing)."""
+    """x[idx] with one integer index tensor on dim 0 of a 2-d x (advanced indexing: negative
+    indices count from the end, as torch)."""
     indices = list(b["indices"])
     if len(indices) != 1 or indices[0] is None:
         raise Unsupported(f"index with {len(indices)} index tensors (one, on dim 0)")
     i = env.tensor(indices[0])
     if i is not None and i[1] not in _INDEX_DTYPES:
         raise Unsupported(f"index by a {i[1]} tensor (boolean masks are not supported)")
-    return _rows_of(env, b["self"], indices[0], "index")
+    return _rows_of(env, b["self"], indices[0], "index", wrap=True)
 
 
-def _rows_into(env: Env, x: Any, dim: int, index: Any, source: Any, what: str) -> Lowered:
+def _rows_into(env: Env, x: Any, dim: int, index: Any, source: Any, what: str, wrap: bool = False) -> Lowered:
     """x with source's rows written at index along dim (the frontend's ``index_copy``: the card's
     dma.scatter; an out-of-range index is a device error). dim is the second-to-last dim: the
-    rows are whole last-dim sticks (a static KV cache's ``index_copy_(2, pos, k)``)."""
+    rows are whole last-dim sticks (a static KV cache's ``index_copy_(2, pos, k)``). ``wrap``:
+    negative indices count from the end first (``index_put``; index_copy raises for them)."""
     shape, dim = _shape_and_dim(env, x, dim, what)
     if not _is_operand(env, x) or len(shape) < 2 or dim != len(shape) - 2:
         raise Unsupported(f"{what} along dim {dim} of {_describe(env, x)} (the second-to-last dim of a "
@@ -323,7 +336,7 @@ def _rows_into(env: Env, x: Any, dim: int, index: Any, source: Any, what: str) -
         raise Unsupported(f"{what} of {_describe(env, source)}" + (f" {s[1]}" if s else "")
                           + f" (a {env.tensor(x)[1]} source of shape {expect})")
     L = Lowered()
-    L.add("index_copy", [x, index, source])
+    L.add("index_copy", [x, _wrap(L, index, i[1], shape[dim]) if wrap else index, source])
     return L
 
 
@@ -348,4 +361,4 @@ def _index_put(env: Env, b: dict) -> Lowered:
     i = env.tensor(indices[d])
     if i is not None and i[1] not in _INDEX_DTYPES:
         raise Unsupported(f"index_put by a {i[1]} tensor (boolean masks are not supported)")
-    return _rows_into(env, b["self"], d, indices[d], b["values"], "index_put")
+    return _rows_into(env, b["self"], d, indices[d], b["values"], "index_put", wrap=True)

@@ -1,8 +1,9 @@
 """Convolutions on the card: those whose stride is their kernel (ViT patch embeddings, 1x1
-convolutions) as im2col (rank-4 permutes and reshapes) + one matmul; stride-1 convolutions with
-any padding, dilation and groups, 1-d or 2-d, as a sum over the kernel's taps, channels last
-(a matmul per tap, or a per-channel multiply for depthwise ones). Other strides and transposed
-convolutions fall back."""
+convolutions) as im2col (rank-4 permutes and reshapes) + one matmul; others with any stride,
+padding, dilation and groups, 1-d or 2-d, as a sum over the kernel's taps, channels last (a
+matmul per tap, or a per-channel multiply for depthwise ones; strided windows for a stride);
+transposed ones as the stride-1 convolution of the zero-upsampled input with flipped taps.
+3-d convolutions fall back."""
 
 from __future__ import annotations
 
@@ -92,9 +93,47 @@ def test_nn_conv1d_module_compiles_to_one_partition():
     torch.testing.assert_close(got, expected, atol=0.1, rtol=0.1)
 
 
-def test_other_strides_fall_back_and_stay_correct():
-    x = _dl16(cached_randn((1, 4, 9, 9), key="pad"))
-    w = _dl16(cached_randn((8, 4, 3, 3), key="pad-w", scale=0.2))
+def _conv_case(f, name, x_shape, w_shape, kw, out_channels):
+    x = _dl16(cached_randn(x_shape, key="cs-x" + name))
+    fan = w_shape[1] * w_shape[2] * (w_shape[3] if len(w_shape) > 3 else 1)
+    w = _dl16(cached_randn(w_shape, key="cs-w" + name, scale=fan ** -0.5))
+    b = _dl16(cached_randn((out_channels,), key="cs-b" + name))
+    compare_with_cpu(lambda x, w, b: f(x, w, b, **kw), x, w, b, on_spyre=True)
+
+
+@pytest.mark.parametrize("name,f,x_shape,w_shape,kw", [
+    ("whisper stem conv2", F.conv1d, (1, 64, 100), (64, 64, 3), dict(stride=2, padding=1)),
+    ("conv1d stride 3 dilated", F.conv1d, (2, 16, 41), (8, 16, 4), dict(stride=3, padding=2, dilation=2)),
+    ("resnet downsample", F.conv2d, (1, 8, 9, 9), (16, 8, 3, 3), dict(stride=2, padding=1)),
+    ("strides (2, 3)", F.conv2d, (2, 4, 11, 13), (8, 4, 3, 2), dict(stride=(2, 3), padding=(1, 2), dilation=(2, 1))),
+    ("depthwise stride 2", F.conv2d, (1, 16, 10, 10), (16, 1, 3, 3), dict(stride=2, padding=1, groups=16)),
+    ("grouped stride 2", F.conv2d, (1, 8, 10, 10), (8, 4, 3, 3), dict(stride=2, padding=1, groups=2)),
+    ("patches with padding", F.conv2d, (1, 3, 32, 32), (16, 3, 4, 4), dict(stride=4, padding=2)),
+])
+def test_strided_convolutions_run_on_the_card(name, f, x_shape, w_shape, kw, monkeypatch):
+    monkeypatch.setenv("SPYRE_STRICT", "1")
+    _conv_case(f, name, x_shape, w_shape, kw, w_shape[0])
+
+
+@pytest.mark.parametrize("name,f,x_shape,w_shape,kw", [
+    ("1d stride 2", F.conv_transpose1d, (1, 16, 20), (16, 8, 4), dict(stride=2, padding=1)),
+    ("1d output_padding dilation", F.conv_transpose1d, (2, 16, 13), (16, 8, 3),
+     dict(stride=3, padding=2, output_padding=1, dilation=2)),
+    ("1d padding past the kernel", F.conv_transpose1d, (1, 8, 12), (8, 8, 3), dict(stride=2, padding=3)),
+    ("2d stride 2", F.conv_transpose2d, (1, 8, 6, 7), (8, 4, 3, 3), dict(stride=2, padding=1, output_padding=1)),
+    ("2d groups", F.conv_transpose2d, (1, 8, 6, 5), (8, 3, 2, 3), dict(stride=(2, 1), padding=(0, 1), groups=2)),
+    ("2d depthwise", F.conv_transpose2d, (1, 8, 5, 5), (8, 1, 3, 3), dict(stride=2, groups=8)),
+    ("2d stride 1", F.conv_transpose2d, (1, 8, 5, 5), (8, 4, 3, 3), {}),
+    ("2d upsampling 2x2", F.conv_transpose2d, (2, 16, 4, 4), (16, 8, 2, 2), dict(stride=2)),
+])
+def test_transposed_convolutions_run_on_the_card(name, f, x_shape, w_shape, kw, monkeypatch):
+    monkeypatch.setenv("SPYRE_STRICT", "1")
+    _conv_case(f, name, x_shape, w_shape, kw, w_shape[1] * kw.get("groups", 1))
+
+
+def test_conv3d_falls_back_and_stays_correct():
+    x = _dl16(cached_randn((1, 4, 5, 5, 5), key="c3"))
+    w = _dl16(cached_randn((8, 4, 3, 3, 3), key="c3-w", scale=0.1))
     with pytest.warns(FallbackWarning, match="convolution"):
-        got = F.conv2d(x.to("spyre"), w.to("spyre"), padding=1, stride=2).cpu()
-    torch.testing.assert_close(got, F.conv2d(x, w, padding=1, stride=2), atol=0.1, rtol=0.1)
+        got = F.conv3d(x.to("spyre"), w.to("spyre"), padding=1, stride=2).cpu()
+    torch.testing.assert_close(got, F.conv3d(x, w, padding=1, stride=2), atol=0.1, rtol=0.1)

@@ -47,16 +47,22 @@ def _relerr(got: torch.Tensor, ref: torch.Tensor) -> float:
     return ((got.float() - ref).abs().max() / ref.abs().max()).item()
 
 
-@pytest.mark.parametrize("name", list(DECODERS))
-def test_decoder_runs_entirely_on_the_card(name, monkeypatch):
-    torch.manual_seed(0)
-    model = _prepare(DECODERS[name]())
-    ids = torch.randint(3, V, (1, S))
+def _check_on_card(model: torch.nn.Module, monkeypatch, ids: torch.Tensor) -> None:
+    """The model's logits for ids in fp32 on the CPU and compiled in fp16 on the card (strict):
+    relative max error < 5 %, the argmax agreeing at >= 90 % of the positions."""
     with torch.no_grad():
         ref = model(input_ids=ids).logits.float()
         got = _compiled_on_spyre(model, monkeypatch)(input_ids=ids.to("spyre")).logits.cpu()
     assert _relerr(got, ref) < 0.05
     assert (got.argmax(-1) == ref.argmax(-1)).float().mean().item() >= 0.9
+
+
+@pytest.mark.parametrize("name", list(DECODERS))
+def test_decoder_runs_entirely_on_the_card(name, monkeypatch):
+    torch.manual_seed(0)
+    model = _prepare(DECODERS[name]())
+    ids = torch.randint(3, V, (1, S))
+    _check_on_card(model, monkeypatch, ids)
 
 
 def test_vit_runs_entirely_on_the_card(monkeypatch):
@@ -133,11 +139,7 @@ def test_roberta_runs_entirely_on_the_card(monkeypatch):
         pad_token_id=1, bos_token_id=0, eos_token_id=2, max_position_embeddings=S + 2)))
     ids = torch.randint(3, V, (1, S))
     ids[0, -5:] = 1  # padding at the end keeps position padding_idx
-    with torch.no_grad():
-        ref = model(input_ids=ids).logits.float()
-        got = _compiled_on_spyre(model, monkeypatch)(input_ids=ids.to("spyre")).logits.cpu()
-    assert _relerr(got, ref) < 0.05
-    assert (got.argmax(-1) == ref.argmax(-1)).float().mean().item() >= 0.9
+    _check_on_card(model, monkeypatch, ids)
 
 
 def test_bert_runs_entirely_on_the_card(monkeypatch):
@@ -148,11 +150,7 @@ def test_bert_runs_entirely_on_the_card(monkeypatch):
         vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=4, intermediate_size=512,
         pad_token_id=0)))
     ids = torch.randint(3, V, (1, S))
-    with torch.no_grad():
-        ref = model(input_ids=ids).logits.float()
-        got = _compiled_on_spyre(model, monkeypatch)(input_ids=ids.to("spyre")).logits.cpu()
-    assert _relerr(got, ref) < 0.05
-    assert (got.argmax(-1) == ref.argmax(-1)).float().mean().item() >= 0.9
+    _check_on_card(model, monkeypatch, ids)
 
 
 def _moes():
@@ -190,9 +188,5 @@ def test_moe_runs_entirely_on_the_card(name, experts, monkeypatch):
             if pname.endswith(("router.weight", "mlp.gate.weight")):
                 p.mul_(10)
     ids = torch.randint(3, V, (1, S))
-    with torch.no_grad():
-        ref = model(input_ids=ids).logits.float()
-        got = _compiled_on_spyre(model, monkeypatch)(input_ids=ids.to("spyre")).logits.cpu()
+    _check_on_card(model, monkeypatch, ids)
     assert _compile.compile_stats.partitions == 1  # one compiled graph: no view between kernels
-    assert _relerr(got, ref) < 0.05
-    assert (got.argmax(-1) == ref.argmax(-1)).float().mean().item() >= 0.9
