@@ -1,6 +1,7 @@
-"""Convolution decompositions (registered into ``_decompositions.DECOMPOSITIONS`` on import;
-they serve compiled graphs and eager kernels alike): the patch form (stride = kernel), the sum
-over the kernel's taps (any stride, padding, dilation, groups) and transposed convolutions."""
+"""Convolution and max-pooling decompositions (registered into ``_decompositions.DECOMPOSITIONS``
+on import; they serve compiled graphs and eager kernels alike): the patch form (stride =
+kernel), the sum over the kernel's taps (any stride, padding, dilation, groups), transposed
+convolutions, and max_pool2d as a running maximum over the same strided tap windows."""
 
 from __future__ import annotations
 
@@ -160,3 +161,71 @@ def _taps(k: list[int]) -> list[list[int]]:
     for n in k:
         taps = [t + [i] for t in taps for i in range(n)]
     return taps
+
+
+def _pad_with(xl: torch.Tensor, d: int, lo: int, hi: int, value: float) -> torch.Tensor:
+    """Spatial dim d of a channels-last tensor with lo / hi rows of `value` added."""
+    parts = []
+    for k in (lo, None, hi):
+        if k is None:
+            parts.append(xl)
+        elif k:
+            shape = list(xl.shape)
+            shape[1 + d] = k
+            parts.append(torch.full(shape, value, dtype=xl.dtype, device=xl.device))
+    return torch.cat(parts, 1 + d) if len(parts) > 1 else xl
+
+
+def _pool_out(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    """torch's pooling output size (ceil_mode: the last window must start inside the input or
+    its left padding)."""
+    span = n + 2 * p - d * (k - 1) - 1
+    o = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (o - 1) * s >= n + p:
+        o -= 1
+    return o
+
+
+@_register(aten.max_pool2d_with_indices.default)
+def _max_pool2d_with_indices(x: torch.Tensor, kernel_size: Sequence[int], stride: Sequence[int] = (),
+                             padding: Sequence[int] = (0,), dilation: Sequence[int] = (1,),
+                             ceil_mode: bool = False) -> Any:
+    """max_pool2d as a running maximum over the kernel's taps (ResNet's stem): x channels last,
+    padded with -inf, each tap a strided window as in _conv_taps; a tap replaces the maximum
+    where it is larger or NaN (torch's rule: the first maximum wins, NaN propagates), and its
+    flat input index (row * W + col) replaces the index there. Returns (values, int64 indices)."""
+    if x.dim() not in (3, 4) or x.dtype not in (torch.float16, torch.bfloat16, torch.float32) or x.numel() == 0:
+        return NotImplemented
+    two = lambda v, dflt: [int(v[0]), int(v[-1])] if len(v) else dflt  # noqa: E731
+    k = two(kernel_size, None)
+    s, p, dl = two(stride, k), two(padding, [0, 0]), two(dilation, [1, 1])
+    batched = x if x.dim() == 4 else x.unsqueeze(0)
+    H, W = batched.shape[2], batched.shape[3]
+    out = [_pool_out(n, k[i], s[i], p[i], dl[i], ceil_mode) for i, n in enumerate((H, W))]
+    if any(o <= 0 for o in out) or any(pp > kk // 2 for pp, kk in zip(p, k)):
+        return NotImplemented  # torch raises its own error
+    xl = _channels_last(batched)
+    for d in range(2):
+        need = (out[d] - 1) * s[d] + dl[d] * (k[d] - 1) + 1  # padded extent the windows reach
+        n = xl.shape[1 + d]
+        xl = _pad_with(xl, d, p[d], max(0, need - n - p[d]), float("-inf"))
+    best = idx = None
+    for i, j in ((i, j) for i in range(k[0]) for j in range(k[1])):
+        win = xl
+        for d, t in enumerate((i, j)):
+            start = t * dl[d]
+            win = win[(slice(None),) * (1 + d) + (slice(start, start + (out[d] - 1) * s[d] + 1, s[d]),)]
+        rows = torch.arange(out[0], dtype=torch.int32, device=x.device) * s[0] + (i * dl[0] - p[0])
+        cols = torch.arange(out[1], dtype=torch.int32, device=x.device) * s[1] + (j * dl[1] - p[1])
+        flat = (rows.view(-1, 1) * W + cols.view(1, -1)).view(1, out[0], out[1], 1)
+        if best is None:
+            best, idx = win, flat.expand(win.shape)
+            continue
+        take = (win > best) | (win != win)
+        best = torch.where(take, win, best)
+        idx = torch.where(take, flat, idx)
+    values = best.permute(0, 3, 1, 2)
+    indices = idx.permute(0, 3, 1, 2).to(torch.int64)
+    if x.dim() == 3:
+        values, indices = values.squeeze(0), indices.squeeze(0)
+    return values, indices

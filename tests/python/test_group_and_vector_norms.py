@@ -76,3 +76,34 @@ def test_normalize_as_clip_does(monkeypatch):
     fn = lambda t: t / t.norm(dim=-1, keepdim=True)  # noqa: E731
     got = _strict_compiled(fn, x, monkeypatch=monkeypatch)
     torch.testing.assert_close(got.float(), fn(x.float()), atol=0.1, rtol=0.1)
+
+
+def test_batch_norm_in_eval_mode(monkeypatch):
+    monkeypatch.setenv("SPYRE_STRICT", "1")
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm2d(8).eval()
+    with torch.no_grad():
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-0.5, 0.5)
+    x = cached_randn((2, 8, 6, 6), key="bn")
+    with torch.no_grad():
+        ref = bn(x.float())
+        m = bn.half().to("spyre")
+        torch._dynamo.reset()
+        got = torch.compile(m, dynamic=False)(x.to("spyre")).cpu()
+        eager = m(x.to("spyre")).cpu()
+    torch.testing.assert_close(got.float(), ref, atol=0.1, rtol=0.1)
+    torch.testing.assert_close(eager.float(), ref, atol=0.1, rtol=0.1)
+
+
+def test_weight_norm_over_a_large_conv_weight(monkeypatch):
+    # wav2vec2's positional conv: weight_norm(dim=2) of a [256, 64, 16] weight; its norm reduces
+    # [256, 64] per tap, one dim at a time (one reduction's rows would not fit LX).
+    monkeypatch.setenv("SPYRE_STRICT", "1")
+    v = cached_randn((256, 64, 16), key="wn-v")
+    g = cached_randn((1, 1, 16), key="wn-g")
+    fn = lambda v_, g_: torch._weight_norm(v_, g_, 2)  # noqa: E731
+    got = _strict_compiled(fn, v, g, monkeypatch=monkeypatch)
+    torch.testing.assert_close(got.float(), fn(v.float(), g.float()), atol=0.1, rtol=0.1)
