@@ -374,6 +374,15 @@ def _std_correction(x: torch.Tensor, dim: Sequence[int] | None = None, *, correc
     return torch.sqrt(_var(x, dim, correction, keepdim))
 
 
+@_register(aten.stack.default)
+def _stack(tensors: Sequence[torch.Tensor], dim: int = 0) -> Any:
+    """stack as a cat of the tensors unsqueezed at dim (GPT-J's rotary, mamba's scan states)."""
+    if not tensors or any(t.shape != tensors[0].shape for t in tensors):
+        return NotImplemented  # torch raises its own error
+    d = dim % (tensors[0].dim() + 1)
+    return aten.cat.default([aten.unsqueeze.default(t, d) for t in tensors], d)
+
+
 # Compile-only decompositions: view ops that return several views become slices, which
 # compiled graphs materialise on the card (``slice`` SuperDSCs). Eager mode keeps them views.
 COMPILE_DECOMPOSITIONS: dict[Any, Callable] = {}
