@@ -9,6 +9,7 @@
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -29,6 +30,8 @@ thread_local c10::StreamId tCurrent = 0;
 constexpr size_t kPoolSize = 4; // streams per priority class in the global pool
 std::array<c10::StreamId, kPoolSize> gPool[2] = {};
 size_t gPoolNext[2] = {0, 0};
+std::array<c10::StreamId, kHostComputeStreams> gHostCompute = {}; // made together on first use
+size_t gHostComputeNext = 0;
 
 c10::StreamId newStreamLocked(int priority) {
   const c10::StreamId id = gNextId++;
@@ -149,6 +152,21 @@ c10::StreamId poolStreamId(int priority) {
     slot = newStreamLocked(cls ? -1 : 0);
   gPoolNext[cls] = (gPoolNext[cls] + 1) % kPoolSize;
   return slot;
+}
+
+c10::StreamId hostComputeStreamId() {
+  std::lock_guard<std::mutex> lock(gStreamsMu);
+  if (gHostCompute[0] == 0)
+    for (c10::StreamId &id : gHostCompute)
+      id = newStreamLocked(0);
+  const c10::StreamId id = gHostCompute[gHostComputeNext];
+  gHostComputeNext = (gHostComputeNext + 1) % kHostComputeStreams;
+  return id;
+}
+
+bool isHostComputeStreamId(c10::StreamId id) {
+  std::lock_guard<std::mutex> lock(gStreamsMu);
+  return id != 0 && std::find(gHostCompute.begin(), gHostCompute.end(), id) != gHostCompute.end();
 }
 
 int streamPriority(c10::StreamId id) {

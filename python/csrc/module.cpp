@@ -248,6 +248,44 @@ c10::Stream spyreStream(c10::StreamId id, int device) {
                      c10::Device(at::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)), id);
 }
 
+/// torch-spyre's stream handle (_SpyreStreamBase), which its host_compute_stream returns: id(),
+/// priority(), device(), query() and synchronize() as methods, and .stream, the torch.Stream.
+struct StreamHandle {
+  c10::Stream stream;
+};
+
+void bindStreamHandle(::py::module_ &m) {
+  ::py::class_<StreamHandle>(m, "_SpyreStreamBase")
+      .def("id", [](const StreamHandle &h) { return h.stream.id(); }, "The stream id")
+      .def("priority", wrap(+[](const StreamHandle &h) { return streamPriority(h.stream.id()); }),
+           "The stream priority")
+      .def("device", [](const StreamHandle &h) { return h.stream.device(); }, "The stream's device")
+      .def("query", [](const StreamHandle &) { return true; },
+           "Whether the stream's work is complete: always, as work completes when issued")
+      .def("synchronize", [](const StreamHandle &) {},
+           "Waits for the stream's work: returns at once, as work completes when issued")
+      .def_property_readonly("stream", [](const StreamHandle &h) { return h.stream; },
+                             "The torch.Stream (usable with torch.spyre.stream)")
+      .def("__eq__", [](const StreamHandle &a, const StreamHandle &b) { return a.stream == b.stream; })
+      .def("__hash__", [](const StreamHandle &h) { return std::hash<c10::Stream>{}(h.stream); })
+      .def("__repr__", [](const StreamHandle &h) {
+        return "<torch_spyre.Stream device=" + std::to_string(h.stream.device_index()) +
+               " id=" + std::to_string(h.stream.id()) + ">";
+      });
+  m.def("host_compute_stream",
+        wrap(+[](::py::object d) { return StreamHandle{spyreStream(hostComputeStreamId(), deviceArg(d))}; }),
+        ::py::arg("device") = ::py::none(),
+        "The next of the device's host compute streams (round-robin over a fixed set)");
+  m.def("host_compute_stream_by_id",
+        wrap(+[](c10::StreamId id, ::py::object d) {
+          if (!isHostComputeStreamId(id))
+            throw Error("stream id " + std::to_string(id) +
+                        " is not a host compute stream (host_compute_stream(device) hands them out)");
+          return StreamHandle{spyreStream(id, deviceArg(d))};
+        }),
+        ::py::arg("id"), ::py::arg("device") = ::py::none(), "The host compute stream with this id");
+}
+
 void bindRuntime(::py::module_ &m) {
   // Lazy initialisation: the card (its DDR) comes up on first use or start_runtime().
   m.def("start_runtime", [] { withTorchErrors([] { startRuntime(); }); });
@@ -335,5 +373,6 @@ PYBIND11_MODULE(_C, m) {
   spyre::py::bindLayout(m);
   spyre::py::bindDevice(m);
   spyre::py::bindRuntime(m);
+  spyre::py::bindStreamHandle(m);
   spyre::py::registerCompileBindings(m);
 }

@@ -82,6 +82,11 @@ c10::StreamId currentStreamId();               // this thread's current stream
 c10::StreamId exchangeStreamId(c10::StreamId id); // makes id current, returns the previous one
 c10::StreamId newStreamId(int priority);
 c10::StreamId poolStreamId(int priority);      // round-robin over a small pool per priority class
+/// torch-spyre's host-compute streams (its S_prep streams, for host-side preparation work):
+/// a fixed set of kHostComputeStreams ordinary streams, handed out round-robin.
+constexpr size_t kHostComputeStreams = 4;
+c10::StreamId hostComputeStreamId();
+bool isHostComputeStreamId(c10::StreamId id);
 int streamPriority(c10::StreamId id);          // throws c10::Error for an unknown id
 
 /// Seeds the spyre default generator (torch.spyre.manual_seed_all).

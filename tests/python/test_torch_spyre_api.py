@@ -18,6 +18,7 @@ import torch_spyre
 from torch_spyre import _C
 
 SPYRE = "spyre"
+_HOST_STREAMS = 4  # kHostComputeStreams in python/csrc/spyre_device.h
 
 
 # ---- device state and lazy initialisation -----------------------------------------------------
@@ -141,6 +142,29 @@ def test_unknown_stream_ids_are_rejected():
         s.query()
     with pytest.raises(RuntimeError, match="unknown spyre stream id"):
         torch.spyre.set_stream(s)
+
+
+def test_host_compute_streams_round_robin_over_a_fixed_set():
+    dev = torch.device(SPYRE)
+    first = _C.host_compute_stream(dev)
+    ids = [first.id()] + [_C.host_compute_stream(dev).id() for _ in range(2 * _HOST_STREAMS - 1)]
+    assert len(set(ids)) == _HOST_STREAMS and ids[:_HOST_STREAMS] == ids[_HOST_STREAMS:]
+    assert 0 not in ids  # none is the default stream
+    again = _C.host_compute_stream_by_id(ids[1], dev)
+    assert again.id() == ids[1] and again == _C.host_compute_stream_by_id(ids[1], 0)
+    assert again.priority() == 0 and again.device() == torch.device(SPYRE, 0)
+    assert again.query() and again.synchronize() is None
+    assert repr(again) == f"<torch_spyre.Stream device=0 id={ids[1]}>"
+    x = torch.randn(8, 64, dtype=torch.float16)
+    with torch.spyre.stream(again.stream):  # a real stream: it can be made current
+        assert torch.spyre.current_stream().id == ids[1]
+        y = x.to(SPYRE) * 3
+    torch.testing.assert_close(y.cpu(), x * 3, atol=0.1, rtol=0.1)
+    with pytest.raises(RuntimeError, match="stream id 0 is not a host compute stream"):
+        _C.host_compute_stream_by_id(0, dev)
+    with pytest.raises(RuntimeError, match="expected a spyre device"):
+        _C.host_compute_stream(torch.device("cpu"))
+
 
 
 # ---- allocator statistics ---------------------------------------------------------------------
