@@ -107,4 +107,20 @@ struct PointwisePlan {
 /// Fills the operand part of p for a fused SuperDSC (backend_fused.cpp).
 void checkFusedOperands(const SuperDsc &s, PointwisePlan &p);
 
+// The plan steps (backend_pointwise_plan.cpp), in the order compilePointwise runs them.
+/// constantInfo_ entry `name` (dflt when absent; an error naming it when required).
+double constant(const SuperDsc &s, const std::string &name, double dflt, bool required);
+/// The launch scalar argument behind constant `name`, or -1 for a compile-time value.
+int constantArg(const SuperDsc &s, const std::string &name);
+/// Checks a single pointwise op against its row of opfuncs.def; fills the op and operand part.
+void checkOperands(const SuperDsc &s, PointwisePlan &p);
+/// An operand view starting inside a stick: the op is a lane-moving copy (backend_data.cpp).
+bool movesLanes(const SuperDsc &s, const PointwisePlan &p);
+/// Per-core slices (the walk covers core `rep`'s lengths), start-address checks, LX-resident strides.
+void planSlices(const SuperDsc &s, PointwisePlan &p, int rep = 0);
+/// The blocking of the sweep (c0, chunk, double buffering) within the staging LX.
+void planBlocking(const SuperDsc &s, const BackendOptions &opts, PointwisePlan &p);
+/// The LX layout of the blocks, their LX strides and which of them move asynchronously.
+void planLx(const SuperDsc &s, PointwisePlan &p);
+
 } // namespace spyre::backend::detail
