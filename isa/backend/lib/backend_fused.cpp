@@ -5,8 +5,9 @@
 // its format (semantics.h roundTo), which is exactly what a store and a reload would give, so
 // the fused kernel computes the unfused chain's values bit for bit.
 //
-// FusedOps (fused_body.h) holds the steps of a body: the tensors, the operands, an op's
-// format, constants, instruction and stores.
+// FusedOps (fused_body.h) holds the steps of a body, shared with the row-fused walk
+// (backend_row_fused.cpp): the tensors, the operands, an op's format, constants, instruction
+// and stores.
 #include "fused_body.h"
 #include "lowerings.h"
 

@@ -42,6 +42,7 @@ private:
   void emitClip(int x);
   void computeStick();
   void innerLoops(size_t jj);
+  void rowPasses(size_t jj);
   void computeBlock();
   void block(bool first, bool last);
   void sweep();
@@ -96,6 +97,8 @@ void PointwiseEmitter::emitConstants() {
       pb_.emit(vbcast(c.fmt, c.reg, c.value));
     }
   }
+  for (const Instr &in : p_.rowSetup)
+    pb_.emit(in);
 }
 
 /// vd = launch scalar argument `index` in every lane, rounded to the compute format: one `ld`
@@ -194,7 +197,49 @@ void PointwiseEmitter::computeStick() {
   pb_.emit(vst(p_.out.fmt, result, 10 + p_.nt() - 1));
 }
 
+/// A row-fused kernel's row (the stick dim jj = J - 1, whole in the block): each pass is a
+/// loop over its sticks between the pass's prelude / init and finish; the last stick of a row
+/// that is partly filled runs the masked body when the pass reduces.
+void PointwiseEmitter::rowPasses(size_t jj) {
+  const int64_t n = jj == p_.c0 ? p_.chunk : p_.len[jj];
+  auto emitAll = [&](const std::vector<Instr> &v) {
+    for (const Instr &in : v)
+      pb_.emit(in);
+  };
+  for (const PointwisePlan::RowPass &rp : p_.rowPasses) {
+    // Only the tensors this pass loads or stores step along the row.
+    std::vector<std::pair<int, int64_t>> adv;
+    for (int i = 0; i < p_.nt(); ++i) {
+      bool used = false;
+      for (const auto *v : {&rp.body, &rp.lastBody})
+        for (const Instr &in : *v)
+          used = used || in.lx.base == 10 + i;
+      if (used)
+        adv.push_back({10 + i, p_.lxStride[i][jj]});
+    }
+    emitAll(rp.prelude);
+    emitAll(rp.init);
+    if (rp.lastBody.empty()) {
+      pb_.loop(n, adv, [&] { emitAll(rp.body); });
+    } else {
+      pb_.loop(n - 1, adv, [&] { emitAll(rp.body); });
+      for (auto [r, step] : adv)
+        if (step && n > 1)
+          pb_.emit(addi(r, r, (n - 1) * step));
+      emitAll(rp.lastBody);
+      for (auto [r, step] : adv)
+        if (step && n > 1)
+          pb_.emit(addi(r, r, -(n - 1) * step));
+    }
+    emitAll(rp.finish);
+  }
+}
+
 void PointwiseEmitter::innerLoops(size_t jj) {
+  if (p_.rowFused() && jj + 1 == p_.J) {
+    rowPasses(jj);
+    return;
+  }
   if (jj == p_.J) {
     computeStick();
     return;
@@ -315,8 +360,11 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
     return compileTranspose(s, opts);
   // A fused kernel (superdsc.md §6.9) is one walk of its ops; the plan checks them as a chain.
   const bool fused = s.isFused();
+  const bool rowFused = fused && isRowFused(s);
   auto check = [&](PointwisePlan &q) {
-    if (fused)
+    if (rowFused)
+      checkRowFusedOperands(s, q);
+    else if (fused)
       checkFusedOperands(s, q);
     else
       checkOperands(s, q);

@@ -165,7 +165,7 @@ void planSlices(const SuperDsc &s, PointwisePlan &p, int rep) {
   for (auto &in : p.ins)
     if (!in.isConst)
       p.tensors.push_back(&in.g);
-  p.tensors.push_back(&p.out);
+  p.tensors.push_back(p.rowFused() ? &p.outTensor : &p.out);
   for (const TensorGeom &g : p.moreOuts)
     p.tensors.push_back(&g);
   for (const TensorGeom *g : p.tensors) {
@@ -215,9 +215,14 @@ void planBlocking(const SuperDsc &s, const BackendOptions &opts, PointwisePlan &
   };
   p.c0 = 0;
   p.chunk = p.len[0];
+  // A row-fused kernel walks whole rows: its stick dim (the last) is never chunked.
   auto choose = [&](bool dbl) {
     for (p.c0 = 0; p.c0 < p.J; ++p.c0) {
-      p.chunk = largestDivisorFitting(p.len[p.c0], [&](int64_t c) { return blockBytes(p.c0, c, dbl) <= stageBytes; });
+      auto fits = [&](int64_t c) { return blockBytes(p.c0, c, dbl) <= stageBytes; };
+      if (p.rowFused() && p.c0 + 1 == p.J)
+        p.chunk = fits(p.len[p.c0]) ? p.len[p.c0] : 0;
+      else
+        p.chunk = largestDivisorFitting(p.len[p.c0], fits);
       if (p.chunk > 0)
         return true;
     }
@@ -225,7 +230,10 @@ void planBlocking(const SuperDsc &s, const BackendOptions &opts, PointwisePlan &
   };
   bool dbl = choose(true);
   if (!dbl && !choose(false))
-    throw Unsupported("a single stick per operand does not fit in LX in " + s.name);
+    throw Unsupported(p.rowFused() ? "a row of the row-fused kernel " + s.name + " does not fit in LX"
+                                   : "a single stick per operand does not fit in LX in " + s.name);
+  if (p.rowFused() && p.c0 + 1 == p.J)
+    dbl = false; // one row per block: nothing to split into pipelined blocks
   // A sweep of one block overlaps nothing: split it into opts.pipelineBlocks blocks or more
   // (BackendOptions; the timing model picks the count) while staged blocks keep a few sticks.
   const int64_t kPipeBlocks = std::max(1, opts.pipelineBlocks), kMinPipeSticks = 8;

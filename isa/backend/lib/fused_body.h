@@ -1,6 +1,7 @@
 // Internal to the backend: the pieces of a fused kernel's per-stick body (docs/superdsc.md
-// §6.9, backend_fused.cpp), each a named step: the external tensors, vector register
-// allocation, operand loads, one op's format, constants, instruction and stores.
+// §6.9, §6.10), shared by the pointwise fused walk (backend_fused.cpp) and the row-fused walk
+// (backend_row_fused.cpp): the external tensors, vector register allocation, operand loads,
+// one op's instruction and its stores.
 #pragma once
 #include "pointwise_plan.h"
 #include <map>
