@@ -83,6 +83,8 @@ isa::JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
   g.verify();
   log("constant-dedup", g);
   if (opts.fusion) {
+    fuseRows(g);
+    log("row-fusion", g);
     fusePointwise(g);
     log("fusion", g);
   }

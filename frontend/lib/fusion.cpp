@@ -1,5 +1,6 @@
 // Pointwise fusion: connected elementwise nodes over one iteration space become one kernel. See
 // passes.h.
+#include "fusion.h"
 #include "spyre/frontend/ops.h"
 #include "spyre/frontend/passes.h"
 #include "spyre/isa/data_format.h"
@@ -11,9 +12,13 @@ namespace spyre::frontend {
 
 namespace {
 
-/// A node the fused walk can compute: an SFP elementwise op (pointwise or comparison class)
-/// whose parameters (clamp bounds, ...) are compiled in, not a clone that aliases its input (free anyway).
-bool fusible(const Graph &g, const Node &n) {
+struct Group {
+  std::vector<int> members; ///< node indices, in graph order
+};
+
+} // namespace
+
+bool fusibleElementwise(const Graph &g, const Node &n) {
   const OpInfo *op = findOp(n.op);
   if (!op || !(op->cls == OpClass::Pointwise || op->cls == OpClass::Comparison))
     return false;
@@ -31,7 +36,6 @@ bool fusible(const Graph &g, const Node &n) {
   return true;
 }
 
-/// Operand constants of n (scalar=, where's a= / b=).
 int constantOperands(const Node &n) {
   int c = 0;
   for (const char *key : {"scalar", "a", "b"})
@@ -39,11 +43,13 @@ int constantOperands(const Node &n) {
   return c;
 }
 
-struct Group {
-  std::vector<int> members; ///< node indices, in graph order
-};
-
-} // namespace
+int firstFreeGroup(const Graph &g) {
+  int next = 0;
+  for (const Node &n : g.nodes)
+    if (auto it = n.notes.find("fused"); it != n.notes.end())
+      next = std::max(next, static_cast<int>(it->second.scalar()) + 1);
+  return next;
+}
 
 int fusePointwise(Graph &g) {
   const int numNodes = static_cast<int>(g.nodes.size());
@@ -100,8 +106,8 @@ int fusePointwise(Graph &g) {
 
   for (int i = 0; i < numNodes; ++i) {
     const Node &n = g.nodes[i];
-    if (!fusible(g, n))
-      continue;
+    if (!fusibleElementwise(g, n) || n.notes.count("fused"))
+      continue; // not elementwise, or already in a row-fused group (fuseRows)
     // The groups of n's operands in its iteration space: all of them together with n if that
     // is one legal kernel (x1 * cos - x2 * sin: both products' groups meet at the sub), else
     // the first n may join.
@@ -139,15 +145,16 @@ int fusePointwise(Graph &g) {
     groups[joined].members.push_back(i);
     groupOf[i] = joined;
   }
-  int numbered = 0;
+  int numbered = firstFreeGroup(g), made = 0;
   for (const Group &G : groups) {
     if (G.members.size() < 2)
       continue;
     for (int m : G.members)
       g.nodes[m].notes["fused"] = Attr(static_cast<double>(numbered));
     ++numbered;
+    ++made;
   }
-  return numbered;
+  return made;
 }
 
 } // namespace spyre::frontend

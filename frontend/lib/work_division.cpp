@@ -338,6 +338,21 @@ std::vector<int64_t> divideWorkWithSpan(const std::vector<int64_t> &adjustedSize
   return distributeWork(adjustedSizes, fixed, commits, maxCores, /*splitReduction=*/false, allowUneven);
 }
 
+std::pair<std::vector<int64_t>, int64_t>
+divideRowsThenStick(const std::vector<int64_t> &adjustedSizes, const std::vector<bool> &splittable,
+                    const std::vector<SpanTensor> &tensors, int maxCores,
+                    const std::function<int64_t(const std::vector<int64_t> &)> &stickSplitOf) {
+  auto splits = divideWorkWithSpan(adjustedSizes, splittable, tensors, maxCores, /*allowUneven=*/true);
+  int64_t stickSplit = stickSplitOf(splits);
+  if (stickSplit > 1) {
+    splits = divideWorkWithSpan(adjustedSizes, splittable, tensors, maxCores);
+    stickSplit = stickSplitOf(splits);
+    if (stickSplit > 1)
+      splits.back() = stickSplit;
+  }
+  return {splits, stickSplit};
+}
+
 std::vector<int64_t> divideWork(const std::vector<int64_t> &sizes, const std::vector<bool> &outputDims, int maxCores) {
   std::vector<bool> others(outputDims.size());
   for (size_t i = 0; i < outputDims.size(); ++i)

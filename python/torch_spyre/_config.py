@@ -146,9 +146,10 @@ _KNOB_LIST = [
           "(work-division pass 1); usually slower in simulated time (a serial ring chain)",
           compile_time=True),
     _flag("SPYRE_FUSION", True, "frontend `CompileOptions`",
-          "pointwise fusion: chains of elementwise ops over one shape become one kernel whose "
-          "intermediates stay in registers (bit-identical results). Off: one kernel per op, "
-          "every intermediate through DDR or LX", compile_time=True),
+          "fusion: chains of elementwise ops over one shape, and row reductions (softmax, norms) "
+          "with their elementwise prologue and epilogue, become one kernel whose intermediates "
+          "stay in registers and LX (bit-identical results). Off: one kernel per op, every "
+          "intermediate through DDR or LX", compile_time=True),
     _int("SPYRE_LAYOUT_BEAM", 64, 1, 4096, "frontend `CompileOptions` (layout propagation)",
          "beam width of the layout-propagation search (layouts kept per value)", compile_time=True),
     _flag("SPYRE_MULTICAST", True, "backend `BackendOptions`",

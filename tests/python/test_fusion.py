@@ -1,5 +1,6 @@
-"""Pointwise fusion (SPYRE_FUSION, default on): chains of elementwise ops compile to one kernel
-whose results match torch on the CPU and equal the unfused compile (SPYRE_FUSION=0) bit for bit."""
+"""Fusion (SPYRE_FUSION, default on): chains of elementwise ops, and row reductions with their
+pointwise prologue and epilogue (softmax, RMSNorm, layer norm), compile to one kernel whose
+results match torch on the CPU and equal the unfused compile (SPYRE_FUSION=0) bit for bit."""
 
 from __future__ import annotations
 
@@ -46,12 +47,29 @@ def _rope(x, cos, sin):
     return x * cos + rot * sin
 
 
+def _rmsnorm(x, w):
+    return F.rms_norm(x, (x.shape[-1],), w, 1e-5)
+
+
+def _layernorm_primitives(x, w, b):
+    # The primitive chain (F.layer_norm takes the card's exx2 / layernorm ops instead).
+    d = x - x.mean(-1, keepdim=True)
+    return d * torch.rsqrt((d * d).mean(-1, keepdim=True) + 1e-5) * w + b
+
+
 CASES = {
     # name: (fn, a factory of its CPU inputs)
     "swiglu": (_silu_mul, lambda: (torch.randn(4, 64, 512).half(), torch.randn(4, 64, 512).half())),
     "bias_gelu_scale": (_bias_gelu_scale, lambda: (torch.randn(96, 300).half(), torch.randn(300).half())),
     "masked_two_outputs_f32": (_masked, lambda: (torch.randn(16, 96) * 4, torch.randn(96))),
     "softmax": (lambda x: torch.softmax(x, -1), lambda: (torch.randn(64, 1000).half() * 3,)),
+    "softmax_odd_67x129": (lambda x: torch.softmax(x, -1), lambda: (torch.randn(67, 129).half() * 3,)),
+    "softmax_3d_bf16": (lambda x: torch.softmax(x, -1), lambda: (torch.randn(3, 50, 200).bfloat16(),)),
+    "rmsnorm_weight": (_rmsnorm, lambda: (torch.randn(256, 4096).half(), torch.randn(4096).half())),
+    "rmsnorm_odd_f32": (_rmsnorm, lambda: (torch.randn(45, 77), torch.randn(77))),
+    "layernorm_primitives_1151x8192": (
+        _layernorm_primitives,
+        lambda: (torch.randn(1151, 8192).half(), torch.randn(8192).half(), torch.randn(8192).half())),
     "rope": (_rope, lambda: (torch.randn(256, 128).half(), torch.randn(256, 128).half(), torch.randn(256, 128).half())),
 }
 
@@ -80,3 +98,17 @@ def test_swiglu_is_one_kernel(monkeypatch):
     assert (n, k) == (1, 1), compile_stats.last.plan()
     assert "{fused=0}" in passes["fusion"], passes["fusion"]
 
+
+
+@pytest.mark.parametrize("name", ["softmax", "softmax_odd_67x129", "rmsnorm_weight", "layernorm_primitives_1151x8192"])
+def test_row_chains_are_one_kernel(name, monkeypatch):
+    fn, make = CASES[name]
+    torch.manual_seed(5)
+    _, n, k, passes = _compiled(fn, make(), monkeypatch, True)
+    plan = compile_stats.last.plan()
+    # rms_norm computes in fp32 (torch's decomposition upcasts): the dtype conversions around
+    # it are their own kernels; everything else is the one row-fused kernel.
+    converts = sum(1 for line in plan.splitlines()
+                   if line.startswith("launch") and ("dl16tofp32" in line or "fp32todl16" in line))
+    assert (n - converts, k) == (1, 1), plan
+    assert "row-fusion" in passes and "{fused=0}" in passes["row-fusion"], passes["row-fusion"]

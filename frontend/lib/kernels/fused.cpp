@@ -1,7 +1,9 @@
-// Fused pointwise kernels: the SuperDSCs of a fusion group's members (pointwise.cpp) merged
-// into one (our extension, docs/superdsc.md §6.9): the external tensors once each, then the
-// members' values read outside the group; one computeOp_ entry per member.
+// Fused kernels: the SuperDSCs of a fusion group's members (pointwise.cpp, reduction.cpp)
+// merged into one (our extension, docs/superdsc.md §6.9, §6.10 with row reductions): the
+// external tensors once each, then the members' values read outside the group; one
+// computeOp_ entry per member.
 #include "kernels.h"
+#include "spyre/backend/backend.h"
 #include "spyre/isa/error.h"
 #include <algorithm>
 #include <map>
@@ -23,11 +25,22 @@ using ExtKey = std::tuple<int, std::vector<int>, std::vector<int64_t>, std::vect
 
 ExtKey extKey(int value, const SdscTensor &t) { return {value, t.scale, t.maxDimSizes, t.offsets, t.steps}; }
 
-/// Same iteration space and work division.
-bool sameWalk(const SuperDsc &a, const SuperDsc &b) {
-  return a.dims == b.dims && a.N == b.N && a.numWkSlicesPerDim == b.numWkSlicesPerDim &&
-         a.coreIdToWkSlice == b.coreIdToWkSlice && a.exUnit == b.exUnit && b.outputs.size() == 1 &&
-         b.lxReservedBytes == 0 && b.opFuncName != "ReStickifyOpHBM";
+/// A row reduction's draft (reduction.cpp, stick form): sum, mean, max or min.
+bool isRowReduction(const SuperDsc &s) {
+  return s.opFuncName == "sum" || s.opFuncName == "mean" || s.opFuncName == "max" || s.opFuncName == "min";
+}
+
+/// b may join the walk of a: the same iteration space and work division; in a row-fused
+/// kernel (rows: the walk is a's, a row reduction's) the same rows, b over the full rows or
+/// over one value per row (N 1 on the stick dim), re-placed on a's division.
+bool sameWalk(const SuperDsc &a, const SuperDsc &b, bool rows) {
+  const bool common = a.dims == b.dims && a.exUnit == b.exUnit && b.outputs.size() == 1 && b.lxReservedBytes == 0 &&
+                      b.opFuncName != "ReStickifyOpHBM";
+  if (!rows)
+    return common && a.N == b.N && a.numWkSlicesPerDim == b.numWkSlicesPerDim && a.coreIdToWkSlice == b.coreIdToWkSlice;
+  std::vector<int64_t> rowN = a.N;
+  rowN.back() = 1;
+  return common && (b.N == a.N || b.N == rowN) && (!isRowReduction(b) || b.numWkSlicesPerDim.back() == 1);
 }
 
 } // namespace
@@ -36,9 +49,20 @@ std::optional<KernelDraft> fusedKernel(const Graph &g, const std::vector<int> &m
                                        const std::vector<KernelDraft> &drafts, size_t index) {
   if (members.size() < 2 || drafts.size() != members.size())
     return std::nullopt;
+  // A row-fused kernel (fuseRows' groups, superdsc.md §6.10) walks its first reduction's rows.
+  size_t walk = 0;
+  while (walk < drafts.size() && !isRowReduction(drafts[walk].s))
+    ++walk;
+  const bool rows = walk < drafts.size();
+  if (!rows)
+    walk = 0;
   for (const KernelDraft &kd : drafts)
-    if (!sameWalk(drafts[0].s, kd.s))
+    if (!sameWalk(drafts[walk].s, kd.s, rows))
       return std::nullopt;
+  // Row values (a reduction's, or an op's on them): one per row, never stored.
+  std::vector<bool> rowValue(members.size(), false);
+  for (size_t k = 0; k < members.size(); ++k)
+    rowValue[k] = rows && (isRowReduction(drafts[k].s) || drafts[k].s.N != drafts[walk].s.N);
   std::map<int, int> memberOf; // value -> member position
   for (size_t k = 0; k < members.size(); ++k)
     memberOf[g.nodes[members[k]].output] = static_cast<int>(k);
@@ -52,6 +76,8 @@ std::optional<KernelDraft> fusedKernel(const Graph &g, const std::vector<int> &m
       if (!memberNodes.count(static_cast<int>(ni)))
         for (int in : g.nodes[ni].inputs)
           stored[k] = stored[k] || in == v;
+    if (stored[k] && rowValue[k])
+      return std::nullopt;
   }
 
   // Pass 1: the compute ops, external tensors numbered in first-use order.
@@ -78,6 +104,8 @@ std::optional<KernelDraft> fusedKernel(const Graph &g, const std::vector<int> &m
     op.opFuncName = s.opFuncName;
     names.push_back(s.opFuncName);
     for (size_t i = 0; i < s.inputs.size(); ++i) {
+      if (isRowReduction(s) && s.inputs[i] == s.outputs[0])
+        continue; // a reduction lists its output among its inputs (it accumulates into it)
       op.inputConsts.emplace_back();
       if (s.inputs[i] < 0) {
         op.inputs.push_back(-1);
@@ -88,8 +116,9 @@ std::optional<KernelDraft> fusedKernel(const Graph &g, const std::vector<int> &m
       const int v = kd.tensorValues.at(static_cast<size_t>(s.inputs[i]));
       auto m = memberOf.find(v);
       if (m != memberOf.end() && m->second < static_cast<int>(k)) {
-        if (t.isView() || std::any_of(t.scale.begin(), t.scale.end(), [](int sc) { return sc != 1; }))
-          return std::nullopt; // a member's value read broadcast: not this walk
+        if (!rowValue[m->second] &&
+            (t.isView() || std::any_of(t.scale.begin(), t.scale.end(), [](int sc) { return sc != 1; })))
+          return std::nullopt; // a member's value read broadcast: not this walk (a row value is)
         op.inputs.push_back(isa::fusedResultRef(m->second));
         continue;
       }
@@ -109,7 +138,7 @@ std::optional<KernelDraft> fusedKernel(const Graph &g, const std::vector<int> &m
     return std::nullopt;
 
   // Pass 2: the SuperDSC. Layout classes are named in order of appearance, outputs first.
-  const SuperDsc &first = drafts[0].s;
+  const SuperDsc &first = drafts[walk].s;
   std::string name = "fused";
   for (size_t k = 0; k < names.size() && k < 4; ++k)
     name += "_" + names[k];
@@ -160,6 +189,9 @@ std::optional<KernelDraft> fusedKernel(const Graph &g, const std::vector<int> &m
   for (int o = 0; o < nOut; ++o)
     s.outputs.push_back(nIn + o);
   s.fusedOps = std::move(ops);
+  // Rows whose block does not fit LX, or more values than registers: the members' own kernels.
+  if (rows && !backend::supportsRowFused(s))
+    return std::nullopt;
   return out;
 }
 

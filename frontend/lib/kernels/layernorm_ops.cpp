@@ -89,10 +89,9 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
   const std::vector<SpanTensor> spans = {
       genericSpanTensor(x.name, identityDims(r), N, eps),
       genericSpanTensor(out.name, identityDims(r), out.shape, elemsPerStick(deviceFormat(out.dtype, where)))};
-  // Rows that no even split spreads over the cores (1151, a prime) split unevenly.
-  auto splits = divideWorkWithSpan(adjusted, splittable, spans, maxCores, /*allowUneven=*/true);
-  // exx2 over rows that leave cores idle: its stick dim splits too (partials on the ring
-  // chain, over even row splits).
+  // Rows that no even split spreads over the cores (1151, a prime) split unevenly; exx2 over
+  // rows that leave cores idle: its stick dim splits too (partials on the ring chain, over even
+  // row splits).
   std::vector<bool> stickOnly(r, false);
   stickOnly[r - 1] = true;
   auto stickSplitOf = [&](const std::vector<int64_t> &sp) -> int64_t {
@@ -100,13 +99,7 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
                                         true, splitReductions, maxCores)
                   : 1;
   };
-  int64_t stickSplit = stickSplitOf(splits);
-  if (stickSplit > 1) {
-    splits = divideWorkWithSpan(adjusted, splittable, spans, maxCores);
-    stickSplit = stickSplitOf(splits);
-    if (stickSplit > 1)
-      splits[r - 1] = stickSplit;
-  }
+  auto [splits, stickSplit] = divideRowsThenStick(adjusted, splittable, spans, maxCores, stickSplitOf);
 
   KernelDraft kd = newDraft(index, n.op, "sfp", labels, N, splits);
   SuperDsc &s = kd.s;

@@ -108,7 +108,6 @@ KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int max
                                          genericSpanTensor(out.name, outDims, outExt)};
   // Rows first (unevenly where that shrinks a core's share); the stick dim splits too only
   // where the rows leave cores idle, and then over even row splits (the ring chain's).
-  auto splits = divideWorkWithSpan(adjusted, splittable, spans, maxCores, /*allowUneven=*/true);
   bool stickReduced = red[r - 1];
   const OpInfo &op = opInfo(n.op);
   const std::string base(op.opFunc); // "nonstick" follows off the stick dim
@@ -116,13 +115,7 @@ KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int max
     return stickReductionSplit(sp, red, adjusted, genericSpanTensor(in.name, inDims, adjusted),
                                op.id == OpId::Sum || op.id == OpId::Mean, splitReductions, maxCores);
   };
-  int64_t stickSplit = stickSplitOf(splits);
-  if (stickSplit > 1) {
-    splits = divideWorkWithSpan(adjusted, splittable, spans, maxCores);
-    stickSplit = stickSplitOf(splits);
-    if (stickSplit > 1)
-      splits[r - 1] = stickSplit;
-  }
+  auto [splits, stickSplit] = divideRowsThenStick(adjusted, splittable, spans, maxCores, stickSplitOf);
 
   KernelDraft kd = newDraft(index, base + (stickReduced ? "" : "nonstick"), "sfp", labels, N, splits);
   SuperDsc &s = kd.s;

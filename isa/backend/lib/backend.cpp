@@ -39,8 +39,8 @@ bool pointwiseLeavesSfpWalk(const SuperDsc &s) {
 } // namespace
 
 bool supportsLxReservation(const SuperDsc &s, int64_t stagingBytes) {
-  if (s.isFused()) // the pointwise walk (backend_fused.cpp)
-    return !pointwiseLeavesSfpWalk(s);
+  if (s.isFused()) // the pointwise walk (backend_fused.cpp, backend_row_fused.cpp)
+    return !pointwiseLeavesSfpWalk(s) && detail::rowFusedMinStagingBytes(s) <= stagingBytes;
   const isa::OpFuncInfo *f = isa::findOpFunc(s.opFuncName);
   if (!f)
     return false;

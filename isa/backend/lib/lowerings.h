@@ -12,6 +12,10 @@ namespace spyre::backend::detail {
 // lane-moving views to compileLaneShift.
 Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts);
 
+// backend_row_fused.cpp: a fused kernel with row reductions (the pointwise walk, row passes):
+// the LX one row of its staged tensors needs.
+int64_t rowFusedMinStagingBytes(const SuperDsc &s);
+
 // backend_reduce.cpp: sum / mean / max / min (stick and nonstick forms) and exx2.
 Kernel compileReduction(const SuperDsc &s, const BackendOptions &opts);
 /// exx2 / sum / mean with the stick dim split over cores (partials summed on the ring).

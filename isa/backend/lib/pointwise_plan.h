@@ -38,6 +38,20 @@ struct PointwisePlan {
   };
   std::vector<Const> fusedConsts;
   std::vector<Instr> fusedBody;
+  /// A row-fused kernel (fusedOps with row reductions, docs/superdsc.md §6.10): the stick dim
+  /// (whole in every block) is walked once per pass; per row and pass: the prelude (ops on
+  /// row values), the accumulators' init, the stick loop's body (the last, partly filled stick
+  /// of a row: lastBody, padded lanes masked out of the reductions), and the finish (the
+  /// reductions into row values). rowSetup (masks, identities) runs once with the constants.
+  struct RowPass {
+    std::vector<Instr> prelude, init, body, lastBody, finish;
+  };
+  std::vector<RowPass> rowPasses;
+  std::vector<Instr> rowSetup;
+  /// A row-fused kernel's first output as a tensor (its own dim order: its DMA box, its LX
+  /// layout when LX-resident); `out.dims` is the walk's order, the stick dim moved innermost.
+  TensorGeom outTensor;
+  bool rowFused() const { return !rowPasses.empty(); }
   // The walk (planBlocks).
   int numCores = 0;
   std::vector<const TensorGeom *> tensors;  ///< the tensor inputs, then the output
@@ -106,5 +120,25 @@ struct PointwisePlan {
 
 /// Fills the operand part of p for a fused SuperDSC (backend_fused.cpp).
 void checkFusedOperands(const SuperDsc &s, PointwisePlan &p);
+/// A fused SuperDSC with row reductions among its ops (superdsc.md §6.10).
+bool isRowFused(const SuperDsc &s);
+/// Fills the operand part and the passes of p for a row-fused SuperDSC (backend_row_fused.cpp).
+void checkRowFusedOperands(const SuperDsc &s, PointwisePlan &p);
+
+// The plan steps (backend_pointwise_plan.cpp), in the order compilePointwise runs them.
+/// constantInfo_ entry `name` (dflt when absent; an error naming it when required).
+double constant(const SuperDsc &s, const std::string &name, double dflt, bool required);
+/// The launch scalar argument behind constant `name`, or -1 for a compile-time value.
+int constantArg(const SuperDsc &s, const std::string &name);
+/// Checks a single pointwise op against its row of opfuncs.def; fills the op and operand part.
+void checkOperands(const SuperDsc &s, PointwisePlan &p);
+/// An operand view starting inside a stick: the op is a lane-moving copy (backend_data.cpp).
+bool movesLanes(const SuperDsc &s, const PointwisePlan &p);
+/// Per-core slices (the walk covers core `rep`'s lengths), start-address checks, LX-resident strides.
+void planSlices(const SuperDsc &s, PointwisePlan &p, int rep = 0);
+/// The blocking of the sweep (c0, chunk, double buffering) within the staging LX.
+void planBlocking(const SuperDsc &s, const BackendOptions &opts, PointwisePlan &p);
+/// The LX layout of the blocks, their LX strides and which of them move asynchronously.
+void planLx(const SuperDsc &s, PointwisePlan &p);
 
 } // namespace spyre::backend::detail

@@ -1,6 +1,7 @@
 // Pointwise fusion (passes.h fusePointwise, kernels/fused.cpp, backend_fused.cpp): fused
 // kernels give the unfused chain's results bit for bit on both engines, with fewer kernels; the
 // fused SuperDSC extension round-trips through JSON and rejects malformed operand references.
+#include "fusion_helpers.h"
 #include "plan_runner.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/frontend/passes.h"
@@ -14,33 +15,10 @@ using namespace spyre;
 
 namespace {
 
-isa::JobPlan compile(const std::string &text, bool fusion, int cores = 8) {
-  frontend::CompileOptions o;
-  o.maxCores = cores;
-  o.fusion = fusion;
-  return frontend::compileGraph(frontend::parseGraph(text), o);
-}
-
-int fusedLaunches(const isa::JobPlan &p) {
-  int n = 0;
-  for (const auto &l : p.launches)
-    n += l.sdsc.isFused() ? 1 : 0;
-  return n;
-}
-
-/// Values that exercise rounding, overflow (exp of 40 is past DL16's 8.6e9) and signed zeros.
-std::vector<float> hostileValues(size_t n, std::mt19937 &g) {
-  std::uniform_real_distribution<float> d(-6, 6);
-  const float special[] = {0.0f, -0.0f, 40.0f, -40.0f, 1e-3f, 60000.0f, -60000.0f, 0.5f};
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = i % 7 == 3 ? special[(i / 7) % 8] : d(g);
-  return v;
-}
-
-bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using test::compile;
+using test::fusedLaunches;
+using test::hostileValues;
+using test::sameBits;
 
 struct Case {
   const char *name;
@@ -63,7 +41,7 @@ const Case kCases[] = {
      "  %s = sum(%e, dims=[1], keepdim=1) : f16[64, 1]\n  %o = div(%e, %s) : f16[64, 130]\n"
      "  return (%o, %d)\n}\n",
      {64 * 130},
-     4,
+     1, // one row-fused kernel (row_fusion_test.cpp)
      5},
     {"swiglu_f16",
      "graph(%g: f16[4, 32, 256], %u: f16[4, 32, 256]) {\n  %s = silu(%g) : f16[4, 32, 256]\n"

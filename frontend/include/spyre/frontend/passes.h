@@ -96,6 +96,18 @@ void dedupConstants(Graph &g);
 /// groups. CompileOptions::fusion (SPYRE_FUSION, default on) runs it.
 int fusePointwise(Graph &g);
 
+/// row_fusion.cpp: row fusion (runs before fusePointwise). A row reduction (sum, mean, amax,
+/// amin of a float tensor over its last, stick dim, keepdim) and the elementwise nodes around
+/// it over the same rows form a group, noted `fused=<group>` like fusePointwise's: stick ops
+/// (output shape [.., C]: softmax's x - max, exp, / sum), reductions of them, and row ops
+/// (output shape [.., 1], reading only the group's row values and constants: + eps, rsqrt).
+/// Kernel drafting makes each group one row-fused SuperDSC (docs/superdsc.md §6.10): rows split
+/// over the cores, each core reads its rows once and writes the results once. Greedy in graph
+/// order with fusePointwise's rules (plus: one row of every tensor it stages fits a quarter
+/// of LX); a group without a reduction, or whose row values are read outside it or returned,
+/// is dropped (its nodes are left to fusePointwise). Returns the number of groups.
+int fuseRows(Graph &g);
+
 /// bundling.cpp: torch-spyre's spyre_fuse_nodes. A SuperDSC bundle addresses its DDR tensors
 /// through the 7 kernel-argument segments of 16 GiB; torch-spyre lets one bundle reference at
 /// most kMaxBundleSegments - 1 = 6 graph input / output tensors, 5 when the graph has an

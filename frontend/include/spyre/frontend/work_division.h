@@ -9,6 +9,7 @@
 // but a shorter last one) only for the kernels whose lowerings take them (allowUneven), and only
 // where they shrink the largest core's share below the best even split's.
 #pragma once
+#include <functional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -76,6 +77,16 @@ std::vector<int> identityDims(size_t rank);
 /// dropped: that span stays over 256 MiB (torch-spyre only warns when it cannot meet the limit).
 std::vector<int64_t> divideWorkWithSpan(const std::vector<int64_t> &adjustedSizes, const std::vector<bool> &splittable,
                                         const std::vector<SpanTensor> &tensors, int maxCores, bool allowUneven = false);
+
+/// The division of a row reduction whose stick dim may split too (reduction.cpp,
+/// layernorm_ops.cpp): rows first, unevenly where that shrinks a core's share; where
+/// `stickSplitOf` (given row splits) asks for a stick split, the rows are divided again evenly
+/// (the ring chain's partners hold equal rows) and the last (stick) dim takes the split
+/// stickSplitOf gives for those. Returns the splits and the stick split (1: none).
+std::pair<std::vector<int64_t>, int64_t>
+divideRowsThenStick(const std::vector<int64_t> &adjustedSizes, const std::vector<bool> &splittable,
+                    const std::vector<SpanTensor> &tensors, int maxCores,
+                    const std::function<int64_t(const std::vector<int64_t> &)> &stickSplitOf);
 
 /// A batchmatmul as pass 2 sees it (element counts; N and K are split in sticks of 64).
 struct MatmulProblem {

@@ -60,6 +60,12 @@ bool supportsLxReservation(const isa::SuperDsc &s, int64_t stagingBytes);
 /// staging of the other operand (the resident operand is walked without blocking).
 bool supportsLxResidentOperand(const isa::SuperDsc &s, int ldsIdx, int64_t stagingBytes);
 
+/// A fused SuperDSC with row reductions (docs/superdsc.md §6.10) that the backend lowers: its
+/// ops are a valid row-fused chain that fits the 16 vector registers and one row of every
+/// staged tensor fits LX. False (not an error) where it does not: the frontend then drafts the
+/// members' own kernels.
+bool supportsRowFused(const isa::SuperDsc &s);
+
 /// Device bytes of one tensor of the SuperDSC (its full tiled extent, all cores).
 int64_t sdscTensorBytes(const isa::SuperDsc &s, const isa::SdscTensor &t);
 
