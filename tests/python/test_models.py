@@ -9,31 +9,19 @@ from __future__ import annotations
 import pytest
 import torch
 
-T = pytest.importorskip("transformers")
+pytest.importorskip("transformers")
 
-V, H, L, S = 1000, 256, 2, 64
-_COMMON = dict(vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=4, intermediate_size=512,
-               pad_token_id=0, bos_token_id=1, eos_token_id=2)
+from torch_spyre.testing_models import MODELS, SEQ as S, VOCAB as V, scale_routers  # noqa: E402
 
-
-def _decoders():
-    yield "gpt2", lambda: T.GPT2LMHeadModel(T.GPT2Config(vocab_size=V, n_embd=H, n_layer=L, n_head=4,
-                                                           bos_token_id=1, eos_token_id=2))
-    yield "llama", lambda: T.LlamaForCausalLM(T.LlamaConfig(**_COMMON, num_key_value_heads=2))
-    yield "mistral", lambda: T.MistralForCausalLM(T.MistralConfig(**_COMMON, num_key_value_heads=2))
-    yield "qwen2", lambda: T.Qwen2ForCausalLM(T.Qwen2Config(**_COMMON, num_key_value_heads=2))
-    yield "granite", lambda: T.GraniteForCausalLM(T.GraniteConfig(**_COMMON, num_key_value_heads=2))
-    yield "gemma", lambda: T.GemmaForCausalLM(T.GemmaConfig(**_COMMON, num_key_value_heads=2, head_dim=64))
-    yield "gpt_neox", lambda: T.GPTNeoXForCausalLM(T.GPTNeoXConfig(**_COMMON))
-    yield "phi3", lambda: T.Phi3ForCausalLM(T.Phi3Config(**_COMMON, num_key_value_heads=2))
+DECODERS = [n for n, m in MODELS.items() if m.kind == "decoder"]
+MOES = [n for n, m in MODELS.items() if m.kind == "moe"]
 
 
-DECODERS = dict(_decoders())
-
-
-def _prepare(model: torch.nn.Module) -> torch.nn.Module:
-    model.config._attn_implementation = "sdpa"
-    return model.eval()
+def _build(name: str) -> torch.nn.Module:
+    """The small stock model (torch_spyre.testing_models: transformers' config class, 2 layers,
+    hidden 256, random weights from seed 0), eval mode, sdpa attention."""
+    torch.manual_seed(0)
+    return MODELS[name].build()
 
 
 def _compiled_on_spyre(model: torch.nn.Module, monkeypatch):
@@ -57,18 +45,15 @@ def _check_on_card(model: torch.nn.Module, monkeypatch, ids: torch.Tensor) -> No
     assert (got.argmax(-1) == ref.argmax(-1)).float().mean().item() >= 0.9
 
 
-@pytest.mark.parametrize("name", list(DECODERS))
+@pytest.mark.parametrize("name", DECODERS)
 def test_decoder_runs_entirely_on_the_card(name, monkeypatch):
-    torch.manual_seed(0)
-    model = _prepare(DECODERS[name]())
+    model = _build(name)
     ids = torch.randint(3, V, (1, S))
     _check_on_card(model, monkeypatch, ids)
 
 
 def test_vit_runs_entirely_on_the_card(monkeypatch):
-    torch.manual_seed(0)
-    model = _prepare(T.ViTModel(T.ViTConfig(hidden_size=H, num_hidden_layers=L, num_attention_heads=4,
-                                             intermediate_size=512, image_size=64, patch_size=16)))
+    model = _build("vit")
     px = torch.randn(1, 3, 64, 64)
     with torch.no_grad():
         ref = model(pixel_values=px).last_hidden_state.float()
@@ -79,9 +64,7 @@ def test_vit_runs_entirely_on_the_card(monkeypatch):
 def test_t5_encoder_runs_entirely_on_the_card(monkeypatch):
     # Its norm multiplies fp16 by fp32 statistics and its fp16 guard clamps with 0-d bounds
     # from where(isinf(h).any(), ...): promotion casts, isinf / any / where.Scalar / clamp.Tensor.
-    torch.manual_seed(0)
-    model = _prepare(T.T5EncoderModel(T.T5Config(vocab_size=V, d_model=H, d_ff=512, num_layers=L, num_heads=4,
-                                                  d_kv=64, pad_token_id=0, eos_token_id=1)))
+    model = _build("t5_encoder")
     ids = torch.randint(3, V, (1, S))
     with torch.no_grad():
         ref = model(input_ids=ids).last_hidden_state.float()
@@ -98,8 +81,7 @@ def test_llama_generate_with_a_static_cache_runs_on_the_card_and_compiles_twice(
     CPU fp32 generate()'s."""
     from torch_spyre import _compile
 
-    torch.manual_seed(0)
-    model = _prepare(DECODERS["llama"]())
+    model = _build("llama")
     ids = torch.randint(3, V, (1, 16))
     kw = dict(max_new_tokens=6, min_new_tokens=6, do_sample=False, cache_implementation="static")
     with torch.no_grad():
@@ -133,10 +115,7 @@ def test_roberta_runs_entirely_on_the_card(monkeypatch):
     # Position ids from the input ids on the card: ne(pad) -> int -> cumsum -> mul -> long + pad
     # (int32 compute; int64 lives as int32), then the position embedding gathers by them.
     # Without token_type_ids RoBERTa gathers its zero buffer along dim 1 (torch.gather on the card).
-    torch.manual_seed(0)
-    model = _prepare(T.RobertaForMaskedLM(T.RobertaConfig(
-        vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=4, intermediate_size=512,
-        pad_token_id=1, bos_token_id=0, eos_token_id=2, max_position_embeddings=S + 2)))
+    model = _build("roberta")
     ids = torch.randint(3, V, (1, S))
     ids[0, -5:] = 1  # padding at the end keeps position padding_idx
     _check_on_card(model, monkeypatch, ids)
@@ -145,24 +124,9 @@ def test_roberta_runs_entirely_on_the_card(monkeypatch):
 def test_bert_runs_entirely_on_the_card(monkeypatch):
     # token_type_ids default to BERT's zero buffer gathered by position ids (torch.gather along
     # dim 1 of an expanded int64 buffer: a one-hot select on the card).
-    torch.manual_seed(0)
-    model = _prepare(T.BertForMaskedLM(T.BertConfig(
-        vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=4, intermediate_size=512,
-        pad_token_id=0)))
+    model = _build("bert")
     ids = torch.randint(3, V, (1, S))
     _check_on_card(model, monkeypatch, ids)
-
-
-def _moes():
-    moe = dict(num_local_experts=4, num_experts_per_tok=2)
-    yield "granitemoe", lambda: T.GraniteMoeForCausalLM(T.GraniteMoeConfig(**_COMMON, num_key_value_heads=2, **moe))
-    yield "mixtral", lambda: T.MixtralForCausalLM(T.MixtralConfig(**_COMMON, num_key_value_heads=2, **moe))
-    yield "qwen2_moe", lambda: T.Qwen2MoeForCausalLM(T.Qwen2MoeConfig(
-        **_COMMON, num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=256,
-        shared_expert_intermediate_size=512))
-
-
-MOES = dict(_moes())
 
 
 @pytest.mark.parametrize("name,experts", [(n, "grouped_mm") for n in MOES] + [("granitemoe", "batched_mm")])
@@ -179,14 +143,10 @@ def test_moe_runs_entirely_on_the_card(name, experts, monkeypatch):
     argmax 97 %, with std 0.02; the MoE block alone on random inputs 0.35 %)."""
     from torch_spyre import _compile
 
-    torch.manual_seed(0)
-    model = _prepare(MOES[name]())
+    model = _build(name)
     assert model.config._experts_implementation == "grouped_mm"  # transformers' default
     model.set_experts_implementation(experts)
-    with torch.no_grad():
-        for pname, p in model.named_parameters():
-            if pname.endswith(("router.weight", "mlp.gate.weight")):
-                p.mul_(10)
+    scale_routers(model, 10)
     ids = torch.randint(3, V, (1, S))
     _check_on_card(model, monkeypatch, ids)
     assert _compile.compile_stats.partitions == 1  # one compiled graph: no view between kernels
