@@ -261,6 +261,11 @@ void registerCompileBindings(pyb::module_ &m) {
       "(kernels launched, their summed simulated device us) by every compiled graph and eager "
       "kernel run so far in this process; benchmarks difference two reads");
   m.def(
+      "run_host_ms", [] { return sim::runTotals().hostMs; },
+      "Host wall ms spent launching kernels (their execution on the simulator, from the first "
+      "launch of a run to the last one's end) by every compiled graph and eager kernel run so far "
+      "in this process; the rest of a call's time is argument binding, allocation and Python");
+  m.def(
       "check_graph",
       [](const std::string &text, int cores) -> std::string {
         // Frontend + backend + verifier without the JIT: "" when the graph compiles, else the

@@ -2,6 +2,7 @@
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/error.h"
 #include "spyre/isa/semantics.h"
+#include <algorithm>
 #include <cstring>
 #include <sys/mman.h>
 
@@ -23,8 +24,9 @@ Cores::Cores(int n) : cores_(n) {
 
 Cores::~Cores() { munmap(lxBase_, cores_.size() * kLxBytes); }
 
-void Cores::resetRegisters() {
-  for (size_t i = 0; i < cores_.size(); ++i) {
+void Cores::resetRegisters(int n) {
+  const size_t count = n < 0 ? cores_.size() : std::min(cores_.size(), static_cast<size_t>(n));
+  for (size_t i = 0; i < count; ++i) {
     std::memset(cores_[i].r, 0, sizeof cores_[i].r);
     std::memset(cores_[i].v, 0, sizeof cores_[i].v);
     cores_[i].r[0] = static_cast<int64_t>(i);

@@ -13,6 +13,8 @@ class PreparedKernel {
 public:
   virtual ~PreparedKernel() = default;
   virtual const isa::Kernel &kernel() const = 0;
+  /// kernel().numPhases(), which engines compute once when preparing (the launch path asks).
+  virtual int numPhases() const { return kernel().numPhases(); }
   virtual void runPhase(int phase, int core, CoreState &cs, const LaunchArgs &args) const = 0;
 };
 

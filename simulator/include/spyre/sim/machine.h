@@ -110,9 +110,10 @@ public:
   int size() const { return static_cast<int>(cores_.size()); }
   CoreState &operator[](int i) { return cores_[i]; }
   const CoreState &operator[](int i) const { return cores_[i]; }
-  /// Zero registers (r0 = core id) before a kernel; LX keeps its contents (torch-spyre relies
-  /// on LX persisting across bundles).
-  void resetRegisters();
+  /// Zero the registers of cores [0, n) (r0 = core id) before a kernel of n cores (all cores
+  /// when n < 0); LX keeps its contents (torch-spyre relies on LX persisting across bundles).
+  /// A launch never runs the other cores, so their registers stay as the last kernel left them.
+  void resetRegisters(int n = -1);
 
 private:
   std::vector<CoreState> cores_;
