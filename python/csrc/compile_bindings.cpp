@@ -262,9 +262,9 @@ void registerCompileBindings(pyb::module_ &m) {
       "kernel run so far in this process; benchmarks difference two reads");
   m.def(
       "run_host_ms", [] { return sim::runTotals().hostMs; },
-      "Host wall ms spent launching kernels (their execution on the simulator, from the first "
-      "launch of a run to the last one's end) by every compiled graph and eager kernel run so far "
-      "in this process; the rest of a call's time is argument binding, allocation and Python");
+      "Host wall ms spent inside kernel launches (sim::Runtime::launch: register reset, phases, "
+      "barriers) by every compiled graph and eager kernel run so far in this process; the rest "
+      "of a call's time is Python, argument binding and allocation. Benchmarks difference two reads");
   m.def(
       "check_graph",
       [](const std::string &text, int cores) -> std::string {
