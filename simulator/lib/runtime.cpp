@@ -101,7 +101,7 @@ Runtime::Runtime(int threads, int cores) : cores_(cores), pool_(threads) {}
 
 void Runtime::launch(const PreparedKernel &pk, const LaunchArgs &args) {
   const isa::Kernel &k = pk.kernel();
-  cores_.resetRegisters(k.numCores);
+  cores_.resetRegisters(k.numCores, pk.vectorRegisters());
   if (!k.scalarArgs.empty())
     for (int c = 0; c < k.numCores; ++c)
       writeScalarArgs(k, args.scalars, cores_[c].lx);
