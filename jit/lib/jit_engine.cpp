@@ -201,8 +201,11 @@ private:
 class JitKernel final : public sim::PreparedKernel {
 public:
   JitKernel(isa::Kernel k, std::shared_ptr<LoadedCode> code, std::vector<std::vector<PhaseFn>> fns)
-      : k_(std::move(k)), code_(std::move(code)), fns_(std::move(fns)) {}
+      : k_(std::move(k)), code_(std::move(code)), fns_(std::move(fns)), numPhases_(k_.numPhases()),
+        vregs_(sim::usedVectorRegisters(k_)) {}
   const isa::Kernel &kernel() const override { return k_; }
+  int numPhases() const override { return numPhases_; }
+  uint32_t vectorRegisters() const override { return vregs_; }
   void runPhase(int phase, int core, sim::CoreState &cs, const sim::LaunchArgs &args) const override {
     for (size_t pi = 0; pi < k_.programs.size(); ++pi) {
       const auto &p = k_.programs[pi];
@@ -218,6 +221,8 @@ private:
   isa::Kernel k_;
   std::shared_ptr<LoadedCode> code_;
   std::vector<std::vector<PhaseFn>> fns_;
+  int numPhases_;
+  uint32_t vregs_;
 };
 
 /// `llvmArgs` (JitOptions::llvmArgs) are parsed by the first call in the process.

@@ -168,7 +168,7 @@ void FunctionLowering::emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value
   });
 }
 
-/// pt.tr moves 16-bit words only: the reference's 64 x 64 tile transpose (isa::ptTr, SSE2
+/// pt.tr moves 16-bit words only: the reference's 64 x 64 tile transpose (isa::ptTr, SSE2 or AVX2
 /// unpacks) beats a per-word loop of IR, and a call per instruction costs nothing next to it.
 /// The same call at every tier.
 void FunctionLowering::lowerPtTr(const Instr &in) {

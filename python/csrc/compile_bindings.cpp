@@ -261,6 +261,11 @@ void registerCompileBindings(pyb::module_ &m) {
       "(kernels launched, their summed simulated device us) by every compiled graph and eager "
       "kernel run so far in this process; benchmarks difference two reads");
   m.def(
+      "run_host_ms", [] { return sim::runTotals().hostMs; },
+      "Host wall ms spent inside kernel launches (sim::Runtime::launch: register reset, phases, "
+      "barriers) by every compiled graph and eager kernel run so far in this process; the rest "
+      "of a call's time is Python, argument binding and allocation. Benchmarks difference two reads");
+  m.def(
       "check_graph",
       [](const std::string &text, int cores) -> std::string {
         // Frontend + backend + verifier without the JIT: "" when the graph compiles, else the

@@ -61,12 +61,15 @@ void Executable::run(Runtime &rt, uint8_t *ddr, uint64_t ddrSize, const std::vec
                      const std::vector<double> &scalars) const {
   requireCount("buffer addresses", plan_.buffers.size(), bufferAddr.size());
   requireCount("scalar arguments", static_cast<size_t>(plan_.numScalars), scalars.size());
+  double hostMs = 0;
+  LaunchArgs args; // one for all launches: no allocation per launch
+  args.ddr = ddr;
+  args.ddrSize = ddrSize;
+  args.scalars = scalars;
   for (size_t i = 0; i < launches_.size(); ++i) {
     const auto &l = plan_.launches[i];
-    LaunchArgs args;
-    args.ddr = ddr;
-    args.ddrSize = ddrSize;
-    args.scalars = scalars;
+    args.base.clear();
+    args.size.clear();
     for (int b : l.argBuffers) {
       args.base.push_back(b < 0 ? 0 : bufferAddr[b]);
       args.size.push_back(b < 0 ? 0 : static_cast<uint64_t>(plan_.buffers[b].layout.deviceBytes()));
@@ -74,12 +77,15 @@ void Executable::run(Runtime &rt, uint8_t *ddr, uint64_t ddrSize, const std::vec
     const bool tracing = trace::enabled(); // SPYRE_TRACE: simulated-time timeline
     auto t0 = std::chrono::steady_clock::now();
     rt.launch(*launches_[i].prepared, args);
+    const double ms = msSince(t0);
+    hostMs += ms;
     if (tracing)
-      trace::recordLaunch(launches_[i].kernel, launches_[i].prepared, msSince(t0));
+      trace::recordLaunch(launches_[i].kernel, launches_[i].prepared, ms);
   }
   std::lock_guard<std::mutex> lk(g_totalsMu);
   g_totals.kernels += launches_.size();
   g_totals.simulatedUs += simulatedUs();
+  g_totals.hostMs += hostMs;
 }
 
 } // namespace spyre::sim

@@ -44,8 +44,12 @@ public:
   Interp(Kernel k, WorkCounters *counters) : k_(std::move(k)), counters_(counters) {
     for (const auto &p : k_.programs)
       phases_.push_back(phaseRanges(p));
+    numPhases_ = k_.numPhases();
+    vregs_ = usedVectorRegisters(k_);
   }
   const Kernel &kernel() const override { return k_; }
+  int numPhases() const override { return numPhases_; }
+  uint32_t vectorRegisters() const override { return vregs_; }
 
   void runPhase(int phase, int core, CoreState &cs, const LaunchArgs &args) const override {
     size_t pi = 0;
@@ -64,6 +68,8 @@ public:
   }
 
 private:
+  int numPhases_ = 0;
+  uint32_t vregs_ = 0;
   struct Ctx {
     int core;
     CoreState &cs;

@@ -1,7 +1,9 @@
 #include "spyre/sim/machine.h"
+#include "spyre/sim/engine.h"
 #include "spyre/isa/dl16.h"
 #include "spyre/isa/error.h"
 #include "spyre/isa/semantics.h"
+#include <algorithm>
 #include <cstring>
 #include <sys/mman.h>
 
@@ -23,12 +25,27 @@ Cores::Cores(int n) : cores_(n) {
 
 Cores::~Cores() { munmap(lxBase_, cores_.size() * kLxBytes); }
 
-void Cores::resetRegisters() {
-  for (size_t i = 0; i < cores_.size(); ++i) {
+void Cores::resetRegisters(int n, uint32_t vregs) {
+  const size_t count = n < 0 ? cores_.size() : std::min(cores_.size(), static_cast<size_t>(n));
+  for (size_t i = 0; i < count; ++i) {
     std::memset(cores_[i].r, 0, sizeof cores_[i].r);
-    std::memset(cores_[i].v, 0, sizeof cores_[i].v);
+    for (int v = 0; v < isa::kNumVRegs; ++v)
+      if (vregs >> v & 1u)
+        std::memset(cores_[i].v[v], 0, sizeof cores_[i].v[v]);
     cores_[i].r[0] = static_cast<int64_t>(i);
   }
+}
+
+uint32_t usedVectorRegisters(const isa::Kernel &k) {
+  uint32_t mask = 0;
+  for (const auto &p : k.programs)
+    isa::forEachNested(p.body, 0, [&](const isa::Instr &in, int, int, int &) {
+      for (int v : in.v)
+        if (v >= 0 && v < isa::kNumVRegs)
+          mask |= 1u << v;
+      return true;
+    });
+  return mask;
 }
 
 void writeScalarArgs(const isa::Kernel &k, const std::vector<double> &scalars, uint8_t *lx) {

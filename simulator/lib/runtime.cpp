@@ -101,7 +101,7 @@ Runtime::Runtime(int threads, int cores) : cores_(cores), pool_(threads) {}
 
 void Runtime::launch(const PreparedKernel &pk, const LaunchArgs &args) {
   const isa::Kernel &k = pk.kernel();
-  cores_.resetRegisters();
+  cores_.resetRegisters(k.numCores, pk.vectorRegisters());
   if (!k.scalarArgs.empty())
     for (int c = 0; c < k.numCores; ++c)
       writeScalarArgs(k, args.scalars, cores_[c].lx);
@@ -111,7 +111,7 @@ void Runtime::launch(const PreparedKernel &pk, const LaunchArgs &args) {
     ports_[c] = {&ring_, c};
     cores_[c].ring = &ports_[c];
   }
-  int phases = k.numPhases();
+  const int phases = pk.numPhases();
   using Clock = std::chrono::steady_clock;
   const auto t0 = profiling_ ? Clock::now() : Clock::time_point{};
   std::atomic<int64_t> coreNs{0};

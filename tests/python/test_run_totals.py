@@ -32,3 +32,21 @@ def test_run_totals_count_eager_kernels():
     torch.exp(x)
     k1, us1 = _C.run_totals()
     assert k1 - k0 >= 1 and us1 > us0
+
+
+def test_run_host_ms_counts_launch_time_within_the_call():
+    # The host time inside kernel launches of a run: positive, and at most the call's wall time
+    # (the rest is Python, argument binding and allocation).
+    import time
+
+    x = torch.randn(256, 512).half().to("spyre")
+    torch.exp(x)  # compiles the eager kernel
+    samples = []
+    for _ in range(3):
+        h0 = _C.run_host_ms()
+        t0 = time.perf_counter()
+        torch.exp(x)
+        wall = (time.perf_counter() - t0) * 1e3
+        samples.append((_C.run_host_ms() - h0, wall))
+    for launched, wall in samples:
+        assert 0 < launched <= wall

@@ -1,5 +1,5 @@
 // pt.tr's reference (isa::ptTr, shared by the interpreter and both JIT tiers) moves whole 64 x 64
-// tiles with SSE2 unpacks; here it is checked word for word against the instruction's
+// tiles with SSE2 or AVX2 unpacks; here it is checked word for word against the instruction's
 // definition (instructions.def), so the engines' agreement does not rest on it alone.
 #include "spyre/isa/semantics.h"
 #include <cstring>

@@ -8,11 +8,19 @@
 
 namespace spyre::sim {
 
+/// Bit i set: some instruction of the kernel names vector register v<i> (registers are only
+/// ever named as operands, so the others cannot be observed by the kernel).
+uint32_t usedVectorRegisters(const isa::Kernel &k);
+
 /// A kernel prepared by an engine (e.g. JIT-compiled). Immutable, shareable across threads.
 class PreparedKernel {
 public:
   virtual ~PreparedKernel() = default;
   virtual const isa::Kernel &kernel() const = 0;
+  /// kernel().numPhases(), which engines compute once when preparing (the launch path asks).
+  virtual int numPhases() const { return kernel().numPhases(); }
+  /// usedVectorRegisters(kernel()), computed once when preparing: the launch zeroes only these.
+  virtual uint32_t vectorRegisters() const { return usedVectorRegisters(kernel()); }
   virtual void runPhase(int phase, int core, CoreState &cs, const LaunchArgs &args) const = 0;
 };
 

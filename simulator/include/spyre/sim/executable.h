@@ -26,6 +26,7 @@ struct CompiledLaunch {
 struct RunTotals {
   uint64_t kernels = 0;
   double simulatedUs = 0;
+  double hostMs = 0; ///< host wall time inside Runtime::launch (kernel execution on the host)
 };
 RunTotals runTotals();
 

@@ -110,9 +110,12 @@ public:
   int size() const { return static_cast<int>(cores_.size()); }
   CoreState &operator[](int i) { return cores_[i]; }
   const CoreState &operator[](int i) const { return cores_[i]; }
-  /// Zero registers (r0 = core id) before a kernel; LX keeps its contents (torch-spyre relies
-  /// on LX persisting across bundles).
-  void resetRegisters();
+  /// Zero the registers of cores [0, n) (r0 = core id) before a kernel of n cores (all cores
+  /// when n < 0): every scalar register and the vector registers of `vregs` (bit i: v<i>; the
+  /// launch passes the ones its kernel names, the only ones it can observe). LX keeps its
+  /// contents (torch-spyre relies on LX persisting across bundles). A launch never runs the
+  /// other cores or reads the other registers, so they stay as the last kernel left them.
+  void resetRegisters(int n = -1, uint32_t vregs = ~0u);
 
 private:
   std::vector<CoreState> cores_;
