@@ -63,15 +63,7 @@ def _pad_or_crop(xl: torch.Tensor, d: int, lo: int, hi: int) -> torch.Tensor:
     if lo < 0 or hi < 0:
         xl = xl.narrow(1 + d, max(-lo, 0), n - max(-lo, 0) - max(-hi, 0))
         lo, hi = max(lo, 0), max(hi, 0)
-    parts = []
-    for k in (lo, None, hi):
-        if k is None:
-            parts.append(xl)
-        elif k:
-            shape = list(xl.shape)
-            shape[1 + d] = k
-            parts.append(torch.zeros(shape, dtype=xl.dtype, device=xl.device))
-    return torch.cat(parts, 1 + d) if len(parts) > 1 else xl
+    return _pad_with(xl, d, lo, hi, 0.0)
 
 
 def _conv_taps(xl: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, stride: list[int],
