@@ -156,6 +156,36 @@ double matmulCostUs(const MatmulProblem &p, const MatmulSplit &s) {
   return (compute + hbm + psum + tie) * std::pow(b, 1.4);
 }
 
+namespace {
+
+// Calls visit(split, used) for every split of the batch dims over at most maxCores cores
+// (split.batch set; used = their product); visit fills in m, n and k.
+void forEachBatchSplit(const MatmulProblem &p, int maxCores,
+                       const std::function<void(MatmulSplit &, int64_t)> &visit) {
+  MatmulSplit cur;
+  cur.batch.assign(p.batch.size(), 1);
+  std::function<void(size_t, int64_t)> level = [&](size_t i, int64_t used) {
+    if (i == p.batch.size()) {
+      visit(cur, used);
+      return;
+    }
+    for (int64_t bs : divisorsOf(p.batch[i]))
+      if (used * bs <= maxCores) {
+        cur.batch[i] = bs;
+        level(i + 1, used * bs);
+      }
+  };
+  level(0, 1);
+}
+
+void keepCheapest(std::optional<MatmulSplit> &best, MatmulSplit &cur, const MatmulProblem &costed) {
+  cur.costUs = matmulCostUs(costed, cur);
+  if (!best || cur.costUs < best->costUs)
+    best = cur;
+}
+
+} // namespace
+
 std::optional<MatmulSplit> costModelMatmulDivision(const MatmulProblem &p, int maxCores, bool pass1Committed,
                                                    int64_t pass3Cores) {
   if (pass1Committed)
@@ -166,29 +196,16 @@ std::optional<MatmulSplit> costModelMatmulDivision(const MatmulProblem &p, int m
     return std::nullopt;
   const int64_t nSticks = (p.N + 63) / 64, kSticks = (p.K + 63) / 64;
   std::optional<MatmulSplit> best;
-  MatmulSplit cur;
-  cur.batch.assign(p.batch.size(), 1);
-  std::function<void(size_t, int64_t)> batchLevel = [&](size_t i, int64_t used) {
-    if (i < p.batch.size()) {
-      for (int64_t bs : divisorsOf(p.batch[i]))
-        if (used * bs <= maxCores) {
-          cur.batch[i] = bs;
-          batchLevel(i + 1, used * bs);
-        }
-      return;
-    }
+  forEachBatchSplit(p, maxCores, [&](MatmulSplit &cur, int64_t used) {
     for (int64_t m : divisorsOf(p.M))
       for (int64_t n : divisorsOf(nSticks))
         for (int64_t k : divisorsOf(kSticks)) {
           if (used * m * n * k > maxCores)
             continue;
           cur.m = m, cur.n = n, cur.k = k;
-          cur.costUs = matmulCostUs(p, cur);
-          if (!best || cur.costUs < best->costUs)
-            best = cur;
+          keepCheapest(best, cur, p);
         }
-  };
-  batchLevel(0, 1);
+  });
   if (!best || best->cores() < pass3Cores)
     return std::nullopt;
   return best;
@@ -199,17 +216,7 @@ std::optional<MatmulSplit> unevenMatmulDivision(const MatmulProblem &p, int maxC
     return std::nullopt;
   const int64_t nSticks = (p.N + 63) / 64;
   std::optional<MatmulSplit> best;
-  MatmulSplit cur;
-  cur.batch.assign(p.batch.size(), 1);
-  std::function<void(size_t, int64_t)> batchLevel = [&](size_t i, int64_t used) {
-    if (i < p.batch.size()) {
-      for (int64_t bs : divisorsOf(p.batch[i]))
-        if (used * bs <= maxCores) {
-          cur.batch[i] = bs;
-          batchLevel(i + 1, used * bs);
-        }
-      return;
-    }
+  forEachBatchSplit(p, maxCores, [&](MatmulSplit &cur, int64_t used) {
     for (int64_t m = 2; m <= std::min<int64_t>(p.M, maxCores / used); ++m) {
       const int64_t q = (p.M + m - 1) / m; // every slice but the last; the last is not empty
       if (p.M % m == 0 || (m - 1) * q >= p.M)
@@ -220,13 +227,10 @@ std::optional<MatmulSplit> unevenMatmulDivision(const MatmulProblem &p, int maxC
         if (used * m * n > maxCores)
           continue;
         cur.m = m, cur.n = n, cur.k = 1;
-        cur.costUs = matmulCostUs(padded, cur);
-        if (!best || cur.costUs < best->costUs)
-          best = cur;
+        keepCheapest(best, cur, padded);
       }
     }
-  };
-  batchLevel(0, 1);
+  });
   return best;
 }
 
