@@ -1,6 +1,7 @@
 """Uneven work division (docs/superdsc.md §2): a dim whose extent no core count divides is split
-in slices of ceil(n / splits) with a shorter last one, one program per run of equal slices.
-Results against torch CPU, and bit for bit between the JIT and the reference interpreter."""
+in slices of ceil(n / splits) with a shorter last one, one program per run of equal slices; for
+matmuls, M when its largest divisor up to 32 is small. Results against torch CPU, and bit for bit
+between the JIT and the reference interpreter."""
 
 from __future__ import annotations
 
@@ -91,3 +92,30 @@ def test_sum_over_a_row_dim_with_uneven_outer_rows(monkeypatch):
     got = _jit_equals_interpreter(fn, x, monkeypatch=monkeypatch)
     assert _splits("sumnonstick")[0]["mb"] == 17
     torch.testing.assert_close(got.float(), fn(x.float()), atol=0.1, rtol=0.1)
+
+
+# Matmuls whose rows no core count divides well split M unevenly (no K split then).
+@pytest.mark.parametrize("shape_a,shape_b,uneven", [
+    ((127, 512), (512, 256), True),  # prime rows: no even row split
+    ((1151, 128), (128, 64), True),
+    ((2, 127, 512), (2, 512, 256), True),  # batched, prime rows per batch
+    ((3, 67, 128), (3, 128, 64), False),  # the batch and N splits cost less here
+])
+def test_matmul_prime_rows_split_unevenly(shape_a, shape_b, uneven, monkeypatch):
+    monkeypatch.setenv("SPYRE_STRICT", "1")
+    a = cached_randn(shape_a, key=f"um-a{shape_a}")
+    b = cached_randn(shape_b, key=f"um-b{shape_b}", scale=0.1)
+    got = _jit_equals_interpreter(torch.matmul, a, b, monkeypatch=monkeypatch)
+    torch.testing.assert_close(got.float(), a.float() @ b.float(), atol=0.1, rtol=0.1)
+    (split,) = _splits("batchmatmul")
+    assert (shape_a[-2] % split["mb"] != 0) == uneven
+    if uneven:
+        assert split["in"] == 1
+
+
+def test_matmul_rows_with_a_good_divisor_keep_the_even_split(monkeypatch):
+    monkeypatch.setenv("SPYRE_STRICT", "1")
+    a, b = cached_randn((4096, 64), key="um-even-a"), cached_randn((64, 64), key="um-even-b", scale=0.1)
+    got = _run(torch.matmul, a, b, engine="jit", monkeypatch=monkeypatch)
+    torch.testing.assert_close(got.float(), a.float() @ b.float(), atol=0.1, rtol=0.1)
+    assert all(4096 % s["mb"] == 0 for s in _splits("batchmatmul"))
