@@ -407,8 +407,12 @@ def _split_with_sizes(x: torch.Tensor, split_sizes: Sequence[int], dim: int = 0)
 
 
 def _repeat_heads(x: torch.Tensor, rep: int) -> torch.Tensor:
-    """GQA: each of x's heads (dim -3) repeated ``rep`` times in place (slices and one cat)."""
-    return torch.cat([x[..., h:h + 1, :, :] for h in range(x.shape[-3]) for _ in range(rep)], -3)
+    """GQA: each of x's heads (dim -3) repeated ``rep`` times in place, as repeat_kv does: one
+    broadcast copy over [batch x heads, rep, S, D] (rank 4 throughout, so no node of the graph
+    needs the frontend's rank reduction), not a slice per head and a cat."""
+    *lead, h, s, d = x.shape
+    bh = math.prod(lead) * h
+    return x.reshape(bh, 1, s, d).expand(bh, rep, s, d).reshape(*lead, h * rep, s, d)
 
 
 def sdpa_math(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None = None,
