@@ -18,6 +18,7 @@ import torch
 
 from . import _fallback, _guards
 from ._build import _dump_dir, compile_stats, compile_text, passes_text  # noqa: F401  (re-exported)
+from ._fold_matmul_views import fold_matmul_views
 from ._errors import FallbackWarning, Unsupported, strict_unsupported, typed_device_faults
 from ._collectives import COLLECTIVE_OPS as _COLLECTIVE_OPS
 from ._collectives import call_implementations, rewrite_collectives
@@ -377,6 +378,7 @@ def _compile_aten_graph_inputs(gm: torch.fx.GraphModule) -> Callable:
 
     _C.sencores()  # an invalid SENCORES is a setup error: raise instead of falling back
     _check_static(gm)
+    fold_matmul_views(gm)
     # A node that does not compile on its own may compile in context: the unsqueeze of a
     # reduction without keepdim moves elements between sticks from the generic layout, but not
     # from the reduction's own layout, which layout propagation lets it read; a rank-5 expand or
