@@ -122,6 +122,11 @@ FusedValue FusedOps::operand(size_t k, size_t i, FusedBodyState &st, std::vector
     throw Error(w_ + ": computeOp_ " + std::to_string(k) + " reads the result of a later op");
   if (st.live.count(ref))
     return st.live[ref];
+  if (auto r = st.scratch.find(ref); r != st.scratch.end()) {
+    FusedValue v{regs.take(), r->second.second};
+    body.push_back(vld(v.fmt, v.reg, PointwisePlan::kScratchReg, r->second.first));
+    return st.live[ref] = v;
+  }
   if (auto r = st.reloadFrom.find(ref); r != st.reloadFrom.end()) {
     const TensorGeom &g = geomOf(r->second);
     FusedValue v{regs.take(), g.fmt};
@@ -247,6 +252,12 @@ void FusedOps::emitPointwise(size_t k, FusedBodyState &st, std::vector<Instr> &b
   if (stores)
     store(k, code, result, body);
   const int ref = fusedResultRef(static_cast<int>(k));
+  if (auto sc = st.scratchStore.find(ref); sc != st.scratchStore.end()) {
+    if (result.fmt != p_.out.fmt) // one stick of the walk's format per stick of the row
+      throw Unsupported("a " + std::string(formatName(result.fmt)) + " value kept in the row scratch of " + opWhere(k));
+    body.push_back(vst(result.fmt, result.reg, PointwisePlan::kScratchReg, sc->second));
+    st.scratch[ref] = {sc->second, result.fmt};
+  }
   if (st.lastUse.count(ref))
     st.live[ref] = result;
   else

@@ -17,13 +17,15 @@
 // (PointwiseEmitter, here).
 #include "lowerings.h"
 #include "pointwise_plan.h"
+#include <memory>
 
 namespace spyre::backend::detail {
 namespace {
 
 /// Emits the planned kernel. Registers: r1.. DDR offset per tensor, r10.. LX offset per tensor
 /// in the compute loop, r20/r21 DMA scratch, r22/r23 this block's / the other block's buffer
-/// half (0 or H), r24 swap scratch. Vector registers: v0..v2 inputs, v4 result, v8.. constants.
+/// half (0 or H), r24 swap scratch, r17 the row scratch (row-fused). Vector registers: v0..v2
+/// inputs, v4 result, v8.. constants.
 class PointwiseEmitter {
 public:
   PointwiseEmitter(const SuperDsc &s, const PointwisePlan &p) : s_(s), p_(p) {}
@@ -217,6 +219,15 @@ void PointwiseEmitter::rowPasses(size_t jj) {
       if (used)
         adv.push_back({10 + i, p_.lxStride[i][jj]});
     }
+    // The row scratch (kept stick values), walked like the row's blocks.
+    bool scratch = false;
+    for (const auto *v : {&rp.body, &rp.lastBody})
+      for (const Instr &in : *v)
+        scratch = scratch || in.lx.base == PointwisePlan::kScratchReg;
+    if (scratch) {
+      emitLi(pb_, PointwisePlan::kScratchReg, p_.scratchLx);
+      adv.push_back({PointwisePlan::kScratchReg, kStickBytes});
+    }
     emitAll(rp.prelude);
     emitAll(rp.init);
     if (rp.lastBody.empty()) {
@@ -369,27 +380,41 @@ Kernel compilePointwise(const SuperDsc &s, const BackendOptions &opts) {
     else
       checkOperands(s, q);
   };
-  PointwisePlan p;
-  check(p);
-  if (!fused && movesLanes(s, p)) {
-    if (!s.constantArgs.empty())
-      throw Unsupported("runtime scalar constants in the lane-moving copy " + s.name);
-    return compileLaneShift(s, opts);
+  if (!fused) {
+    PointwisePlan p;
+    checkOperands(s, p);
+    if (movesLanes(s, p)) {
+      if (!s.constantArgs.empty())
+        throw Unsupported("runtime scalar constants in the lane-moving copy " + s.name);
+      return compileLaneShift(s, opts);
+    }
   }
-  planSlices(s, p);
-  const auto runs = equalSliceRuns(p.slices);
-  planBlocking(s, opts, p);
-  planLx(s, p);
-  Kernel k = PointwiseEmitter(s, p).emit(runs[0].second);
+  // A row-fused kernel keeps the stick values a later pass reads in a row scratch when that
+  // fits in LX (PointwisePlan::keepRows), else recomputes them: bit-identical either way.
+  auto plan = [&](int rep, bool keep) {
+    auto q = std::make_unique<PointwisePlan>();
+    q->keepRows = keep;
+    check(*q);
+    planSlices(s, *q, rep);
+    planBlocking(s, opts, *q);
+    planLx(s, *q);
+    return q;
+  };
+  bool keep = rowFused;
+  std::unique_ptr<PointwisePlan> p;
+  try {
+    p = plan(0, keep);
+  } catch (const Unsupported &) {
+    if (!keep)
+      throw;
+    keep = false;
+    p = plan(0, keep);
+  }
+  const auto runs = equalSliceRuns(p->slices);
+  Kernel k = PointwiseEmitter(s, *p).emit(runs[0].second);
   // An uneven split: every further run of cores with equal slices gets its own plan and program.
-  for (size_t r = 1; r < runs.size(); ++r) {
-    PointwisePlan q;
-    check(q);
-    planSlices(s, q, runs[r].first);
-    planBlocking(s, opts, q);
-    planLx(s, q);
-    PointwiseEmitter(s, q).emitCores(k, runs[r].first, runs[r].second);
-  }
+  for (size_t r = 1; r < runs.size(); ++r)
+    PointwiseEmitter(s, *plan(runs[r].first, keep)).emitCores(k, runs[r].first, runs[r].second);
   if (runs.size() > 1)
     k.comment += ", uneven split: " + std::to_string(runs.size()) + " programs";
   return k;

@@ -202,7 +202,8 @@ void planSlices(const SuperDsc &s, PointwisePlan &p, int rep) {
 
 /// The blocking of the sweep (c0, chunk, double buffering) within the staging LX.
 void planBlocking(const SuperDsc &s, const BackendOptions &opts, PointwisePlan &p) {
-  const int64_t stageBytes = opts.lxBytes - s.lxReservedBytes;
+  // A row-fused kernel's row scratch (pointwise_plan.h) comes off the staging LX first.
+  const int64_t stageBytes = opts.lxBytes - s.lxReservedBytes - p.scratchRows * p.scratchRowBytes;
   // Double buffering: tensors that change from block to block (they span c0) get two buffers,
   // block i+1 is fetched while block i is computed and block i's result written back while
   // block i+1 is computed. Tensors constant over the sweep are staged once per sweep.
@@ -274,6 +275,8 @@ void planLx(const SuperDsc &s, PointwisePlan &p) {
     p.half = lxCursor - halfStart;
     lxCursor += p.half;
   }
+  p.scratchLx = lxCursor;
+  lxCursor += p.scratchRows * p.scratchRowBytes;
   p.lxCursor = lxCursor;
   // LX stride of each tensor along each output dim: dense over its own box.
   p.lxStride.assign(nt, std::vector<int64_t>(p.J, 0));

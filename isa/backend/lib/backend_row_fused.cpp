@@ -88,6 +88,9 @@ public:
 
 private:
   void setup();
+  /// keepRows: the stick values read in a later pass than theirs that are not stored go to
+  /// the row scratch (one row each) instead of being recomputed there.
+  void chooseKept();
   /// The ops the stick loop of pass P runs: those of pass P, and the stick values of earlier
   /// passes they read that are not stored (recomputed); a stored one is read back from its
   /// output's LX block (reloadFrom: result ref -> walk tensor index).
@@ -107,6 +110,8 @@ private:
   std::map<size_t, int> acc_;              ///< accumulators of the current pass
   std::map<size_t, Format> accFmt_;        ///< the format of each reduction's operand
   std::map<int, FusedValue> rowVal_;       ///< row values computed so far (by result ref)
+  std::map<size_t, int64_t> kept_;         ///< stick values kept in the row scratch: op -> offset
+  std::map<size_t, Format> keptFmt_;       ///< their formats, once computed
   int64_t validLanes_ = 0;
 };
 
@@ -137,6 +142,7 @@ void RowPassBuilder::setup() {
     throw Unsupported("splitting the reduced stick dim " + p_.stickDim + " over cores in " + s_.name);
   const int64_t count = s_.N[sd];
   validLanes_ = count % elemsPerStick(p_.out.t->dataFormat);
+  p_.scratchRowBytes = (count + elemsPerStick(p_.out.t->dataFormat) - 1) / elemsPerStick(p_.out.t->dataFormat) * kStickBytes;
   std::vector<Instr> &in = p_.rowSetup;
   for (size_t k = 0; k < s_.fusedOps.size(); ++k) {
     if (r_.kind[k] != Kind::Reduce)
@@ -173,7 +179,7 @@ std::vector<bool> RowPassBuilder::needed(int P, std::map<int, int> *reloadFrom) 
       if (ref > -2)
         continue;
       const size_t j = static_cast<size_t>(fusedResultIndex(ref));
-      if (r_.kind[j] != Kind::Stick || r_.pass[j] == P)
+      if (r_.kind[j] != Kind::Stick || r_.pass[j] == P || kept_.count(j))
         continue;
       if (!s_.fusedOps[j].outputs.empty()) {
         if (reloadFrom)
@@ -190,6 +196,13 @@ std::vector<Instr> RowPassBuilder::body(int P, bool masked) {
   const size_t n = s_.fusedOps.size();
   FusedBodyState st;
   const std::vector<bool> need = needed(P, &st.reloadFrom);
+  for (const auto &[j, off] : kept_) {
+    const int ref = fusedResultRef(static_cast<int>(j));
+    if (r_.pass[j] == P)
+      st.scratchStore[ref] = off;
+    else if (r_.pass[j] < P && keptFmt_.count(j))
+      st.scratch[ref] = {off, keptFmt_.at(j)};
+  }
   for (const auto &[ref, v] : rowVal_)
     st.live[ref] = v; // held for the whole pass: no last use here
   for (size_t k = 0; k < n; ++k)
@@ -203,6 +216,8 @@ std::vector<Instr> RowPassBuilder::body(int P, bool masked) {
       continue;
     if (r_.kind[k] == Kind::Stick) {
       ops_.emitPointwise(k, st, out, /*stores=*/r_.pass[k] == P);
+      if (auto sc = st.scratch.find(fusedResultRef(static_cast<int>(k))); sc != st.scratch.end())
+        keptFmt_[k] = sc->second.second;
       continue;
     }
     FusedValue v = ops_.operand(k, 0, st, out);
@@ -224,8 +239,25 @@ std::vector<Instr> RowPassBuilder::body(int P, bool masked) {
   return out;
 }
 
+void RowPassBuilder::chooseKept() {
+  if (!p_.keepRows)
+    return;
+  const size_t n = s_.fusedOps.size();
+  for (size_t k = 0; k < n; ++k)
+    for (int ref : s_.fusedOps[k].inputs) {
+      if (ref > -2 || r_.kind[k] == Kind::Row)
+        continue;
+      const size_t j = static_cast<size_t>(fusedResultIndex(ref));
+      if (r_.kind[j] == Kind::Stick && r_.pass[k] > r_.pass[j] && s_.fusedOps[j].outputs.empty() && !kept_.count(j)) {
+        kept_[j] = static_cast<int64_t>(kept_.size()) * p_.scratchRowBytes;
+      }
+    }
+  p_.scratchRows = static_cast<int>(kept_.size());
+}
+
 void RowPassBuilder::build() {
   setup();
+  chooseKept();
   const size_t n = s_.fusedOps.size();
   // The last pass that reads each row value (in its prelude or, also by a recomputed op, in
   // its stick loop): its register is free after that pass.

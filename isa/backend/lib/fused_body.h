@@ -36,6 +36,12 @@ struct FusedBodyState {
   std::map<int, FusedValue> live;
   std::map<int, size_t> lastUse;
   std::map<int, int> reloadFrom;
+  /// Results kept in the row scratch (docs/superdsc.md §6.10; PointwisePlan::keepRows):
+  /// scratchStore: ref -> byte offset from the scratch register, stored when computed (the
+  /// value's format is then recorded in `scratch`); scratch: ref -> (offset, format), loaded
+  /// when read.
+  std::map<int, int64_t> scratchStore;
+  std::map<int, std::pair<int64_t, Format>> scratch;
 };
 
 /// Emits the ops of a fused SuperDSC into bodies; constructed once per plan, it checks and

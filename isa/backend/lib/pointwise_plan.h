@@ -48,6 +48,14 @@ struct PointwisePlan {
   };
   std::vector<RowPass> rowPasses;
   std::vector<Instr> rowSetup;
+  /// Row scratch (keepRows: asked before checkRowFusedOperands): stick values of an earlier
+  /// pass read in a later one are stored in pass order into one LX row each (r17 walks it,
+  /// value i at i * scratchRowBytes) instead of being recomputed; scratchRows of them. The
+  /// scratch sits after the blocks (scratchLx, planLx) and is reused by every row.
+  bool keepRows = false;
+  int scratchRows = 0;
+  int64_t scratchRowBytes = 0, scratchLx = 0;
+  static constexpr int kScratchReg = 17;
   /// A row-fused kernel's first output as a tensor (its own dim order: its DMA box, its LX
   /// layout when LX-resident); `out.dims` is the walk's order, the stick dim moved innermost.
   TensorGeom outTensor;

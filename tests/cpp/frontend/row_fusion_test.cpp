@@ -4,7 +4,9 @@
 // leaves groups it cannot make alone, and rows that do not fit LX keep their own kernels.
 #include "fusion_helpers.h"
 #include "plan_runner.h"
+#include "spyre/backend/backend.h"
 #include "spyre/frontend/passes.h"
+#include "spyre/isa/error.h"
 #include "spyre/isa/superdsc.h"
 #include <cmath>
 #include <gtest/gtest.h>
@@ -126,6 +128,44 @@ TEST(RowFusion, SoftmaxIsOneKernelNearTheHostResult) {
     for (int j = 0; j < C; ++j)
       EXPECT_NEAR(r.interp[0][i * C + j], std::exp(x[i * C + j] - m) / s, 2e-3) << i << "," << j;
   }
+}
+
+/// Static `exp` instructions in a kernel's programs (loop bodies included).
+int staticExps(const isa::Kernel &k) {
+  int n = 0;
+  for (const isa::CoreProgram &p : k.programs)
+    isa::forEachNested(p.body, 0, [&](const isa::Instr &in, int, int, int &) {
+      n += in.op == isa::Opcode::Exp ? 1 : 0;
+      return true;
+    });
+  return n;
+}
+
+TEST(RowFusion, SoftmaxKeepsExpInTheRowScratchOrRecomputesWhenLxIsTight) {
+  // exp(x - max) is needed by the sum (pass 1) and the div (pass 2): kept in the row scratch it
+  // is computed once (pass 1's body, and its masked last stick's: 130 is not a stick multiple);
+  // with LX too small for the scratch next to the row blocks pass 2 recomputes it. Both are
+  // bit-identical to the unfused chain (RowFusionCase above runs the default, scratch, path).
+  isa::JobPlan p = compile(softmax("f16", "[64, 130]", "[64, 1]"), true, 8);
+  ASSERT_EQ(p.launches.size(), 1u);
+  const isa::SuperDsc &s = p.launches[0].sdsc;
+  const int kept = staticExps(backend::compileSuperDsc(s));
+  EXPECT_EQ(kept, 2) << "pass 1's body and its masked last stick";
+  // The tightest LX that still compiles: no room for the scratch row, so exp is recomputed.
+  backend::BackendOptions tight;
+  int64_t lo = 0, hi = tight.lxBytes; // hi compiles, lo does not
+  while (hi - lo > 128) {
+    const int64_t mid = (lo + hi) / 2;
+    tight.lxBytes = mid;
+    try {
+      backend::compileSuperDsc(s, tight);
+      hi = mid;
+    } catch (const Unsupported &) {
+      lo = mid;
+    }
+  }
+  tight.lxBytes = hi;
+  EXPECT_EQ(staticExps(backend::compileSuperDsc(s, tight)), kept + 1);
 }
 
 TEST(RowFusion, PassGroupsTheRowChainAndLeavesEscapingRowValues) {
