@@ -520,13 +520,19 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::Impl::prepare
   if (!obj && cachedOnly)
     return {};
   if (!obj) {
-    ++im.counters.misses;
     std::lock_guard<std::mutex> g(im.mu);
-    obj = im.compile(ks, kernelNames, dumpName, t);
-    if (im.opts.memoryCache)
-      memoryCacheStore(key, obj);
-    if (im.disk && im.disk->store(key, *obj))
-      ++im.counters.diskWrites;
+    // Another thread of this engine may have compiled the same kernels while this one waited.
+    if (!dumping && im.opts.memoryCache && (obj = memoryCacheLookup(key))) {
+      ++im.counters.memoryHits;
+      t.hit = true;
+    } else {
+      ++im.counters.misses;
+      obj = im.compile(ks, kernelNames, dumpName, t);
+      if (im.opts.memoryCache)
+        memoryCacheStore(key, obj);
+      if (im.disk && im.disk->store(key, *obj))
+        ++im.counters.diskWrites;
+    }
   }
   if (dumping)
     writeBytes(*obj, im.opts.dumpDir + "/" + dumpName + ".o");

@@ -6,6 +6,7 @@
 #include "spyre/isa/listing.h"
 #include "spyre/jit/jit_engine.h"
 #include <gtest/gtest.h>
+#include <thread>
 
 using namespace spyre;
 using namespace spyre::testing;
@@ -70,6 +71,29 @@ TEST(TieredJit, KernelsAndEnginesGoInAnyOrder) {
   }
   // The kernel outlives its engine, on whichever tier it had reached.
   expectLikeInterpreter(*survivor);
+}
+
+TEST(TieredJit, OneEngineFromSeveralThreads) {
+  // Lookups and links run outside the compile lock; a thread that waited for the lock finds the
+  // other thread's object in the memory cache instead of compiling it again.
+  for (jit::OptTier tier : {jit::OptTier::O0, jit::OptTier::Tiered}) {
+    jit::clearMemoryCache();
+    jit::JitEngine e({tier, "", "off", true});
+    isa::Kernel k = kernel(10);
+    std::vector<std::shared_ptr<const sim::PreparedKernel>> got(4);
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < got.size(); ++t)
+      threads.emplace_back([&, t] { got[t] = e.prepare(k); });
+    for (auto &t : threads)
+      t.join();
+    EXPECT_EQ(e.cacheStats().misses, 1u) << jit::tierName(tier);
+    // (Tiered: a thread that ran late may find the O2 object already and never ask the O0 level.)
+    if (tier == jit::OptTier::O0)
+      EXPECT_EQ(e.cacheStats().memoryHits, got.size() - 1);
+    for (const auto &pk : got)
+      expectLikeInterpreter(*pk);
+  }
+  jit::clearMemoryCache();
 }
 
 TEST(TieredJit, NonTieredEnginesAndKernels) {
