@@ -283,6 +283,7 @@ struct JitEngine::Impl {
   // is joined before the O2 engine goes.
   std::unique_ptr<JitEngine> optimised;
   std::unique_ptr<TierUp> tierUp;
+  std::string dumpTag; // "_O2" on a tiered engine's O2 engine: its dumps do not overwrite the O0 ones
 
   /// The kernels from the code cache or compiled; with `cachedOnly`, {} on a cache miss.
   std::vector<std::shared_ptr<const sim::PreparedKernel>> prepare(const std::vector<isa::Kernel> &ks,
@@ -325,6 +326,7 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
     JitOptions o2 = opts;
     o2.tier = OptTier::O2;
     impl_->optimised = std::make_unique<JitEngine>(std::move(o2));
+    impl_->optimised->impl_->dumpTag = "_O2";
     JitEngine *optimised = impl_->optimised.get();
     impl_->tierUp = std::make_unique<TierUp>([optimised](const std::vector<isa::Kernel> &ks) {
       return optimised->impl_->prepare(ks, false);
@@ -473,16 +475,7 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(co
   auto cached = im.optimised->impl_->prepare(ks, true);
   if (!cached.empty())
     return cached;
-  auto base = im.prepare(ks, false);
-  std::vector<std::shared_ptr<const sim::PreparedKernel>> out;
-  std::vector<std::weak_ptr<TieredKernel>> targets;
-  for (auto &b : base) {
-    auto t = std::make_shared<TieredKernel>(std::move(b));
-    targets.push_back(t);
-    out.push_back(std::move(t));
-  }
-  im.tierUp->enqueue(ks, std::move(targets));
-  return out;
+  return im.tierUp->wrapAndEnqueue(ks, im.prepare(ks, false));
 }
 
 std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::Impl::prepare(const std::vector<isa::Kernel> &ks,
@@ -492,8 +485,9 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::Impl::prepare
   double cpu0 = threadCpuMs();
   CompileTimes t;
   uint64_t id = im.counter++;
-  std::string dumpName = ks.size() == 1 ? "spyre_" + ks[0].name + "_" + std::to_string(id)
-                                        : "spyre_batch" + std::to_string(ks.size()) + "_" + std::to_string(id);
+  std::string dumpName = (ks.size() == 1 ? "spyre_" + ks[0].name + "_" + std::to_string(id)
+                                         : "spyre_batch" + std::to_string(ks.size()) + "_" + std::to_string(id)) +
+                         im.dumpTag;
   std::vector<std::string> kernelNames; // normalised names (symbols), as in the key
   std::string material = im.keyPrefix;
   for (size_t i = 0; i < ks.size(); ++i) {

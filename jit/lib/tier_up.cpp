@@ -23,6 +23,19 @@ void TierUp::enqueue(std::vector<isa::Kernel> ks, std::vector<std::weak_ptr<Tier
   cv_.notify_one();
 }
 
+std::vector<std::shared_ptr<const sim::PreparedKernel>>
+TierUp::wrapAndEnqueue(const std::vector<isa::Kernel> &ks, std::vector<std::shared_ptr<const sim::PreparedKernel>> base) {
+  std::vector<std::shared_ptr<const sim::PreparedKernel>> out;
+  std::vector<std::weak_ptr<TieredKernel>> targets;
+  for (auto &b : base) {
+    auto t = std::make_shared<TieredKernel>(std::move(b));
+    targets.push_back(t);
+    out.push_back(std::move(t));
+  }
+  enqueue(ks, std::move(targets));
+  return out;
+}
+
 void TierUp::drain() {
   std::unique_lock<std::mutex> l(mu_);
   idle_.wait(l, [this] { return queue_.empty() && !busy_; });

@@ -55,6 +55,10 @@ public:
   TierUp(const TierUp &) = delete;
   TierUp &operator=(const TierUp &) = delete;
 
+  /// Wraps each base-tier kernel of `base` (prepared from `ks`) in a TieredKernel and queues
+  /// `ks` for the optimised compile.
+  std::vector<std::shared_ptr<const sim::PreparedKernel>>
+  wrapAndEnqueue(const std::vector<isa::Kernel> &ks, std::vector<std::shared_ptr<const sim::PreparedKernel>> base);
   void enqueue(std::vector<isa::Kernel> ks, std::vector<std::weak_ptr<TieredKernel>> targets);
   /// Blocks until every batch enqueued so far is installed (or failed).
   void drain();
