@@ -59,6 +59,7 @@ struct RunStats {
   std::string note;
   int reps = 0;
   double medianMs = 0, minMs = 0, maxMs = 0;
+  double firstMs = 0; ///< the warm-up run (the first run of the prepared kernels)
   /// --profile: per launch of the plan, the median over the timed runs of its wall time and of
   /// the summed time of its cores' phase code (sim::LaunchTimes).
   std::vector<sim::LaunchTimes> perLaunch;

@@ -71,7 +71,8 @@ po::options_description commandLine() {
       "dtype", po::value<std::string>()->default_value("f16"), "f16 or f32")(
       "engine", po::value<std::string>()->default_value("both"), "jit, interp or both")(
       "tier", po::value<std::string>()->default_value("O2"),
-      "JIT tier O0 or O2 (the compile section times both unless this is given)")(
+      "JIT tier O0, O2 or tiered (O0 code at once, O2 compiled in the background; the timed runs wait for "
+      "O2). The compile section times O0 and O2 unless this is given")(
       "threads", po::value<int>()->default_value(sim::RuntimeOptions::fromEnv(processEnv()).threads), "host threads (SPYRE_SIM_THREADS)")(
       "cores", po::value<int>(), "simulated cores (default SENCORES or 32)")(
       "reps", po::value<int>()->default_value(20), "timed repetitions (JIT and libtorch)")(
@@ -96,7 +97,10 @@ Options optionsFrom(const po::variables_map &vm) {
   Options o;
   o.backendOpts = backend::BackendOptions::fromEnv(processEnv());
   std::string tierS = vm["tier"].as<std::string>();
-  o.tier = tierS == "O0" ? jit::OptTier::O0 : tierS == "O2" ? jit::OptTier::O2 : throw Error("bad --tier " + tierS);
+  o.tier = tierS == "O0"       ? jit::OptTier::O0
+           : tierS == "O2"     ? jit::OptTier::O2
+           : tierS == "tiered" ? jit::OptTier::Tiered
+                               : throw Error("bad --tier " + tierS + " (O0, O2, tiered)");
   o.cores = vm.count("cores") ? vm["cores"].as<int>() : frontend::CompileOptions::fromEnv(processEnv()).maxCores;
   if (o.cores < 1 || o.cores > isa::kMaxSdscCores)
     throw Error("bad --cores " + std::to_string(o.cores) + " (expected an integer in 1.." +

@@ -36,7 +36,7 @@ void printJson(const std::vector<WorkloadResult> &rs, const std::vector<CompileR
   for (const auto &w : rs) {
     std::cout << (firstObj ? "" : ",") << "\n{\"workload\":\"" << w.name << "\",\"kernels\":" << w.kernels
               << ",\"sticks\":" << w.sticks << ",\"flops\":" << n(w.flops) << ",\"threads\":" << o.threads
-              << ",\"tier\":\"" << (o.tier == jit::OptTier::O0 ? "O0" : "O2") << "\"";
+              << ",\"tier\":\"" << jit::tierName(o.tier) << "\"";
     firstObj = false;
     if (!w.error.empty()) {
       std::cout << ",\"error\":" << jsonStr(w.error) << "}";
@@ -48,6 +48,7 @@ void printJson(const std::vector<WorkloadResult> &rs, const std::vector<CompileR
                 << ",\"sticks_per_s\":" << n(w.sticks / (w.jit.medianMs * 1e-3))
                 << ",\"gflops\":" << n(w.flops / (w.jit.medianMs * 1e6)) << ",\"backend_ms\":" << n(w.backendMs)
                 << ",\"compile_cold_ms\":" << n(w.coldPrepareMs) << ",\"compile_hit_ms\":" << n(w.hitPrepareMs)
+                << ",\"first_run_ms\":" << n(w.coldPrepareMs + w.jit.firstMs)
                 << ",\"cache_hits\":" << w.cache.hits() << ",\"cache_misses\":" << w.cache.misses << "}";
     }
     std::cout << ",\"interp\":{\"ran\":" << (w.interp.ran ? "true" : "false");
@@ -109,10 +110,10 @@ void printTables(const std::vector<WorkloadResult> &rs, const std::vector<Compil
   std::string baseline = !o.native      ? "off (--native off)"
                          : lib.empty() ? "n/a (" + bench::nativeUnavailable() + ")"
                                        : lib + ", same process, same thread count";
-  printf("host: %d thread(s), JIT tier %s; libtorch baseline: %s\n\n", o.threads, o.tier == jit::OptTier::O0 ? "O0" : "O2",
+  printf("host: %d thread(s), JIT tier %s; libtorch baseline: %s\n\n", o.threads, jit::tierName(o.tier),
          baseline.c_str());
-  printf("%-22s %4s %25s %10s %9s %9s %8s %10s %10s %9s %16s %9s\n", "workload", "krn", "JIT ms med (min..max)",
-         "Msticks/s", "GFLOP/s", "cold ms", "hit ms", "sim us", "interp ms", "JIT/int", "torch ms (dtype)",
+  printf("%-22s %4s %25s %10s %9s %9s %8s %9s %10s %10s %9s %16s %9s\n", "workload", "krn", "JIT ms med (min..max)",
+         "Msticks/s", "GFLOP/s", "cold ms", "hit ms", "1st run", "sim us", "interp ms", "JIT/int", "torch ms (dtype)",
          "JIT/torch");
   for (const auto &w : rs) {
     if (!w.error.empty()) {
@@ -128,8 +129,9 @@ void printTables(const std::vector<WorkloadResult> &rs, const std::vector<Compil
     std::string ratio = w.jit.ran && w.interp.ran ? fmt("%.1fx", w.interp.medianMs / w.jit.medianMs) : "-";
     std::string nat = w.native.available ? fmt("%.3f", w.native.medianMs) + " (" + w.native.dtype + ")" : "n/a";
     std::string natR = w.jit.ran && w.native.available ? fmt("%.2fx", w.jit.medianMs / w.native.medianMs) : "-";
-    printf("%-22s %4zu %25s %10s %9s %9.1f %8.2f %10.2f %10s %9s %16s %9s\n", w.name.c_str(), w.kernels,
-           jitMs.c_str(), sps.c_str(), gf.c_str(), w.backendMs + w.coldPrepareMs, w.hitPrepareMs, w.sim.scheduledUs,
+    printf("%-22s %4zu %25s %10s %9s %9.1f %8.2f %9.1f %10.2f %10s %9s %16s %9s\n", w.name.c_str(), w.kernels,
+           jitMs.c_str(), sps.c_str(), gf.c_str(), w.backendMs + w.coldPrepareMs, w.hitPrepareMs,
+           w.coldPrepareMs + w.jit.firstMs, w.sim.scheduledUs,
            interp.c_str(), ratio.c_str(), nat.c_str(), natR.c_str());
   }
   bool anyFlops = false;

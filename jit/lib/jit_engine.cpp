@@ -1,6 +1,7 @@
 #include "spyre/jit/jit_engine.h"
 #include "code_cache.h"
 #include "lowering.h"
+#include "tier_up.h"
 #include "spyre/isa/limits.h"
 #include "spyre/isa/semantics.h"
 #include "spyre_jit_source_hash.h"
@@ -39,8 +40,8 @@ using Clock = std::chrono::steady_clock;
 
 JitOptions JitOptions::fromEnv(const spyre::Env &env) {
   JitOptions o;
-  std::string tier = env.choice("SPYRE_JIT_OPT", "O2", {"O0", "O2", "0", "2"});
-  o.tier = tier == "O0" || tier == "0" ? OptTier::O0 : OptTier::O2;
+  std::string tier = env.choice("SPYRE_JIT_OPT", "O2", {"O0", "O2", "0", "2", "tiered"});
+  o.tier = tier == "O0" || tier == "0" ? OptTier::O0 : tier == "tiered" ? OptTier::Tiered : OptTier::O2;
   o.cacheDir = cacheDirFromEnv(env);
   o.cacheMaxBytes = static_cast<uint64_t>(env.integer("SPYRE_CACHE_MAX_MB", 1024, 1, 1048576)) << 20;
   o.passes = env.string("SPYRE_JIT_PASSES");
@@ -203,6 +204,8 @@ public:
   JitKernel(isa::Kernel k, std::shared_ptr<LoadedCode> code, std::vector<std::vector<PhaseFn>> fns)
       : k_(std::move(k)), code_(std::move(code)), fns_(std::move(fns)), numPhases_(k_.numPhases()),
         vregs_(sim::usedVectorRegisters(k_)) {}
+  JitKernel(const JitKernel &) = delete;
+  JitKernel &operator=(const JitKernel &) = delete;
   const isa::Kernel &kernel() const override { return k_; }
   int numPhases() const override { return numPhases_; }
   uint32_t vectorRegisters() const override { return vregs_; }
@@ -268,12 +271,23 @@ struct JitEngine::Impl {
   std::unique_ptr<Optimiser> optimiser;  // built on the first compile, reused (under mu)
   std::unique_ptr<CodeGenerator> codegen; // likewise
   std::unique_ptr<DiskCache> disk;
-  std::mutex mu;
+  std::mutex mu;      // the optimiser and code generator (one compile at a time)
+  std::mutex lastMu;  // `last`
   CompileTimes last;
   CacheCounters counters;
-  uint64_t counter = 0;
+  std::atomic<uint64_t> counter{0};
   std::string keyPrefix;
   bool printTimes = false; // JitOptions::printTimes: one line per prepare on stderr
+  // SPYRE_JIT_OPT=tiered (tier_up.h): this engine compiles at O0; `optimised` (an O2 engine)
+  // compiles every kernel again on the tier-up thread. Destroyed in reverse order: the thread
+  // is joined before the O2 engine goes.
+  std::unique_ptr<JitEngine> optimised;
+  std::unique_ptr<TierUp> tierUp;
+  std::string dumpTag; // "_O2" on a tiered engine's O2 engine: its dumps do not overwrite the O0 ones
+
+  /// The kernels from the code cache or compiled; with `cachedOnly`, {} on a cache miss.
+  std::vector<std::shared_ptr<const sim::PreparedKernel>> prepare(const std::vector<isa::Kernel> &ks,
+                                                                   bool cachedOnly);
 
   ObjectBytes compile(const std::vector<isa::Kernel> &ks, const std::vector<std::string> &names,
                       const std::string &dumpName, CompileTimes &t) {
@@ -308,6 +322,17 @@ struct JitEngine::Impl {
 
 JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
   auto tCreate = Clock::now();
+  if (opts.tier == OptTier::Tiered) {
+    JitOptions o2 = opts;
+    o2.tier = OptTier::O2;
+    impl_->optimised = std::make_unique<JitEngine>(std::move(o2));
+    impl_->optimised->impl_->dumpTag = "_O2";
+    JitEngine *optimised = impl_->optimised.get();
+    impl_->tierUp = std::make_unique<TierUp>([optimised](const std::vector<isa::Kernel> &ks) {
+      return optimised->impl_->prepare(ks, false);
+    });
+    opts.tier = OptTier::O0; // this engine is the base tier
+  }
   impl_->opts = std::move(opts);
   impl_->printTimes = impl_->opts.printTimes;
   const Host &host = Host::get();
@@ -387,8 +412,21 @@ JitEngine::~JitEngine() {
     reportAndResetTimings();
 }
 
-double JitEngine::lastCompileMs() const { return impl_->last.totalMs; }
-CompileTimes JitEngine::lastCompileTimes() const { return impl_->last; }
+double JitEngine::lastCompileMs() const { return lastCompileTimes().totalMs; }
+CompileTimes JitEngine::lastCompileTimes() const {
+  std::lock_guard<std::mutex> g(impl_->lastMu);
+  return impl_->last;
+}
+
+void JitEngine::waitForTierUp() {
+  if (impl_->tierUp)
+    impl_->tierUp->drain();
+}
+
+bool isTieredUp(const sim::PreparedKernel &k) {
+  auto *t = dynamic_cast<const TieredKernel *>(&k);
+  return t && t->tieredUp();
+}
 std::string JitEngine::cacheDir() const { return impl_->disk ? impl_->disk->dir() : std::string(); }
 
 CacheStats JitEngine::cacheStats() const {
@@ -431,13 +469,25 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(co
   for (const isa::Kernel &k : ks)
     isa::checkKernelLimits(k); // lowering recurses over loop nests: bounded by the depth limit
   Impl &im = *impl_;
-  std::lock_guard<std::mutex> g(im.mu);
+  if (!im.tierUp)
+    return im.prepare(ks, false);
+  // Tiered: O2 code from the cache if it is there, else the O0 code now and O2 later.
+  auto cached = im.optimised->impl_->prepare(ks, true);
+  if (!cached.empty())
+    return cached;
+  return im.tierUp->wrapAndEnqueue(ks, im.prepare(ks, false));
+}
+
+std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::Impl::prepare(const std::vector<isa::Kernel> &ks,
+                                                                                 bool cachedOnly) {
+  Impl &im = *this;
   auto tAll = Clock::now();
   double cpu0 = threadCpuMs();
   CompileTimes t;
   uint64_t id = im.counter++;
-  std::string dumpName = ks.size() == 1 ? "spyre_" + ks[0].name + "_" + std::to_string(id)
-                                        : "spyre_batch" + std::to_string(ks.size()) + "_" + std::to_string(id);
+  std::string dumpName = (ks.size() == 1 ? "spyre_" + ks[0].name + "_" + std::to_string(id)
+                                         : "spyre_batch" + std::to_string(ks.size()) + "_" + std::to_string(id)) +
+                         im.dumpTag;
   std::vector<std::string> kernelNames; // normalised names (symbols), as in the key
   std::string material = im.keyPrefix;
   for (size_t i = 0; i < ks.size(); ++i) {
@@ -461,13 +511,22 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(co
   }
   t.keyMs = msSince(tAll);
   t.hit = obj != nullptr;
+  if (!obj && cachedOnly)
+    return {};
   if (!obj) {
-    ++im.counters.misses;
-    obj = im.compile(ks, kernelNames, dumpName, t);
-    if (im.opts.memoryCache)
-      memoryCacheStore(key, obj);
-    if (im.disk && im.disk->store(key, *obj))
-      ++im.counters.diskWrites;
+    std::lock_guard<std::mutex> g(im.mu);
+    // Another thread of this engine may have compiled the same kernels while this one waited.
+    if (!dumping && im.opts.memoryCache && (obj = memoryCacheLookup(key))) {
+      ++im.counters.memoryHits;
+      t.hit = true;
+    } else {
+      ++im.counters.misses;
+      obj = im.compile(ks, kernelNames, dumpName, t);
+      if (im.opts.memoryCache)
+        memoryCacheStore(key, obj);
+      if (im.disk && im.disk->store(key, *obj))
+        ++im.counters.diskWrites;
+    }
   }
   if (dumping)
     writeBytes(*obj, im.opts.dumpDir + "/" + dumpName + ".o");
@@ -526,7 +585,10 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::prepareAll(co
   t.linkMs = msSince(t0);
   t.totalMs = msSince(tAll);
   t.cpuMs = threadCpuMs() - cpu0;
-  im.last = t;
+  {
+    std::lock_guard<std::mutex> g(im.lastMu);
+    im.last = t;
+  }
   if (im.printTimes)
     fprintf(stderr,
             "spyre-jit: %s %s %zu kernel(s): %.3f ms (cpu %.3f): key %.3f lower %.3f opt %.3f codegen %.3f "

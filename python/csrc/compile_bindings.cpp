@@ -266,6 +266,17 @@ void registerCompileBindings(pyb::module_ &m) {
       "barriers) by every compiled graph and eager kernel run so far in this process; the rest "
       "of a call's time is Python, argument binding and allocation. Benchmarks difference two reads");
   m.def(
+      "jit_wait_tier_up",
+      [] {
+        jit::JitEngine *engine = Card::get().jit.get(); // created under the GIL
+        if (engine) {
+          pyb::gil_scoped_release nogil;
+          engine->waitForTierUp();
+        }
+      },
+      "SPYRE_JIT_OPT=tiered: blocks until every kernel compiled so far runs its O2 code (benchmarks "
+      "time warm calls after it); otherwise returns at once");
+  m.def(
       "check_graph",
       [](const std::string &text, int cores) -> std::string {
         // Frontend + backend + verifier without the JIT: "" when the graph compiles, else the

@@ -158,8 +158,11 @@ _KNOB_LIST = [
           "before/after comparisons of the simulated time; results are identical",
           compile_time=True),
     Knob("SPYRE_JIT_OPT", "choice", "O2", "JIT `JitOptions`",
-         "the JIT's optimisation tier (`0` and `2` are spellings of `O0` and `O2`)",
-         choices=("O0", "O2", "0", "2"), compile_time=True),
+         "the JIT's optimisation tier (`0` and `2` are spellings of `O0` and `O2`). `tiered`: a "
+         "kernel's O2 code if it is in the code cache, else its O0 code at once (≈ 1 ms to compile, "
+         "runs at about interpreter speed) and O2 compiled on a background thread, used from the "
+         "next phase call on once ready. Results are bit-identical on every tier",
+         choices=("O0", "O2", "0", "2", "tiered"), compile_time=True),
     _flag("SPYRE_JIT_TIMES", False, "JIT `JitEngine`",
           "prints the JIT's compile-time breakdown per kernel to stderr", compile_time=True),
     _flag("SPYRE_JIT_DEBUG", False, "JIT `JitEngine`",

@@ -39,7 +39,7 @@ INVALID = [
     ("SPYRE_LAYOUT_BEAM", "0", "invalid SPYRE_LAYOUT_BEAM value '0' (expected an integer in 1..4096)"),
     ("SPYRE_LAYOUT_BEAM", "+8", "invalid SPYRE_LAYOUT_BEAM value '+8' (expected an integer in 1..4096)"),
     ("SPYRE_MULTICAST", "none", f"invalid SPYRE_MULTICAST value 'none' {FLAGS}"),
-    ("SPYRE_JIT_OPT", "7", "invalid SPYRE_JIT_OPT value '7' (expected one of O0, O2, 0, 2)"),
+    ("SPYRE_JIT_OPT", "7", "invalid SPYRE_JIT_OPT value '7' (expected one of O0, O2, 0, 2, tiered)"),
     ("SPYRE_JIT_TIMES", "-1", f"invalid SPYRE_JIT_TIMES value '-1' {FLAGS}"),
     ("SPYRE_JIT_DEBUG", "gdb", f"invalid SPYRE_JIT_DEBUG value 'gdb' {FLAGS}"),
     ("SPYRE_DEVICE_COUNT", "0", "invalid SPYRE_DEVICE_COUNT value '0' (expected an integer in 1..16)"),

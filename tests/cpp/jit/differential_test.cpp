@@ -7,6 +7,8 @@
 // SPYRE_DIFF_LONG=N runs N kernels with every 4th batch at O2 (SPYRE_DIFF_O2_EVERY=k: every k-th);
 // SPYRE_DIFF_SEED picks the seed; SPYRE_DIFF_VERBOSE=1 prints per-batch compile times;
 // SPYRE_DIFF_DUMP=dir writes every batch's LLVM IR and object.
+// Differential.TieredBothTiersBitExact runs random kernels through a tiered engine
+// (SPYRE_JIT_OPT=tiered) on the code they start with and again after the O2 tier-up.
 #include "jit_test_util.h"
 #include "random_kernel.h"
 #include "spyre/isa/listing.h"
@@ -93,6 +95,23 @@ std::string firstDifference(const RunResult &a, const RunResult &b, int cores) {
     return "core " + std::to_string(static_cast<size_t>(i) / per) + " " + where;
   }
   return "none";
+}
+
+/// Random DDR arguments and LX contents for `c` (the generator's stream: call in a fixed order).
+void randomInputs(KernelGenerator &gen, const RandomCase &c, const RandomKernelOptions &opts,
+                  std::vector<std::vector<uint8_t>> &ddr, std::vector<std::vector<uint8_t>> &lx) {
+  for (uint64_t bytes : c.argBytes) {
+    ddr.emplace_back(bytes);
+    gen.fill(ddr.back().data(), bytes);
+  }
+  for (int core = 0; core < c.kernel.numCores; ++core) {
+    lx.emplace_back(opts.lxBytes);
+    gen.fill(lx.back().data(), lx.back().size());
+  }
+}
+
+bool sameRun(const RunResult &a, const RunResult &b) {
+  return a.ddr == b.ddr && a.lx == b.lx && a.regs == b.regs && a.error == b.error;
 }
 
 struct Totals {
@@ -196,17 +215,10 @@ void runDifferential(int count, uint64_t seed, int batch, int o2Every, RandomKer
     for (size_t i = 0; i < bt.cases.size() && ok; ++i) {
       const RandomCase &c = bt.cases[i];
       std::vector<std::vector<uint8_t>> ddr, lx;
-      for (uint64_t bytes : c.argBytes) {
-        ddr.emplace_back(bytes);
-        gen.fill(ddr.back().data(), bytes);
-      }
-      for (int core = 0; core < c.kernel.numCores; ++core) {
-        lx.emplace_back(opts.lxBytes);
-        gen.fill(lx.back().data(), lx.back().size());
-      }
+      randomInputs(gen, c, opts, ddr, lx);
       RunResult ri = mi.run(*interp->prepare(c.kernel), ddr, lx);
       RunResult rj = mj.run(*bt.prepared[i], ddr, lx);
-      ok = ri.ddr == rj.ddr && ri.lx == rj.lx && ri.regs == rj.regs && ri.error == rj.error;
+      ok = sameRun(ri, rj);
       EXPECT_TRUE(ok) << "kernel " << done + static_cast<int>(i) << " of seed " << seed << " (" << (bt.o2 ? "O2" : "O0")
                       << "): first difference at " << firstDifference(ri, rj, c.kernel.numCores) << "\n"
                       << isa::printKernel(c.kernel);
@@ -274,6 +286,54 @@ TEST(Differential, RandomKernelsBitExact) {
   if (const char *e = std::getenv("SPYRE_DIFF_INSTRS"); e && *e)
     opts.maxInstrs = std::atoi(e);
   runDifferential(count, seed, 125, o2Every, opts, threads);
+}
+
+TEST(Differential, TieredBothTiersBitExact) {
+  // Two batches of 16 random kernels through one tiered engine (an O2 random kernel costs
+  // 100-400 ms to compile on the AVX2 CI host): each kernel runs on the code it
+  // has right after prepareAll (O0 unless the background O2 compile was already done), then, after
+  // waitForTierUp, on its O2 code; both must equal the interpreter. The second batch is prepared
+  // while the first one's O2 compile is still queued or running.
+  RandomKernelOptions opts;
+  opts.maxInstrs = 5;
+  opts.maxPhases = 2;
+  opts.lxBytes = 20480;
+  KernelGenerator gen(20261202, opts);
+  auto interp = sim::makeInterpreter();
+  Machine mi(opts), mj(opts);
+  jit::JitEngine jit({jit::OptTier::Tiered, "", "off", false});
+  std::vector<std::vector<RandomCase>> batches(2);
+  std::vector<std::vector<std::shared_ptr<const sim::PreparedKernel>>> prepared;
+  for (auto &b : batches) {
+    std::vector<isa::Kernel> ks;
+    for (int i = 0; i < 16; ++i) {
+      b.push_back(gen.next());
+      ks.push_back(b.back().kernel);
+    }
+    prepared.push_back(jit.prepareAll(ks));
+  }
+  int earlyO2 = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1)
+      jit.waitForTierUp();
+    for (size_t b = 0; b < batches.size(); ++b)
+      for (size_t i = 0; i < batches[b].size(); ++i) {
+        const RandomCase &c = batches[b][i];
+        const sim::PreparedKernel &pk = *prepared[b][i];
+        bool o2 = jit::isTieredUp(pk);
+        if (pass == 1)
+          ASSERT_TRUE(o2) << "kernel " << i << " of batch " << b << " did not tier up";
+        earlyO2 += pass == 0 && o2;
+        std::vector<std::vector<uint8_t>> ddr, lx;
+        randomInputs(gen, c, opts, ddr, lx);
+        RunResult ri = mi.run(*interp->prepare(c.kernel), ddr, lx), rj = mj.run(pk, ddr, lx);
+        ASSERT_TRUE(sameRun(ri, rj)) << "batch " << b << " kernel " << i << " ("
+                                     << (o2 ? "O2" : "O0") << "): first difference at "
+                                     << firstDifference(ri, rj, c.kernel.numCores) << "\n"
+                                     << isa::printKernel(c.kernel);
+      }
+  }
+  std::printf("[differential] tiered: 32 kernels on both tiers (%d already at O2 on their first run)\n", earlyO2);
 }
 
 TEST(Differential, Dl16EncodeDecodeRoundTripIsIdentity) {

@@ -11,7 +11,12 @@
 
 namespace spyre::jit {
 
-enum class OptTier { O0, O2 };
+/// O0: compiles in about a millisecond, runs at about interpreter speed (calls the shared
+/// instruction implementations). O2: fully vectorised code, tens to hundreds of milliseconds per
+/// kernel. Tiered: O2 code from the code cache if it is there; else O0 code at once and O2
+/// compiled on a background thread, swapped in when linked (docs/architecture.md, "Tiers").
+enum class OptTier { O0, O2, Tiered };
+inline const char *tierName(OptTier t) { return t == OptTier::O0 ? "O0" : t == OptTier::O2 ? "O2" : "tiered"; }
 
 struct JitOptions {
   OptTier tier = OptTier::O2;
@@ -36,7 +41,7 @@ struct JitOptions {
   /// keep their meaning.)
   uint64_t cacheMaxBytes = uint64_t{1024} << 20;
 
-  /// SPYRE_JIT_OPT=O0|O2 (also 0|2; default O2), SPYRE_CACHE_DIR / XDG_CACHE_HOME / HOME (the
+  /// SPYRE_JIT_OPT=O0|O2|tiered (also 0|2; default O2), SPYRE_CACHE_DIR / XDG_CACHE_HOME / HOME (the
   /// cache directory), SPYRE_CACHE_MAX_MB (1..1048576), SPYRE_JIT_PASSES, SPYRE_JIT_LLVM_ARGS,
   /// SPYRE_JIT_TIMES, SPYRE_JIT_DEBUG.
   /// Invalid values throw spyre::Error naming the variable and the accepted values.
@@ -79,11 +84,17 @@ public:
   CacheStats cacheStats() const;
   /// The disk cache directory in use ("" when disabled).
   std::string cacheDir() const;
+  /// Tiered engines: blocks until every O2 compile queued so far is done (and its code in use).
+  /// Other engines: returns at once.
+  void waitForTierUp();
 
 private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// True when `k` was prepared by a tiered engine at O0 and now runs its O2 code.
+bool isTieredUp(const sim::PreparedKernel &k);
 
 /// The LLVM IR (unoptimised) the JIT generates for a kernel, for dumps and tests.
 std::string kernelToIR(const isa::Kernel &k);
