@@ -260,7 +260,8 @@ def measure(root: Path, k: Kernel, reps: int, budget_s: float, seed: int, bench:
     ref = case.fn(*[torch.from_numpy(a).float() if a.dtype == np.float16 else torch.from_numpy(a)
                     for a in case.torch_args])
     row: dict[str, Any] = dict(kernel=k.name, shape=k.shape, kind=k.kind, mlir=k.mlir)
-    for side, run in (("ktir", lambda: run_ktir(root, k, case, reps, budget_s)), ("ours", lambda: run_ours(case, reps))):
+    sides = (("ktir", lambda: run_ktir(root, k, case, reps, budget_s)), ("ours", lambda: run_ours(case, reps)))
+    for side, run in sides:
         try:
             r = run()
         except Exception as e:  # a side that cannot run the kernel: say why, keep the other
@@ -308,8 +309,8 @@ def report(rows: list[dict], commit: str) -> str:
     for key, what in (("ratio", "torch_spyre calls"), ("bench_ratio", "kernels only")):
         ratios = [r[key] for r in rows if key in r]
         mm = [r[key] for r in rows if key in r and r["kind"] == "matmul"]
-        lines.append(f"ktir-cpu / {what}: geomean over {len(ratios)} kernels {_geomean(ratios):.0f}x, "
-                     f"matmul kernels ({len(mm)}) {_geomean(mm):.0f}x")
+        g = lambda xs: f"{_geomean(xs):.0f}x" if xs else "-"  # noqa: E731
+        lines.append(f"ktir-cpu / {what}: geomean over {len(ratios)} kernels {g(ratios)}, matmul kernels ({len(mm)}) {g(mm)}")
     lines.append("Errors: max abs vs torch CPU fp32; (!) = outside atol=rtol=0.1.")
     return "\n".join(lines)
 
@@ -325,7 +326,8 @@ def _commit_of(root: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("ktir_cpu_dir", help="a ktir-cpu checkout (its ktir_cpu/ package and examples/)")
-    p.add_argument("--kernels", default="all", help="comma-separated names, or all: " + ",".join(k.name for k in KERNELS))
+    p.add_argument("--kernels", default="all",
+                   help="comma-separated names, or all: " + ",".join(k.name for k in KERNELS))
     p.add_argument("--reps", type=int, default=5, help="timed calls per side (ktir-cpu: capped by --budget)")
     p.add_argument("--budget", type=float, default=60.0, help="seconds of ktir-cpu repetitions per kernel")
     p.add_argument("--seed", type=int, default=0)
