@@ -301,15 +301,15 @@ def report(rows: list[dict], commit: str) -> str:
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         (km, ke), (om, oe) = _cell(r["ktir"]), _cell(r["ours"])
-        ratio = f"{r['ratio']:.0f}x" if "ratio" in r else "-"
+        ratio = f"{r['ratio']:.3g}x" if "ratio" in r else "-"
         b = r.get("bench", {})
         bm = f"{b['ms']:.4g}" if "ms" in b else b.get("error", "-")
-        br = f"{r['bench_ratio']:.0f}x" if "bench_ratio" in r else "-"
+        br = f"{r['bench_ratio']:.3g}x" if "bench_ratio" in r else "-"
         lines.append(f"| {r['kernel']} | {r['shape']} | {km} | {om} | {ratio} | {ke} | {oe} | {bm} | {br} |")
     for key, what in (("ratio", "torch_spyre calls"), ("bench_ratio", "kernels only")):
         ratios = [r[key] for r in rows if key in r]
         mm = [r[key] for r in rows if key in r and r["kind"] == "matmul"]
-        g = lambda xs: f"{_geomean(xs):.0f}x" if xs else "-"  # noqa: E731
+        g = lambda xs: f"{_geomean(xs):.3g}x" if xs else "-"  # noqa: E731
         lines.append(f"ktir-cpu / {what}: geomean over {len(ratios)} kernels {g(ratios)}, matmul kernels ({len(mm)}) {g(mm)}")
     lines.append("Errors: max abs vs torch CPU fp32; (!) = outside atol=rtol=0.1.")
     return "\n".join(lines)
