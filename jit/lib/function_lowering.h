@@ -83,7 +83,7 @@ private:
   llvm::DenseMap<Value *, Value *> preRound_;
   int tblCount_ = 0;
   struct {
-    llvm::AllocaInst *aDec = nullptr, *accs[8] = {};
+    llvm::AllocaInst *aDec = nullptr, *accs[3][8] = {}; // accs[width index][row]
   } ptScratch_; // pt.mm: decoded A rows (up to 1.5 KiB) and accumulators (lower_pt.cpp: ptBlock)
   // Decoded-B cache of a phase with pt.mm (see lowerPtMm): the LX byte range [bLo, bHi) whose
   // sticks are decoded to fp32 in `decodedLx_` (this host thread's mirror of LX, one float per

@@ -101,23 +101,30 @@ void FunctionLowering::lowerPtMm(const Instr &in) {
 }
 
 namespace {
-/// The register block of the pt.mm micro-kernel: `rows` rows of A times `cols` columns of a
-/// 64-column tile, rows * cols / vector-width accumulators plus the B vectors and a broadcast.
-/// AVX-512 (32 zmm): 4 rows x 64 columns (16 accumulators). AVX2 (16 ymm): 6 rows x 16
-/// columns (12 accumulators, 2 B loads and 6 broadcasts per 12 fma); 4 x 64 would need 32
-/// ymm accumulators and spill every k. The host is fixed for the process and part of the
-/// code-cache key (jit_engine.cpp), so the choice is too.
+/// The register blocks of the pt.mm micro-kernel: up to `rows` rows of A times `cols(rows)`
+/// columns of a 64-column tile, so rows * cols / vector-width accumulators plus the B vectors
+/// and a broadcast fit the registers, and there are enough independent fma chains to cover the
+/// fma latency. AVX-512 (32 zmm): 4 rows x 64 columns (16 accumulators). AVX2 (16 ymm): 6 rows
+/// x 16 columns (12 accumulators, 2 B loads and 6 broadcasts per 12 fma; 4 x 64 would need 32
+/// ymm and spill every k); a block of 1 row takes 64 columns and one of 2 rows 32 (8
+/// accumulators: K-split matmuls multiply single rows). The host is fixed for the process and
+/// part of the code-cache key (jit_engine.cpp), so the choice is too.
 struct PtBlock {
-  int rows, cols;
+  bool avx512;
+  int rows;
+  int cols(int r) const { return avx512 || r == 1 ? 64 : r == 2 ? 32 : 16; }
 };
 PtBlock ptBlock() {
   static const PtBlock b = [] {
     auto f = llvm::sys::getHostCPUFeatures();
     auto it = f.find("avx512f");
-    return it != f.end() && it->second ? PtBlock{4, 64} : PtBlock{6, 16};
+    bool z = it != f.end() && it->second;
+    return PtBlock{z, z ? 4 : 6};
   }();
   return b;
 }
+/// Index of a column width in PtScratch::accs.
+int widthIndex(int w) { return w == 64 ? 0 : w == 32 ? 1 : 2; }
 } // namespace
 
 /// The micro-kernel on decoded B sticks (`bDec`: stick (n/64, k) at float (n/64*K + k)*64).
@@ -127,19 +134,25 @@ PtBlock ptBlock() {
 /// k tiles (fp32, exact), so every C element still accumulates k = 0..K-1 in order.
 void FunctionLowering::emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value *C, Value *A, Value *bDec) {
   const PtBlock blk = ptBlock();
-  const int kRows = blk.rows, W = blk.cols;
-  auto *vw = FixedVectorType::get(f32_, static_cast<unsigned>(W));
+  const int kRows = blk.rows;
   auto *v32 = FixedVectorType::get(f32_, 32);
+  auto entryBuilder = [&] { return IRBuilder<>(&f_->getEntryBlock(), f_->getEntryBlock().begin()); };
   if (!ptScratch_.aDec) { // one set of scratch buffers per function, shared by its pt.mm's
-    IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
-    ptScratch_.aDec = eb.CreateAlloca(ArrayType::get(f32_, static_cast<uint64_t>(kRows) * kLanes));
+    ptScratch_.aDec = entryBuilder().CreateAlloca(ArrayType::get(f32_, static_cast<uint64_t>(kRows) * kLanes));
     ptScratch_.aDec->setAlignment(Align(64));
-    for (int r = 0; r < kRows; ++r) {
-      ptScratch_.accs[r] = eb.CreateAlloca(vw);
-      ptScratch_.accs[r]->setAlignment(Align(64));
-    }
   }
-  AllocaInst *aDec = ptScratch_.aDec, *const *accs = ptScratch_.accs;
+  // The accumulators of a block `w` columns wide (one alloca per row and width, so that SROA
+  // keeps each in registers).
+  auto accsFor = [&](int w) {
+    AllocaInst **a = ptScratch_.accs[widthIndex(w)];
+    for (int r = 0; r < kRows; ++r)
+      if (!a[r]) {
+        a[r] = entryBuilder().CreateAlloca(FixedVectorType::get(f32_, static_cast<unsigned>(w)));
+        a[r]->setAlignment(Align(64));
+      }
+    return a;
+  };
+  AllocaInst *aDec = ptScratch_.aDec;
   SmallVector<int, 64> cat, lo, hi;
   for (unsigned l = 0; l < kLanes; ++l)
     cat.push_back(static_cast<int>(l));
@@ -147,7 +160,6 @@ void FunctionLowering::emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value
     lo.push_back(static_cast<int>(l));
     hi.push_back(static_cast<int>(32 + l));
   }
-  Function *fma = Intrinsic::getDeclaration(&m_, Intrinsic::fma, {vw});
   auto c64 = [&](int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); };
   // k tiles outermost, then row blocks, then 64-column tiles: each A stick is decoded once per
   // pt.mm, and the B tiles of one k tile (N/64 x 16 KiB) stay in cache across the row blocks.
@@ -156,6 +168,10 @@ void FunctionLowering::emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value
     Value *nt = nullptr, *bTile = nullptr; // set per 64-column tile below
     // Rows i0 .. i0+rows-1 over this k tile.
     auto block = [&](Value *i0, int rows) {
+      const int W = blk.cols(rows);
+      auto *vw = FixedVectorType::get(f32_, static_cast<unsigned>(W));
+      Function *fma = Intrinsic::getDeclaration(&m_, Intrinsic::fma, {vw});
+      AllocaInst *const *accs = accsFor(W);
       Value *rowI[8];
       for (int r = 0; r < rows; ++r) { // A stick (kt, i), decoded
         rowI[r] = b_.CreateAdd(i0, c64(r));

@@ -14,8 +14,9 @@
 
 using namespace spyre;
 
-// M = 5, 13 and 16: only a remainder, full register blocks and a remainder, full blocks only
-// (the O2 micro-kernel takes rows 4 at a time on AVX-512 hosts, 6 at a time on AVX2 ones).
+// M = 1 .. 16: a lone remainder block of 1, 2 or 5 rows, full register blocks with a remainder,
+// full blocks only (the O2 micro-kernel takes rows 4 at a time on AVX-512 hosts, 6 at a time on
+// AVX2 ones, where blocks of 1 and 2 rows are 64 and 32 columns wide, the others 16).
 class PtTileRows : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(PtTileRows, MatmulAndOutputBothEnginesAndReference) {
@@ -71,7 +72,7 @@ TEST_P(PtTileRows, MatmulAndOutputBothEnginesAndReference) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(M, PtTileRows, ::testing::Values(5, 13, 16));
+INSTANTIATE_TEST_SUITE_P(M, PtTileRows, ::testing::Values(1, 2, 5, 8, 13, 16));
 
 // The O2 tier decodes a pt.mm's B tiles once per phase and reuses them while B stays in LX.
 // Every kind of LX write between two pt.mm on the same B must invalidate that cache (the second
