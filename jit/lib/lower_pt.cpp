@@ -123,15 +123,16 @@ PtBlock ptBlock() {
   }();
   return b;
 }
-/// Index of a column width in PtScratch::accs.
+/// Index of a column width in ptScratch_.accs.
 int widthIndex(int w) { return w == 64 ? 0 : w == 32 ? 1 : 2; }
 } // namespace
 
 /// The micro-kernel on decoded B sticks (`bDec`: stick (n/64, k) at float (n/64*K + k)*64).
 /// Per 64-wide k tile, rows go ptBlock().rows at a time with the A values of the k tile
 /// decoded once per row; per 64-column tile and block of `cols` columns the inner loop is the
-/// B loads (from the decoded tile in memory) and one fma per row with a broadcast operand per k. Partial sums live in C between
-/// k tiles (fp32, exact), so every C element still accumulates k = 0..K-1 in order.
+/// B loads (from the decoded tile in memory) and one fma per row with a broadcast operand per
+/// k. Partial sums live in C between k tiles (fp32, exact), so every C element still
+/// accumulates k = 0..K-1 in order.
 void FunctionLowering::emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value *C, Value *A, Value *bDec) {
   const PtBlock blk = ptBlock();
   const int kRows = blk.rows;
