@@ -83,8 +83,8 @@ private:
   llvm::DenseMap<Value *, Value *> preRound_;
   int tblCount_ = 0;
   struct {
-    llvm::AllocaInst *aDec = nullptr, *accs[4] = {};
-  } ptScratch_; // pt.mm: decoded A rows (1 KiB) and accumulators
+    llvm::AllocaInst *aDec = nullptr, *accs[3][8] = {}; // accs[width index][row]
+  } ptScratch_; // pt.mm: decoded A rows (up to 1.5 KiB) and accumulators (lower_pt.cpp: ptBlock)
   // Decoded-B cache of a phase with pt.mm (see lowerPtMm): the LX byte range [bLo, bHi) whose
   // sticks are decoded to fp32 in `decodedLx_` (this host thread's mirror of LX, one float per
   // DL16 lane at float index = LX byte offset / 2). Empty when bHi == 0. Every LX write of the

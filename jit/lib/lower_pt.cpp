@@ -1,6 +1,7 @@
 // pt.mm (a micro-kernel on B sticks decoded once per phase), pt.out and pt.tr.
 #include "function_lowering.h"
 #include <algorithm>
+#include <llvm/TargetParser/Host.h>
 
 namespace spyre::jit {
 
@@ -99,23 +100,60 @@ void FunctionLowering::lowerPtMm(const Instr &in) {
   b_.CreateCall(mm, {lxAddr(in.lx), lxAddr(in.lx2), bDec});
 }
 
+namespace {
+/// The register blocks of the pt.mm micro-kernel: up to `rows` rows of A times `cols(rows)`
+/// columns of a 64-column tile, so rows * cols / vector-width accumulators plus the B vectors
+/// and a broadcast fit the registers, and there are enough independent fma chains to cover the
+/// fma latency. AVX-512 (32 zmm): 4 rows x 64 columns (16 accumulators). AVX2 (16 ymm): 6 rows
+/// x 16 columns (12 accumulators, 2 B loads and 6 broadcasts per 12 fma; 4 x 64 would need 32
+/// ymm and spill every k); a block of 1 row takes 64 columns and one of 2 rows 32 (8
+/// accumulators: K-split matmuls multiply single rows). The host is fixed for the process and
+/// part of the code-cache key (jit_engine.cpp), so the choice is too.
+struct PtBlock {
+  bool avx512;
+  int rows;
+  int cols(int r) const { return avx512 || r == 1 ? 64 : r == 2 ? 32 : 16; }
+};
+PtBlock ptBlock() {
+  static const PtBlock b = [] {
+    auto f = llvm::sys::getHostCPUFeatures();
+    auto it = f.find("avx512f");
+    bool z = it != f.end() && it->second;
+    return PtBlock{z, z ? 4 : 6};
+  }();
+  return b;
+}
+/// Index of a column width in ptScratch_.accs.
+int widthIndex(int w) { return w == 64 ? 0 : w == 32 ? 1 : 2; }
+} // namespace
+
 /// The micro-kernel on decoded B sticks (`bDec`: stick (n/64, k) at float (n/64*K + k)*64).
-/// Per 64-column tile and 64-wide k tile, rows go 4 at a time (16 zmm accumulators), with the
-/// A values of the k tile decoded once per row, so the inner loop is 4 B loads and 16 fma
-/// with a broadcast operand per k. Partial sums live in C between k tiles (fp32, exact).
+/// Per 64-wide k tile, rows go ptBlock().rows at a time with the A values of the k tile
+/// decoded once per row; per 64-column tile and block of `cols` columns the inner loop is the
+/// B loads (from the decoded tile in memory) and one fma per row with a broadcast operand per
+/// k. Partial sums live in C between k tiles (fp32, exact), so every C element still
+/// accumulates k = 0..K-1 in order.
 void FunctionLowering::emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value *C, Value *A, Value *bDec) {
-  constexpr int kRows = 4;
+  const PtBlock blk = ptBlock();
+  const int kRows = blk.rows;
   auto *v32 = FixedVectorType::get(f32_, 32);
+  auto entryBuilder = [&] { return IRBuilder<>(&f_->getEntryBlock(), f_->getEntryBlock().begin()); };
   if (!ptScratch_.aDec) { // one set of scratch buffers per function, shared by its pt.mm's
-    IRBuilder<> eb(&f_->getEntryBlock(), f_->getEntryBlock().begin());
-    ptScratch_.aDec = eb.CreateAlloca(ArrayType::get(f32_, kRows * kLanes));
+    ptScratch_.aDec = entryBuilder().CreateAlloca(ArrayType::get(f32_, static_cast<uint64_t>(kRows) * kLanes));
     ptScratch_.aDec->setAlignment(Align(64));
-    for (auto &a : ptScratch_.accs) {
-      a = eb.CreateAlloca(vf_);
-      a->setAlignment(Align(64));
-    }
   }
-  AllocaInst *aDec = ptScratch_.aDec, *const *accs = ptScratch_.accs;
+  // The accumulators of a block `w` columns wide (one alloca per row and width, so that SROA
+  // keeps each in registers).
+  auto accsFor = [&](int w) {
+    AllocaInst **a = ptScratch_.accs[widthIndex(w)];
+    for (int r = 0; r < kRows; ++r)
+      if (!a[r]) {
+        a[r] = entryBuilder().CreateAlloca(FixedVectorType::get(f32_, static_cast<unsigned>(w)));
+        a[r]->setAlignment(Align(64));
+      }
+    return a;
+  };
+  AllocaInst *aDec = ptScratch_.aDec;
   SmallVector<int, 64> cat, lo, hi;
   for (unsigned l = 0; l < kLanes; ++l)
     cat.push_back(static_cast<int>(l));
@@ -123,48 +161,78 @@ void FunctionLowering::emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value
     lo.push_back(static_cast<int>(l));
     hi.push_back(static_cast<int>(32 + l));
   }
-  Function *fma = Intrinsic::getDeclaration(&m_, Intrinsic::fma, {vf_});
   auto c64 = [&](int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); };
-  countedLoop(N / 64, "pt.n", [&](Value *nt) {
-    countedLoop(K / 64, "pt.kt", [&](Value *kt) {
-      // The k tile's 64 decoded B rows: sticks (nt, kt*64 + kk).
-      Value *bTile = b_.CreateInBoundsGEP(vf_, bDec, b_.CreateAdd(b_.CreateMul(nt, c64(K)), b_.CreateMul(kt, c64(64))));
-      Value *first = b_.CreateICmpEQ(kt, c64(0));
-      // Rows i0 .. i0+rows-1 over this k tile.
-      auto block = [&](Value *i0, int rows) {
-        Value *c0[kRows], *c1[kRows];
+  // k tiles outermost, then row blocks, then 64-column tiles: each A stick is decoded once per
+  // pt.mm, and the B tiles of one k tile (N/64 x 16 KiB) stay in cache across the row blocks.
+  countedLoop(K / 64, "pt.kt", [&](Value *kt) {
+    Value *first = b_.CreateICmpEQ(kt, c64(0));
+    Value *nt = nullptr, *bTile = nullptr; // set per 64-column tile below
+    // Rows i0 .. i0+rows-1 over this k tile.
+    auto block = [&](Value *i0, int rows) {
+      const int W = blk.cols(rows);
+      auto *vw = FixedVectorType::get(f32_, static_cast<unsigned>(W));
+      Function *fma = Intrinsic::getDeclaration(&m_, Intrinsic::fma, {vw});
+      AllocaInst *const *accs = accsFor(W);
+      Value *rowI[8];
+      for (int r = 0; r < rows; ++r) { // A stick (kt, i), decoded
+        rowI[r] = b_.CreateAdd(i0, c64(r));
+        Value *aAddr = b_.CreateInBoundsGEP(i8_, A, b_.CreateMul(b_.CreateAdd(b_.CreateMul(kt, c64(M)), rowI[r]), c64(128)));
+        Value *dst = b_.CreateConstInBoundsGEP1_64(f32_, aDec, static_cast<uint64_t>(r) * kLanes);
+        b_.CreateAlignedStore(decode(b_.CreateAlignedLoad(vi16_, aAddr, Align(2))), dst, Align(64));
+      }
+      // Columns c*W .. c*W+W-1 of the tile.
+      auto columns = [&](Value *c) {
+        Value *cp[8];
         for (int r = 0; r < rows; ++r) {
-          // C sticks (2nt, i) and (2nt+1, i); A stick (kt, i), decoded.
-          Value *i = b_.CreateAdd(i0, c64(r));
-          c0[r] = b_.CreateInBoundsGEP(i8_, C, b_.CreateMul(b_.CreateAdd(b_.CreateMul(nt, c64(2 * M)), i), c64(128)));
-          c1[r] = b_.CreateInBoundsGEP(i8_, c0[r], c64(M * 128));
-          Value *cur = b_.CreateShuffleVector(b_.CreateAlignedLoad(v32, c0[r], Align(4)),
-                                              b_.CreateAlignedLoad(v32, c1[r], Align(4)), cat);
+          Value *cur;
+          if (W == 64) {
+            Value *c0 = b_.CreateInBoundsGEP(i8_, C, b_.CreateMul(b_.CreateAdd(b_.CreateMul(nt, c64(2 * M)), rowI[r]), c64(128)));
+            Value *c1 = b_.CreateInBoundsGEP(i8_, c0, c64(M * 128));
+            cp[r] = c0;
+            cur = b_.CreateShuffleVector(b_.CreateAlignedLoad(v32, c0, Align(4)), b_.CreateAlignedLoad(v32, c1, Align(4)), cat);
+          } else { // W divides 32: the block lies in C stick (2nt + c*W/32, i) at float c*W % 32
+            Value *h = b_.CreateUDiv(b_.CreateMul(c, c64(W)), c64(32));
+            Value *within = b_.CreateURem(b_.CreateMul(c, c64(W * 4)), c64(128));
+            Value *stick = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(nt, c64(2)), h), c64(M)), rowI[r]);
+            cp[r] = b_.CreateInBoundsGEP(i8_, C, b_.CreateAdd(b_.CreateMul(stick, c64(128)), within));
+            cur = b_.CreateAlignedLoad(vw, cp[r], Align(4));
+          }
           if (!acc)
-            cur = b_.CreateSelect(first, Constant::getNullValue(vf_), cur);
+            cur = b_.CreateSelect(first, Constant::getNullValue(vw), cur);
           b_.CreateAlignedStore(cur, accs[r], Align(64));
-          Value *aAddr = b_.CreateInBoundsGEP(i8_, A, b_.CreateMul(b_.CreateAdd(b_.CreateMul(kt, c64(M)), i), c64(128)));
-          Value *dst = b_.CreateConstInBoundsGEP1_64(f32_, aDec, static_cast<uint64_t>(r) * kLanes);
-          b_.CreateAlignedStore(decode(b_.CreateAlignedLoad(vi16_, aAddr, Align(2))), dst, Align(64));
         }
         countedLoop(64, "pt.k", [&](Value *kk) {
-          Value *bV = b_.CreateAlignedLoad(vf_, b_.CreateInBoundsGEP(vf_, bTile, kk), Align(64));
+          Value *bP = b_.CreateInBoundsGEP(f32_, b_.CreateInBoundsGEP(vf_, bTile, kk), b_.CreateMul(c, c64(W)));
+          Value *bV = b_.CreateAlignedLoad(vw, bP, Align(64));
           for (int r = 0; r < rows; ++r) {
             Value *aP = b_.CreateInBoundsGEP(f32_, aDec, b_.CreateAdd(c64(static_cast<int64_t>(r) * kLanes), kk));
-            Value *aV = b_.CreateVectorSplat(kLanes, b_.CreateAlignedLoad(f32_, aP, Align(4)));
-            Value *sum = b_.CreateCall(fma, {aV, bV, b_.CreateAlignedLoad(vf_, accs[r], Align(64))});
+            Value *aV = b_.CreateVectorSplat(static_cast<unsigned>(W), b_.CreateAlignedLoad(f32_, aP, Align(4)));
+            Value *sum = b_.CreateCall(fma, {aV, bV, b_.CreateAlignedLoad(vw, accs[r], Align(64))});
             b_.CreateAlignedStore(sum, accs[r], Align(64));
           }
         });
         for (int r = 0; r < rows; ++r) {
-          Value *res = b_.CreateAlignedLoad(vf_, accs[r], Align(64));
-          b_.CreateAlignedStore(b_.CreateShuffleVector(res, lo), c0[r], Align(4));
-          b_.CreateAlignedStore(b_.CreateShuffleVector(res, hi), c1[r], Align(4));
+          Value *res = b_.CreateAlignedLoad(vw, accs[r], Align(64));
+          if (W == 64) {
+            b_.CreateAlignedStore(b_.CreateShuffleVector(res, lo), cp[r], Align(4));
+            b_.CreateAlignedStore(b_.CreateShuffleVector(res, hi), b_.CreateInBoundsGEP(i8_, cp[r], c64(M * 128)), Align(4));
+          } else {
+            b_.CreateAlignedStore(res, cp[r], Align(4));
+          }
         }
       };
-      countedLoop(M / kRows, "pt.ib", [&](Value *ib) { block(b_.CreateMul(ib, c64(kRows)), kRows); });
-      countedLoop(M % kRows, "pt.ir", [&](Value *ir) { block(b_.CreateAdd(ir, c64(M / kRows * kRows)), 1); });
-    });
+      countedLoop(N / 64, "pt.n", [&](Value *ntV) {
+        nt = ntV; // the k tile's 64 decoded B rows: sticks (nt, kt*64 + kk)
+        bTile = b_.CreateInBoundsGEP(vf_, bDec, b_.CreateAdd(b_.CreateMul(nt, c64(K)), b_.CreateMul(kt, c64(64))));
+        if (W == 64)
+          columns(c64(0));
+        else
+          countedLoop(64 / W, "pt.c", columns);
+      });
+    };
+    countedLoop(M / kRows, "pt.ib", [&](Value *ib) { block(b_.CreateMul(ib, c64(kRows)), kRows); });
+    if (M % kRows)
+      block(c64(M / kRows * kRows), static_cast<int>(M % kRows));
   });
 }
 

@@ -14,13 +14,19 @@
 
 using namespace spyre;
 
-TEST(PtTile, MatmulAndOutputBothEnginesAndReference) {
-  const int64_t M = 5, N = 128, K = 192;
+// M = 1 .. 16: a lone remainder block of 1, 2 or 5 rows, full register blocks with a remainder,
+// full blocks only (the O2 micro-kernel takes rows 4 at a time on AVX-512 hosts, 6 at a time on
+// AVX2 ones, where blocks of 1 and 2 rows are 64 and 32 columns wide, the others 16).
+class PtTileRows : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(PtTileRows, MatmulAndOutputBothEnginesAndReference) {
+  const int64_t M = GetParam(), N = 128, K = 192;
   const int64_t A = 0, B = 0x10000, C = 0x40000, D = 0x60000;
+  const std::string m = std::to_string(M);
   std::string text = ".kernel pt cores=1\n.args\n.core 0\n"
-                     "    pt.mm     lx[0x40000], lx[0x0], lx[0x10000], 5, 128, 192, 0\n"
-                     "    pt.mm     lx[0x40000], lx[0x0], lx[0x10000], 5, 128, 192, 1\n"
-                     "    pt.out    lx[0x60000], lx[0x40000], 5, 128\n";
+                     "    pt.mm     lx[0x40000], lx[0x0], lx[0x10000], " + m + ", 128, 192, 0\n"
+                     "    pt.mm     lx[0x40000], lx[0x0], lx[0x10000], " + m + ", 128, 192, 1\n"
+                     "    pt.out    lx[0x60000], lx[0x40000], " + m + ", 128\n";
   isa::Kernel k = isa::parseKernel(text);
   EXPECT_EQ(isa::printKernel(k), text);
   std::vector<uint8_t> lxInit(sim::kLxBytes, 0);
@@ -65,6 +71,8 @@ TEST(PtTile, MatmulAndOutputBothEnginesAndReference) {
       ASSERT_EQ(d, dl16::fromFloat(acc));
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(M, PtTileRows, ::testing::Values(1, 2, 5, 8, 13, 16));
 
 // The O2 tier decodes a pt.mm's B tiles once per phase and reuses them while B stays in LX.
 // Every kind of LX write between two pt.mm on the same B must invalidate that cache (the second
