@@ -72,6 +72,7 @@ isa::JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
   log("decompose", g);
   propagateLayouts(g, opts.layoutBeamWidth, opts.maxCores, opts.matmulTransB);
   detail::expandLaneMovingReshapes(g);
+  detail::splitIntTransposes(g);
   g.verify();
   log("layout-propagation", g);
   if (opts.padMatmulK) {

@@ -2,6 +2,7 @@
 // the graph IR needs): select, constant_pad_nd and slices stepping along the stick dim become
 // ops that are one kernel each, or a zero-copy reshape. The rewritten node's value keeps its name; helpers get fresh names.
 #include "kernels/kernels.h"
+#include "rank_reduction.h"
 #include "spyre/frontend/ops.h"
 #include "spyre/frontend/passes.h"
 #include <algorithm>
@@ -173,107 +174,6 @@ void decomposePad(Graph &g, const Node &n, std::vector<Node> &out) {
   }
 }
 
-/// A permute on more than 4 dims drops its unit dims (not the input's last), the dims of the
-/// output they become; it runs at rank <= 4 between reshapes (MultiheadAttention's packed
-/// projection `unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2)`).
-bool reducePermuteRank(Graph &g, const Node &n, std::vector<Node> &out) {
-  const std::vector<int64_t> xs = g.values.at(n.inputs.at(0)).shape;
-  const size_t r = xs.size();
-  auto it = n.attrs.find("dims");
-  if (it == n.attrs.end() || it->second.values.size() != r)
-    return false;
-  std::vector<int> keep(r, -1); // input dim -> its index in the reduced input, -1 = dropped
-  std::vector<int64_t> rxs;
-  for (size_t d = 0; d < r; ++d)
-    if (xs[d] != 1 || d + 1 == r) {
-      keep[d] = static_cast<int>(rxs.size());
-      rxs.push_back(xs[d]);
-    }
-  if (rxs.size() > 4)
-    return false;
-  std::vector<double> perm;
-  std::vector<int64_t> ros;
-  for (double pd : it->second.values) {
-    const auto d = static_cast<size_t>(pd < 0 ? pd + static_cast<double>(r) : pd);
-    if (d >= r)
-      return false;
-    if (keep[d] >= 0) {
-      perm.push_back(keep[d]);
-      ros.push_back(xs[d]);
-    }
-  }
-  const std::string base = g.values[n.output].name;
-  const HostType t = g.values[n.output].dtype;
-  int in = g.addValue(g.freshName(base + "_in"), rxs, t);
-  out.push_back({"reshape", {n.inputs[0]}, in, {}, {}});
-  int p = g.addValue(g.freshName(base + "_r"), ros, t);
-  out.push_back({"permute", {in}, p, {{"dims", Attr(perm)}}, {}});
-  out.push_back({"reshape", {p}, n.output, {}, {}});
-  return true;
-}
-
-/// An elementwise op (expand, clone, add, ..) on more than 4 dims, as it comes from
-/// `x[:, :, None].expand(..)` (the `repeat_kv` of grouped-query attention) or a rank-5 clone:
-/// unit dims other than the last are dropped, then adjacent row dims merged where every
-/// operand reads both alike (both broadcast or both whole), until the op has at most 4 dims.
-/// The op runs on the reduced shapes between reshapes (free, or stick reorders). The last
-/// (stick) dim is never merged. Permutes go to reducePermuteRank. False (nothing appended) when
-/// the op cannot be reduced.
-bool reduceRank(Graph &g, const Node &n, std::vector<Node> &out) {
-  const std::vector<int64_t> os = g.values[n.output].shape;
-  const size_t r = os.size();
-  if (r > 4 && isOp(n.op, OpId::Permute) && n.inputs.size() == 1)
-    return reducePermuteRank(g, n, out);
-  if (r <= 4 || !detail::isPointwiseOp(n.op))
-    return false;
-  for (int in : n.inputs)
-    if (g.values[in].shape.size() != r)
-      return false;
-  std::vector<std::vector<size_t>> groups;
-  for (size_t d = 0; d < r; ++d)
-    if (os[d] != 1 || d + 1 == r)
-      groups.push_back({d});
-  auto broadcast = [&](int in, size_t d) { return g.values[in].shape[d] != os[d]; };
-  while (groups.size() > 4) {
-    bool merged = false;
-    for (size_t i = 0; i + 2 < groups.size() && !merged; ++i) { // i + 1 is not the stick dim
-      bool alike = true;
-      for (int in : n.inputs)
-        alike = alike && broadcast(in, groups[i][0]) == broadcast(in, groups[i + 1][0]);
-      if (alike) {
-        groups[i].insert(groups[i].end(), groups[i + 1].begin(), groups[i + 1].end());
-        groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-        merged = true;
-      }
-    }
-    if (!merged)
-      return false;
-  }
-  auto reduced = [&](const std::vector<int64_t> &shape) {
-    std::vector<int64_t> rs;
-    for (const auto &grp : groups) {
-      int64_t p = 1;
-      for (size_t d : grp)
-        p *= shape[d];
-      rs.push_back(p);
-    }
-    return rs;
-  };
-  const std::string base = g.values[n.output].name;
-  const HostType t = g.values[n.output].dtype;
-  Node op = n;
-  for (int &in : op.inputs) {
-    const HostType it = g.values[in].dtype;
-    int v = g.addValue(g.freshName(base + "_in"), reduced(g.values[in].shape), it);
-    out.push_back({"reshape", {in}, v, {}, {}});
-    in = v;
-  }
-  op.output = g.addValue(g.freshName(base + "_r"), reduced(os), t);
-  out.push_back(op);
-  out.push_back({"reshape", {op.output}, n.output, {}, {}});
-  return true;
-}
-
 /// arange(start=a, step=s) : T[n] -> full(value=s), cumsum(dim=0), add(scalar=a - s) in fp32
 /// (int32 for int T; both exact for integers up to 2^24), then a cast to an fp16/bf16 T.
 void decomposeArange(Graph &g, const Node &n, std::vector<Node> &out) {
@@ -366,18 +266,23 @@ void collapseReshapeChains(Graph &g) {
 void decomposeOps(Graph &g) {
   std::vector<Node> nodes;
   for (const Node &n : g.nodes) {
+    std::vector<Node> parts;
     if (isOp(n.op, OpId::Select) && n.inputs.size() == 1)
-      decomposeSelect(g, n, nodes);
+      decomposeSelect(g, n, parts);
     else if (isOp(n.op, OpId::Arange))
-      decomposeArange(g, n, nodes);
+      decomposeArange(g, n, parts);
     else if (isOp(n.op, OpId::ConstantPadNd) && n.inputs.size() == 1)
-      decomposePad(g, n, nodes);
+      decomposePad(g, n, parts);
     else if (isOp(n.op, OpId::Slice) && n.inputs.size() == 1 && !g.values[n.inputs[0]].shape.empty() &&
              n.attrs.count("step") && n.attrs.at("step").scalar() != 1 &&
              n.attrs.count("dim") && static_cast<size_t>(n.attrs.at("dim").scalar()) + 1 == g.values[n.inputs[0]].shape.size())
-      decomposeSteppedSlice(g, n, nodes);
-    else if (!splitLaneGeometry(g, n, nodes) && !reduceRank(g, n, nodes))
-      nodes.push_back(n);
+      decomposeSteppedSlice(g, n, parts);
+    else if (!splitLaneGeometry(g, n, parts))
+      parts.push_back(n);
+    // Every resulting op on more than 4 dims runs on fewer between reshapes where it can.
+    for (const Node &p : parts)
+      if (!detail::reduceRank(g, p, nodes))
+        nodes.push_back(p);
   }
   g.nodes = std::move(nodes);
   collapseReshapeChains(g);

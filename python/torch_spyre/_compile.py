@@ -450,16 +450,20 @@ def _input_key(x: Any) -> Any:
     return (type(x).__name__, x)
 
 
-def _compile_static(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+def _compile_static(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                    decompositions: dict | None = None) -> Callable:
+    """aot_autograd with the spyre decompositions and, over them, the caller's (``compile_fx(..,
+    decompositions=)``, ``spyre_backend(.., decompositions=)``)."""
     from torch._dynamo.backends.common import aot_autograd
 
     from ._decompositions import spyre_decompositions
 
+    table = {**spyre_decompositions(), **(decompositions or {})}
     return aot_autograd(fw_compiler=_compile_aten_graph, bw_compiler=_no_backward,
-                        decompositions=spyre_decompositions())(gm, example_inputs)
+                        decompositions=table)(gm, example_inputs)
 
 
-def _per_shape(gm: torch.fx.GraphModule) -> Callable:
+def _per_shape(gm: torch.fx.GraphModule, decompositions: dict | None = None) -> Callable:
     """A graph dynamo traced with symbolic sizes (automatic dynamic shapes after a second
     shape, ``dynamic=True``, ``mark_dynamic``): the graph IR has static shapes, so each call
     compiles (once, LRU-cached by the inputs' shapes, strides, dtypes and integer values) the
@@ -474,7 +478,7 @@ def _per_shape(gm: torch.fx.GraphModule) -> Callable:
             if fn is not None:
                 cache.move_to_end(key)
         if fn is None:
-            fn = _compile_static(gm, list(args))
+            fn = _compile_static(gm, list(args), decompositions)
             with lock:
                 cache[key] = fn
                 while len(cache) > SHAPE_CACHE_SIZE:
@@ -486,15 +490,20 @@ def _per_shape(gm: torch.fx.GraphModule) -> Callable:
 
 
 def spyre_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, mode: str | None = None,
-                  options: dict | None = None) -> Callable:
-    """The dynamo backend "spyre" (``torch.compile(fn, backend="spyre", mode=..., options=...)``)."""
+                  options: dict | None = None, decompositions: dict | None = None) -> Callable:
+    """The dynamo backend "spyre" (``torch.compile(fn, backend="spyre", mode=..., options=...)``).
+    ``decompositions``: the caller's ATen decompositions (op overload -> function), applied over
+    the spyre ones (as inductor's ``compile_fx(.., decompositions=)``)."""
     from ._decompositions import substitute_sdpa
 
     check_backend_args(mode, options)
+    if decompositions is not None and not isinstance(decompositions, dict):
+        raise TypeError(f"spyre_backend decompositions must be a dict of op -> function, got "
+                        f"{type(decompositions).__name__}")
     gm = substitute_sdpa(gm)
     if any(_is_symbolic(x) for x in example_inputs):
-        return _per_shape(gm)
-    return _compile_static(gm, example_inputs)
+        return _per_shape(gm, decompositions)
+    return _compile_static(gm, example_inputs, decompositions)
 
 
 @functools.cache  # once per process

@@ -99,12 +99,10 @@ def _grouped_mm_tiled(x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor) -> A
     dev = x.device
     if sp != s:
         x = aten.constant_pad_nd.default(x, [0, 0, 0, sp - s], 0.0)
-    # every reduction below runs along the last dim (int32 tensors are not transposed)
+    # int32 throughout (the card transposes int32 bit for bit: frontend/lib/int_transpose.cpp)
     group = _row_groups(offs, _iota(sp, [nt, 1, t], dev))  # [nT, 1, T]: row tt*T + r
     hit = aten.eq.Tensor(group, _iota(e, [1, e, 1], dev))  # [nT, E, T]
-    # (the 0/1 max in fp16: an int32 reduction over a broadcast compare would need an int32 transpose)
-    ones = aten.full.default([nt, e, t], 1.0, dtype=torch.float16, device=dev)
-    meets = aten._to_copy.default(aten.amax.default(aten.where.ScalarOther(hit, ones, 0), [2]), dtype=torch.int32)
+    meets = aten.amax.default(aten.where.ScalarOther(hit, _ones_i32([nt, e, t], dev), 0), [2])
     # pair number of each meeting, row-major: running count within the tile + the tiles before
     per_tile = aten.sum.dim_IntList(meets, [1], True, dtype=torch.int32)  # [nT, 1]
     before = aten.sub.Tensor(aten.cumsum.default(per_tile, 0, dtype=torch.int32), per_tile)
@@ -124,10 +122,9 @@ def _grouped_mm_tiled(x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor) -> A
     # the groups of the pair's tile's rows: [P, T, nT] selected by the tile, summed over nT
     rows_t = aten.add.Tensor(_iota(t, [t, 1], dev), aten.mul.Tensor(_iota(nt, [1, nt], dev), t))  # [T, nT]
     on_tile = aten.eq.Tensor(aten.view.default(tile, [p, 1, 1]), _iota(nt, [1, 1, nt], dev))
-    # (in fp16, exact: group ids <= E <= 256 and one nonzero per sum; int32 would need a transpose)
-    groups_t = aten._to_copy.default(aten.unsqueeze.default(_row_groups(offs, rows_t), 0), dtype=torch.float16)
-    row_group = aten._to_copy.default(aten.sum.dim_IntList(aten.where.ScalarOther(on_tile, groups_t, 0), [2]),
-                                      dtype=torch.int32)  # [P, T]
+    groups_t = aten.unsqueeze.default(_row_groups(offs, rows_t), 0)
+    row_group = aten.sum.dim_IntList(aten.where.ScalarOther(on_tile, groups_t, 0), [2], False,
+                                     dtype=torch.int32)  # [P, T]
     keep = aten.logical_and.default(aten.eq.Tensor(row_group, aten.view.default(grp, [p, 1])),
                                     aten.eq.Scalar(aten.view.default(valid, [p, 1]), 1))
     prod = aten.where.ScalarOther(aten.view.default(keep, [p, t, 1]), prod, 0)

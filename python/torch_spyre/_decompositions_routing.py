@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import torch
 
+from ._decompositions_index import advanced_index
 from ._index_check import checked_index, wrapped_index
 from ._registry import registrar
 
@@ -304,10 +305,15 @@ def _index_1d(x: Any, indices: Any, ranks: tuple[int, ...] = (1,)) -> Any:
 def _index(x: torch.Tensor, indices: list) -> Any:
     """x[idx] of a 1-d x or of x of rank >= 3: rows of x viewed as an [n, 1] / [n, R] table (the
     card's dma.gather, negative indices counted from the end, then bounds-checked on the card; transformers' batched_mm experts
-    gather their [E, 2I, H] weights by expert id). Other forms: the lowering of index.Tensor."""
+    gather their [E, 2I, H] weights by expert id). Several index tensors, or one on another dim:
+    one row gather of x permuted (_decompositions_index.py). Other forms: the lowering of
+    index.Tensor."""
     i = _index_1d(x, indices, (1, 3))
     if i is None:
-        return NotImplemented
+        if (len(indices) == 1 and indices[0] is not None and isinstance(x, torch.Tensor) and x.dim() == 2
+                and indices[0].dim() in (1, 2)):
+            return NotImplemented  # the lowering's 2-d row gather
+        return advanced_index(x, indices)
     rest = list(x.shape[1:])
     r = 1
     for k in rest:

@@ -14,7 +14,8 @@ Every way of asking for inductor ends in one of two places:
 
 A graph goes to our backend when it touches spyre (``touches_spyre``: a spyre input, a spyre
 value inside, or a factory with ``device="spyre"``). A graph routed here is compiled by our backend as a whole: inductor's ``config_patches``,
-``inner_compile`` and the like do not apply to it (our compiler is not inductor).
+``inner_compile`` and the like do not apply to it (our compiler is not inductor); ``compile_fx``'s
+``decompositions`` do (applied over the spyre decompositions).
 """
 
 from __future__ import annotations
@@ -72,10 +73,10 @@ def touches_spyre(model_: Any, inputs_: Any) -> bool:
     return False
 
 
-def _spyre_backend(model_: Any, inputs_: Any) -> Any:
+def _spyre_backend(model_: Any, inputs_: Any, decompositions: Any = None) -> Any:
     from ._compile import spyre_backend
 
-    return spyre_backend(model_, inputs_)
+    return spyre_backend(model_, inputs_, decompositions=decompositions)
 
 
 def _wrap_inductor_wrapper() -> None:
@@ -103,7 +104,9 @@ def wrap_compile_fx(module: Any) -> None:
 
     def compile_fx(model_: Any, example_inputs_: Any, *args: Any, **kwargs: Any) -> Any:
         if touches_spyre(model_, example_inputs_):
-            return _spyre_backend(model_, example_inputs_)
+            # compile_fx's decompositions (5th parameter) apply on spyre too, over ours
+            decomps = kwargs.get("decompositions", args[2] if len(args) > 2 else None)
+            return _spyre_backend(model_, example_inputs_, decomps)
         return original(model_, example_inputs_, *args, **kwargs)
 
     compile_fx.__name__ = original.__name__

@@ -2,7 +2,7 @@
 2 layers, hidden 256, 4 heads, seq 64, random weights (nothing is downloaded).
 
 ``MODELS[name]`` is a :class:`SmallModel`: ``build()`` gives the model in eval mode with sdpa
-attention, ``example()`` its input (token ids, or pixels for ViT) and ``output(out)`` the tensor
+attention (eager where the family needs it), ``example()`` its input (token ids, or pixels for ViT) and ``output(out)`` the tensor
 to compare (logits, or the last hidden state). transformers is imported only when a model is
 built. Used by tests/python/test_models.py and bench/hf_models.py.
 """
@@ -25,12 +25,13 @@ class SmallModel:
     make: Callable[[Any], torch.nn.Module]  # transformers module -> model
     kind: str = "decoder"  # decoder | encoder | vision | moe
     output_attr: str = "logits"
+    attn: str = "sdpa"  # the attention implementation (Gemma-2's softcapping needs "eager")
 
     def build(self) -> torch.nn.Module:
         import transformers
 
         model = self.make(transformers)
-        model.config._attn_implementation = "sdpa"
+        model.config._attn_implementation = self.attn
         return model.eval()
 
     def example(self, generator: torch.Generator | None = None) -> dict:
@@ -64,6 +65,14 @@ def _models():
                                                                                     head_dim=64))))
     yield SmallModel("gpt_neox", lambda T: T.GPTNeoXForCausalLM(T.GPTNeoXConfig(**_common())))
     yield SmallModel("phi3", lambda T: T.Phi3ForCausalLM(T.Phi3Config(**_common(num_key_value_heads=2))))
+    yield SmallModel("gptj", lambda T: T.GPTJForCausalLM(T.GPTJConfig(
+        vocab_size=VOCAB, n_embd=HIDDEN, n_layer=LAYERS, n_head=4, rotary_dim=32, n_positions=128, bos_token_id=1,
+        eos_token_id=2)))
+    yield SmallModel("falcon", lambda T: T.FalconForCausalLM(T.FalconConfig(
+        vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=4, bos_token_id=1,
+        eos_token_id=2)))
+    yield SmallModel("gemma2", lambda T: T.Gemma2ForCausalLM(T.Gemma2Config(**_common(num_key_value_heads=2,
+                                                                                      head_dim=64))), attn="eager")
     yield SmallModel("bert", lambda T: T.BertForMaskedLM(T.BertConfig(
         vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=4,
         intermediate_size=512, pad_token_id=0)), kind="encoder")

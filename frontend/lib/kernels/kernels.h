@@ -50,6 +50,9 @@ KernelDraft reshapeKernel(const Graph &g, const Node &n, size_t index, int maxCo
 /// after layout propagation, on device shapes (a reshape the chosen layouts make free is left
 /// alone).
 void expandLaneMovingReshapes(Graph &g);
+/// int_transpose.cpp: each int32/int64 transpose, and permute moving the stick dim, becomes
+/// four byte fields moved as fp16 through the PE array and added back (bit-exact).
+void splitIntTransposes(Graph &g);
 
 // scan.cpp: cumsum(%x, dim=d), prefix sums along one dim.
 KernelDraft scanKernel(const Graph &g, const Node &n, size_t index, int maxCores);

@@ -36,6 +36,18 @@ struct StickPos {
   int64_t stick, lane;
 };
 
+/// [d0, d1 * .. * d(k-2), L] for a shape of more than 4 dims: its generic layout (device dims
+/// [d1 .. d(k-2), tiles, d0]) has the same bytes, so a reshape of such a shape runs as a reshape
+/// of this one, which the kernels take; shapes of at most 4 dims unchanged.
+std::vector<int64_t> canonicalShape(const std::vector<int64_t> &s) {
+  if (s.size() <= 4)
+    return s;
+  int64_t mid = 1;
+  for (size_t d = 1; d + 1 < s.size(); ++d)
+    mid *= s[d];
+  return {s.front(), mid, s.back()};
+}
+
 /// Stick index and lane of host element `idx` (row-major coords) in the generic layout.
 StickPos stickOf(const std::vector<int64_t> &shape, const std::vector<int64_t> &idx, int64_t eps) {
   const size_t k = shape.size();
@@ -285,6 +297,19 @@ bool expandLaneMovingReshape(Graph &g, const Node &n, std::vector<Node> &nodes) 
   // x -> [R, L] (whole sticks) -> [R', L'] (lanes move; through [1, R*L] when neither row
   // count divides the other) -> y (whole sticks).
   const int out = n.output, in = n.inputs[0];
+  if (x.shape.size() > 4 || y.shape.size() > 4) { // through the shapes of at most 3 dims with the same bytes
+    const std::vector<int64_t> cx = canonicalShape(x.shape), cy = canonicalShape(y.shape);
+    int a = cx == x.shape ? in : g.addValue(g.freshName(y.name + "_rs"), cx, dtype);
+    if (a != in)
+      nodes.push_back({"reshape", {in}, a, {}, {}});
+    int b = cy == g.values[out].shape ? out : g.addValue(g.freshName(g.values[out].name + "_rs"), cy, dtype);
+    Node mid{"reshape", {a}, b, {}, {}};
+    if (!expandLaneMovingReshape(g, mid, nodes))
+      nodes.push_back(mid);
+    if (b != out)
+      nodes.push_back({"reshape", {b}, out, {}, {}});
+    return true;
+  }
   std::vector<std::vector<int64_t>> chain{x.shape, {total / L, L}};
   if (L != Lo && (total / Lo) % (total / L) != 0 && (total / L) % (total / Lo) != 0)
     chain.push_back({1, total});
@@ -319,6 +344,12 @@ KernelDraft reshapeKernel(const Graph &g, const Node &n, size_t index, int maxCo
     throw Error(where + ": reshape keeps the dtype");
   const DataFormat fmt = deviceFormatOrInt(in.dtype, where);
   const int64_t eps = elemsPerStick(fmt);
+  if (in.shape.size() > 4 || out.shape.size() > 4) { // the same reshape on shapes of <= 3 dims with the same bytes
+    Graph shadow = g;
+    shadow.values[n.inputs[0]].shape = canonicalShape(in.shape);
+    shadow.values[n.output].shape = canonicalShape(out.shape);
+    return reshapeKernel(shadow, n, index, maxCores);
+  }
   if (!reshapeKeepsDeviceBytes(in.shape, out.shape, eps)) {
     if (auto kd = stickReorderingReshape(in, out, n.inputs[0], n.output, index, maxCores, fmt))
       return *kd;
