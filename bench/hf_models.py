@@ -31,14 +31,7 @@ import torch_spyre  # noqa: E402,F401
 from torch_spyre import _C, _compile  # noqa: E402
 from torch_spyre.testing_models import MODELS, scale_routers  # noqa: E402
 
-
-def _timed(fn, reps: int) -> list[float]:
-    out = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1e3)
-    return out
+from timing import timed  # noqa: E402  (bench/timing.py: scripts run as bench/<name>.py)
 
 
 def measure(name: str, reps: int) -> dict:
@@ -50,7 +43,7 @@ def measure(name: str, reps: int) -> dict:
     inputs = spec.example()
     with torch.no_grad():
         ref = spec.output(model(**inputs)).float()
-        cpu_ms = _timed(lambda: model(**inputs), reps)
+        cpu_ms = timed(lambda: model(**inputs), reps)
 
     m = model.half().to("spyre")
     torch._dynamo.reset()
@@ -71,7 +64,7 @@ def measure(name: str, reps: int) -> dict:
             k0, us0 = _C.run_totals()
             spec.output(compiled(**dev_inputs)).cpu()
             k1, us1 = _C.run_totals()
-            warm = _timed(lambda: spec.output(compiled(**dev_inputs)).cpu(), reps)
+            warm = timed(lambda: spec.output(compiled(**dev_inputs)).cpu(), reps)
     finally:
         if prev is None:
             os.environ.pop("SPYRE_STRICT")

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from timing import timed  # bench/timing.py (scripts run as bench/<name>.py)
+
 _ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "SPYRE_SIM_THREADS")
 
 
@@ -202,15 +204,6 @@ def _error(got, ref) -> tuple[float, bool]:
     return float((got - ref).abs().max()), bool(torch.allclose(got, ref, atol=0.1, rtol=0.1))
 
 
-def _timed(fn, reps: int) -> list[float]:
-    out = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1e3)
-    return out
-
-
 def run_ktir(root: Path, k: Kernel, case: Case, reps: int, budget_s: float) -> dict:
     from ktir_cpu import KTIRInterpreter
 
@@ -223,7 +216,7 @@ def run_ktir(root: Path, k: Kernel, case: Case, reps: int, budget_s: float) -> d
     out = call()[case.out]
     first = (time.perf_counter() - t0) * 1e3
     more = max(0, min(reps - 1, int(budget_s * 1e3 / max(first, 1e-3)) - 1))
-    times = [first] + _timed(call, more)
+    times = [first] + timed(call, more)
     return dict(ms=statistics.median(times), min_ms=min(times), reps=len(times), parse_ms=parse_ms, out=out)
 
 
@@ -237,7 +230,7 @@ def run_ours(case: Case, reps: int) -> dict:
     out = f(*dev)
     first = (time.perf_counter() - t0) * 1e3
     f(*dev)  # warm
-    times = _timed(lambda: f(*dev), reps)
+    times = timed(lambda: f(*dev), reps)
     return dict(ms=statistics.median(times), min_ms=min(times), reps=reps, first_ms=first, out=out.cpu())
 
 
