@@ -1,6 +1,7 @@
 #include "spyre/jit/jit_engine.h"
 #include "code_cache.h"
 #include "lowering.h"
+#include "pass_pipelines.h"
 #include "tier_up.h"
 #include "spyre/isa/limits.h"
 #include "spyre/isa/semantics.h"
@@ -99,77 +100,6 @@ struct Host {
     }();
     return h;
   }
-};
-
-/// Pass pipelines. The IR is already vectorised stick by stick (<64 x float> ops) and every
-/// loop has a static trip count: what matters is promoting the register allocas (SROA), local
-/// simplification and hoisting; the loop/SLP vectorisers, unrolling, inlining and the
-/// interprocedural passes of the stock O2 pipeline only cost compile time.
-std::string pipelineFor(OptTier t, const std::string &passes) {
-  if (!passes.empty()) // developer override
-    return passes;
-  return t == OptTier::O0 ? "function(sroa)" // registers -> SSA: fast register allocation sees values
-                          : "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),gvn,"
-                            "instcombine<no-verify-fixpoint>,dse,simplifycfg)";
-}
-
-/// The tier's IR pass pipeline, built once per engine and run on every module. Building it
-/// (PassBuilder, analysis registration, parsing the pipeline) costs about as much as running it
-/// on a small kernel; the analysis caches are cleared after each module, since they are keyed
-/// by IR pointers that a later module may reuse.
-class Optimiser {
-public:
-  Optimiser(TargetMachine *tm, const std::string &pipeline) : pb_(tm) {
-    pb_.registerModuleAnalyses(mam_);
-    pb_.registerCGSCCAnalyses(cgam_);
-    pb_.registerFunctionAnalyses(fam_);
-    pb_.registerLoopAnalyses(lam_);
-    pb_.crossRegisterProxies(lam_, fam_, cgam_, mam_);
-    if (auto err = pb_.parsePassPipeline(mpm_, pipeline))
-      throw spyre::Error("JIT: bad pass pipeline '" + pipeline + "': " + toError(std::move(err)));
-  }
-  void run(Module &m) {
-    mpm_.run(m, mam_);
-    lam_.clear();
-    fam_.clear();
-    cgam_.clear();
-    mam_.clear();
-  }
-
-private:
-  PassBuilder pb_;
-  LoopAnalysisManager lam_;
-  FunctionAnalysisManager fam_;
-  CGSCCAnalysisManager cgam_;
-  ModuleAnalysisManager mam_;
-  ModulePassManager mpm_;
-};
-
-/// The code generator's (legacy) pass pipeline, built once per engine and run on every module,
-/// as `llc -run-twice` does: building it costs 0.15 ms at O0 and 0.5 ms at O2, a third of the
-/// whole compile of a small kernel. The passes reset their per-module state in
-/// doInitialization/doFinalization (the AsmPrinter resets its streamer, the
-/// MachineModuleInfo its MCContext), and the object streamer writes into `bytes_`, which is
-/// emptied before each module.
-class CodeGenerator {
-public:
-  explicit CodeGenerator(TargetMachine &tm) {
-    MCContext *mc = nullptr;
-    if (tm.addPassesToEmitMC(pm_, mc, os_))
-      throw spyre::Error("JIT: the target cannot emit an object file");
-  }
-  std::string run(Module &m) {
-    bytes_.clear();
-    pm_.run(m);
-    std::string obj(bytes_.data(), bytes_.size());
-    bytes_.clear();
-    return obj;
-  }
-
-private:
-  SmallVector<char, 0> bytes_;
-  raw_svector_ostream os_{bytes_};
-  legacy::PassManager pm_;
 };
 
 /// The kernel as compiled: name, comment and argument names do not change the generated code,
