@@ -16,10 +16,10 @@ meet the same rule in dynamo's fake-tensor propagation, which raises torch's own
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
-from torch.utils._pytree import tree_flatten
 
 __all__ = ["check_same_device", "mixed_device_message"]
 
@@ -43,13 +43,18 @@ def _device_str(d: torch.device) -> str:
     return str(d)
 
 
-def check_same_device(op: Any, args: tuple, kwargs: dict) -> None:
-    """Raises RuntimeError (torch's wording) when a tensor operand of ``op`` is on another
-    device than its spyre operands; 0-d CPU tensors are allowed."""
+@functools.lru_cache(maxsize=None)
+def _exempt(op: Any) -> bool:
     schema = getattr(op, "_schema", None)
-    if schema is not None and schema.name.split("::")[-1] in _EXEMPT:
+    return schema is not None and schema.name.split("::")[-1] in _EXEMPT
+
+
+def check_same_device(op: Any, flat: list) -> None:
+    """Raises RuntimeError (torch's wording) when a tensor operand of ``op`` (``flat``: the
+    leaves of its arguments, ``_argscan.leaves``) is on another device than its spyre operands;
+    0-d CPU tensors are allowed."""
+    if _exempt(op):
         return
-    flat, _ = tree_flatten((args, kwargs))
     common: torch.device | None = None
     other: torch.device | None = None
     for x in flat:

@@ -26,7 +26,7 @@ from typing import Any, Callable
 import torch
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
-from . import _config, _device_rules, _empty, _fallback
+from . import _argscan, _config, _device_rules, _empty, _fallback
 from ._decompositions import DECOMPOSITIONS
 from ._errors import Unsupported, typed_device_faults
 from ._lowering import (Env, Lowered, RuntimeScalar, bind_arguments, check_text, is_lowerable, lower, lowerable_ops,
@@ -127,6 +127,27 @@ def runtime_scalars(L: Lowered, operands: list) -> list[float]:
     return scalars
 
 
+# (op, argscan.signature) -> the IR type of the op's result: torch's meta kernels are Python
+# reference implementations for many ops (hundreds of microseconds for an add), and an op's
+# result type depends only on what the signature records.
+_result_types = LruCache(_config.eager_cache_size)
+
+
+def _result_type(op: Any, args: tuple, kwargs: dict) -> str:
+    sig = _argscan.signature(args, kwargs)
+    key = None if sig is None else (op, sig)
+    hit = None if key is None else _result_types.get(key)
+    if hit is not None:
+        return hit
+    out = op(*tree_map(_meta, args), **tree_map(_meta, kwargs))
+    if not isinstance(out, torch.Tensor):
+        raise Unsupported(f"{op} returns {type(out).__name__}")
+    text = type_text(out.shape, out.dtype)
+    if key is not None:
+        _result_types.put(key, text)
+    return text
+
+
 def _run_lowered(op: Any, args: tuple, kwargs: dict) -> Any:
     """Runs a lowerable op on the card; returns NotImplemented (and the reason) if it cannot."""
     try:
@@ -135,12 +156,10 @@ def _run_lowered(op: Any, args: tuple, kwargs: dict) -> Any:
         for o in operands:
             if not _is_spyre(o):
                 raise Unsupported(f"operand on {o.device}")
-        out = op(*tree_map(_meta, args), **tree_map(_meta, kwargs))
-        if not isinstance(out, torch.Tensor):
-            raise Unsupported(f"{op} returns {type(out).__name__}")
+        out_type = _result_type(op, args, kwargs)
         types = {id(o): type_text(o.shape, o.dtype) for o in operands}
         scalars = runtime_scalars(lowered, operands)
-        text = single_node_text(lowered, types, type_text(out.shape, out.dtype))
+        text = single_node_text(lowered, types, out_type)
     except Unsupported as e:
         return NotImplemented, str(e)
     compiled = _compiled_for(text, op)
@@ -155,8 +174,9 @@ def _run_lowered(op: Any, args: tuple, kwargs: dict) -> Any:
 def _checked_empty_result(op: Any, args: tuple, kwargs: dict) -> Any:
     """What every eager kernel does first: torch's same-device rule, then the result of an op
     with an empty operand (no kernel needed); NotImplemented when the op has to run."""
-    _device_rules.check_same_device(op, args, kwargs)
-    return _empty.empty_result(op, args, kwargs)
+    flat = _argscan.leaves(args, kwargs)
+    _device_rules.check_same_device(op, flat)
+    return _empty.empty_result(op, args, kwargs, flat)
 
 
 def _lowered_kernel(op: Any) -> Callable:
@@ -308,7 +328,7 @@ def _functional_of(op: Any) -> Any:
 
 @no_trace
 def _boxed_fallback(op: Any, *args: Any, **kwargs: Any) -> Any:
-    _device_rules.check_same_device(op, args, kwargs)
+    _device_rules.check_same_device(op, _argscan.leaves(args, kwargs))
     fop = _functional_of(op)
     if fop is not None:
         bound = bind_arguments(op, args, kwargs, fill_defaults=False)

@@ -56,10 +56,10 @@ def _cat_without_empty(op: Any, args: tuple, kwargs: dict) -> Any:
     return op([t.to(dtype) for t in keep], bound.get("dim", 0))
 
 
-def empty_result(op: Any, args: tuple, kwargs: dict) -> Any:
+def empty_result(op: Any, args: tuple, kwargs: dict, flat: list) -> Any:
     """The result of ``op`` on spyre tensors when an operand or the result is empty, computed
-    without a kernel; ``NotImplemented`` when nothing is empty (run the op as usual)."""
-    flat, _ = tree_flatten((args, kwargs))
+    without a kernel; ``NotImplemented`` when nothing is empty (run the op as usual).
+    ``flat``: the leaves of the arguments (``_argscan.leaves``)."""
     tensors = [x for x in flat if _is_spyre(x)]
     if not tensors:
         return NotImplemented

@@ -162,3 +162,39 @@ def test_int_tensors_still_work():
         c = a.to("spyre").clone()
     assert torch.equal(out.cpu(), a * 3 + a)
     assert torch.equal(c.cpu(), a)
+
+
+def test_result_type_cache_keeps_scalar_types_and_shapes_apart():
+    # The eager path caches each op's result type per argument signature (_argscan): 2, 2.0 and
+    # True are equal as Python keys but promote an int tensor differently, and a broadcast
+    # operand changes the result shape.
+    x = torch.arange(12, dtype=torch.int32).reshape(3, 4)
+    s = x.to("spyre")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        for _ in range(2):  # the second round hits the cache
+            for other in (2, 2.0, True):
+                got = s * other
+                want = x * other
+                assert got.dtype == want.dtype, other
+                torch.testing.assert_close(got.cpu(), want)
+    a = torch.randn(4, 64, dtype=torch.float16)
+    for b in (torch.randn(4, 64, dtype=torch.float16), torch.randn(1, 64, dtype=torch.float16),
+              torch.randn(4, 1, dtype=torch.float16)):
+        got = a.to("spyre") + b.to("spyre")
+        assert got.shape == (a + b).shape
+        torch.testing.assert_close(got.cpu(), a + b, atol=0.1, rtol=0.1)
+
+
+def test_argscan_leaves_match_pytree():
+    from torch.utils._pytree import tree_flatten
+
+    from torch_spyre import _argscan
+
+    t = torch.ones(2)
+    args = (t, [t, 3, (4.0, None)], torch.Size([2, 3]), "s")
+    kwargs = {"dim": 1, "out": t, "sizes": [1, 2]}
+    got, want = _argscan.leaves(args, kwargs), tree_flatten((args, kwargs))[0]
+    assert len(got) == len(want) and all(g is w or g == w for g, w in zip(got, want))
+    assert _argscan.signature(args, kwargs) is not None
+    assert _argscan.signature(([[1], {2}],), {}) is None  # an unhashable leaf: no cache key
