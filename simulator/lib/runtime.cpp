@@ -7,6 +7,28 @@
 
 namespace spyre::sim {
 
+namespace {
+using Clock = std::chrono::steady_clock;
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/// Spins until done() or kSpinNs passed; true if done() became true.
+template <typename F> bool spinUntil(F done) {
+  const auto until = Clock::now() + std::chrono::nanoseconds(ThreadPool::kSpinNs);
+  for (int i = 0;; ++i) {
+    if (done())
+      return true;
+    cpuRelax();
+    if ((i & 63) == 63 && Clock::now() > until)
+      return false;
+  }
+}
+} // namespace
+
 ThreadPool::ThreadPool(int threads) {
   for (int i = 1; i < std::max(1, threads); ++i)
     workers_.emplace_back([this] { work(); });
@@ -22,47 +44,7 @@ ThreadPool::~ThreadPool() {
     t.join();
 }
 
-void ThreadPool::work() {
-  uint64_t seen = 0;
-  for (;;) {
-    std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait(lk, [&] { return stop_ || (generation_ != seen && next_ < n_); });
-    if (stop_)
-      return;
-    seen = generation_;
-    while (next_ < n_) {
-      int i = next_++;
-      lk.unlock();
-      try {
-        (*fn_)(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> g(mu_);
-        if (!error_)
-          error_ = std::current_exception();
-      }
-      lk.lock();
-      if (--pending_ == 0)
-        doneCv_.notify_all();
-    }
-  }
-}
-
-void ThreadPool::parallelFor(int n, const std::function<void(int)> &fn) {
-  if (n <= 0)
-    return;
-  if (workers_.empty() || n == 1) {
-    for (int i = 0; i < n; ++i)
-      fn(i);
-    return;
-  }
-  std::unique_lock<std::mutex> lk(mu_);
-  fn_ = &fn;
-  n_ = n;
-  next_ = 0;
-  pending_ = n;
-  error_ = nullptr;
-  ++generation_;
-  cv_.notify_all();
+void ThreadPool::runTasks(std::unique_lock<std::mutex> &lk, const std::function<void(int)> &fn) {
   while (next_ < n_) {
     int i = next_++;
     lk.unlock();
@@ -74,9 +56,54 @@ void ThreadPool::parallelFor(int n, const std::function<void(int)> &fn) {
         error_ = std::current_exception();
     }
     lk.lock();
-    --pending_;
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1 && callerWaiting_)
+      doneCv_.notify_all();
   }
-  doneCv_.wait(lk, [&] { return pending_ == 0; });
+}
+
+void ThreadPool::work() {
+  uint64_t seen = 0;
+  for (;;) {
+    // A new job usually follows within microseconds (the next phase or kernel): spin on the
+    // generation before sleeping.
+    spinUntil([&] { return generation_.load(std::memory_order_acquire) != seen || stop_.load(); });
+    std::unique_lock<std::mutex> lk(mu_);
+    ++sleepers_;
+    cv_.wait(lk, [&] { return stop_.load() || (generation_.load() != seen && next_ < n_); });
+    --sleepers_;
+    if (stop_)
+      return;
+    seen = generation_.load();
+    runTasks(lk, *fn_);
+  }
+}
+
+void ThreadPool::parallelFor(int n, const std::function<void(int)> &fn, bool inlineOnly) {
+  if (n <= 0)
+    return;
+  if (workers_.empty() || n == 1 || inlineOnly) {
+    for (int i = 0; i < n; ++i)
+      fn(i);
+    return;
+  }
+  std::unique_lock<std::mutex> lk(mu_);
+  fn_ = &fn;
+  n_ = n;
+  next_ = 0;
+  pending_.store(n);
+  error_ = nullptr;
+  generation_.fetch_add(1, std::memory_order_release);
+  if (sleepers_ > 0)
+    cv_.notify_all();
+  runTasks(lk, fn);
+  if (pending_.load() != 0) {
+    lk.unlock(); // the workers finish their last tasks: spin, then sleep
+    spinUntil([&] { return pending_.load(std::memory_order_acquire) == 0; });
+    lk.lock();
+    callerWaiting_ = true;
+    doneCv_.wait(lk, [&] { return pending_.load() == 0; });
+    callerWaiting_ = false;
+  }
   n_ = 0;
   fn_ = nullptr;
   if (error_) {
@@ -112,8 +139,9 @@ void Runtime::launch(const PreparedKernel &pk, const LaunchArgs &args) {
     cores_[c].ring = &ports_[c];
   }
   const int phases = pk.numPhases();
-  using Clock = std::chrono::steady_clock;
-  const auto t0 = profiling_ ? Clock::now() : Clock::time_point{};
+  const int64_t lastNs = pk.hostThreadNs.load(std::memory_order_relaxed);
+  const bool inlineOnly = lastNs >= 0 && lastNs < kInlineNs;
+  const auto t0 = Clock::now();
   std::atomic<int64_t> coreNs{0};
   auto runCore = [&](int p, int core) {
     if (!profiling_) {
@@ -126,13 +154,15 @@ void Runtime::launch(const PreparedKernel &pk, const LaunchArgs &args) {
   };
   for (int p = 0; p < phases; ++p) {
     ring_.beginPhase(p);
-    pool_.parallelFor(k.numCores, [&](int core) { runCore(p, core); });
+    pool_.parallelFor(k.numCores, [&](int core) { runCore(p, core); }, inlineOnly);
     if (!ring_.error.empty())
       throw Error("kernel " + k.name + ": " + ring_.error);
   }
+  const int64_t wallNs = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+  const int used = inlineOnly || k.numCores == 1 ? 1 : std::min(pool_.threads(), k.numCores);
+  pk.hostThreadNs.store(wallNs * used, std::memory_order_relaxed);
   if (profiling_)
-    launchTimes_.push_back({k.name, k.numCores, phases,
-                            std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
+    launchTimes_.push_back({k.name, k.numCores, phases, static_cast<double>(wallNs) / 1e6,
                             static_cast<double>(coreNs.load()) / 1e6});
 }
 

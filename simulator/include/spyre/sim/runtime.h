@@ -3,6 +3,7 @@
 #pragma once
 #include "spyre/isa/env.h"
 #include "spyre/sim/engine.h"
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -12,24 +13,34 @@
 
 namespace spyre::sim {
 
+/// Host threads for the cores of a phase. Between the phases and kernels of a compiled graph the
+/// workers spin briefly (kSpinNs) before they sleep, so back-to-back phases do not pay a futex
+/// wake-up and a reschedule each; the caller takes tasks too.
 class ThreadPool {
 public:
   explicit ThreadPool(int threads);
   ~ThreadPool();
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
-  /// Calls fn(i) for i in [0, n) across the pool (and the calling thread); rethrows the first
-  /// exception after all tasks finished.
-  void parallelFor(int n, const std::function<void(int)> &fn);
+  /// Calls fn(i) for i in [0, n) across the pool (and the calling thread) -- on the calling
+  /// thread alone when `inlineOnly` -- and rethrows the first exception after all tasks finished.
+  void parallelFor(int n, const std::function<void(int)> &fn, bool inlineOnly = false);
+
+  static constexpr int64_t kSpinNs = 50'000;
 
 private:
   void work();
+  /// Runs tasks of the current job until none is left; call with mu_ held (returns with it held).
+  void runTasks(std::unique_lock<std::mutex> &lk, const std::function<void(int)> &fn);
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable cv_, doneCv_;
   const std::function<void(int)> *fn_ = nullptr;
-  int n_ = 0, next_ = 0, pending_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  int n_ = 0, next_ = 0;
+  std::atomic<int> pending_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
+  int sleepers_ = 0;          ///< workers blocked on cv_ (under mu_)
+  bool callerWaiting_ = false; ///< the caller blocked on doneCv_ (under mu_)
   std::exception_ptr error_;
 };
 
@@ -61,8 +72,11 @@ public:
   explicit Runtime(const RuntimeOptions &o) : Runtime(o.threads, o.cores) {}
   Cores &cores() { return cores_; }
   ThreadPool &pool() { return pool_; }
-  /// Runs every phase of the kernel on all its cores.
+  /// Runs every phase of the kernel on all its cores: across the pool, or on the calling thread
+  /// alone when the kernel's last launch cost less than kInlineNs of host thread-time (waking
+  /// workers for it costs more than it saves; the result is the same either way).
   void launch(const PreparedKernel &k, const LaunchArgs &args);
+  static constexpr int64_t kInlineNs = 30'000;
   /// Profiling: while on, every launch appends its LaunchTimes to launchTimes(). Off by default
   /// (no clock reads on the launch path).
   void setProfiling(bool on) { profiling_ = on; }
