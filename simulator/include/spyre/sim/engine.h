@@ -23,10 +23,11 @@ public:
   virtual uint32_t vectorRegisters() const { return usedVectorRegisters(kernel()); }
   virtual void runPhase(int phase, int core, CoreState &cs, const LaunchArgs &args) const = 0;
 
-  /// Runtime::launch's record of this kernel's host cost: the thread-time of its last launch in
-  /// ns (wall time x host threads used), -1 before the first. Kernels cheaper than
-  /// Runtime::kInlineNs run on the launching thread alone (no worker wake-ups).
+  /// Runtime::launch's record of this kernel's host cost: the summed time of its cores' phase
+  /// code in ns at the last sampled launch (every 64th), -1 before the first. Kernels cheaper
+  /// than Runtime::kInlineNs run on the launching thread alone (no worker wake-ups).
   mutable std::atomic<int64_t> hostThreadNs{-1};
+  mutable std::atomic<uint32_t> launchCount{0};
 };
 
 class Engine {

@@ -73,7 +73,7 @@ public:
   Cores &cores() { return cores_; }
   ThreadPool &pool() { return pool_; }
   /// Runs every phase of the kernel on all its cores: across the pool, or on the calling thread
-  /// alone when the kernel's last launch cost less than kInlineNs of host thread-time (waking
+  /// alone when its cores' code took less than kInlineNs of host thread-time at the last sample (waking
   /// workers for it costs more than it saves; the result is the same either way).
   void launch(const PreparedKernel &k, const LaunchArgs &args);
   static constexpr int64_t kInlineNs = 30'000;
