@@ -271,7 +271,8 @@ DimMap reducedMap(const DimMap &frame, const std::vector<bool> &red, bool keepdi
 }
 
 /// The matmul kernel can read y sticked on K (matmulKernel's transb): fp16/bf16 operands of
-/// rank >= 2, N a whole number of sticks, and a work division without a K split.
+/// rank >= 2, N a whole number of sticks, and a work division without a K split (the transposed-B
+/// division splits K only where pass 1 must, for the span limit).
 bool transposedYFits(const Graph &g, const Node &n, int maxCores) {
   const int x = n.inputs[0], y = n.inputs[1];
   const auto &xs = g.values[x].shape, &ys = g.values[y].shape;
@@ -283,7 +284,7 @@ bool transposedYFits(const Graph &g, const Node &n, int maxCores) {
   if (ys.size() != 2 && (ys.size() != xs.size() || !std::equal(xs.begin(), xs.end() - 2, ys.begin())))
     return false; // batch broadcasting the matmul builder rejects anyway
   const MatmulProblem mp{std::vector<int64_t>(xs.begin(), xs.end() - 2), ys.size() != 2, xs[xs.size() - 2], ys.back(),
-                         xs.back()};
+                         xs.back(), /*transB=*/true};
   return matmulWorkDivision(mp, maxCores).back() == 1;
 }
 

@@ -266,6 +266,8 @@ std::vector<int64_t> matmulWorkDivision(const MatmulProblem &p, int maxCores) {
   oh.insert(oh.end(), {{vM, p.M}, {vN, nSticks}});
   std::vector<SpanTensor> tensors = {{"x", generic(xh)}, {"w", generic(wh)}, {"out", generic(oh)}};
   std::vector<int64_t> commits = spanReduction(sizes, isReduction, tensors, maxCores);
+  if (p.transB)
+    return transposedBDivision(p, commits, maxCores);
   std::vector<int64_t> pass3 = distributeWork(sizes, isReduction, commits, maxCores);
   bool committed = product(commits) > 1;
   auto asSplits = [](const MatmulSplit &b) {
@@ -289,6 +291,25 @@ std::vector<int64_t> matmulWorkDivision(const MatmulProblem &p, int maxCores) {
       return asSplits(*uneven);
   }
   return even ? asSplits(*even) : pass3;
+}
+
+std::vector<int64_t> transposedBDivision(const MatmulProblem &p, const std::vector<int64_t> &commits, int maxCores) {
+  const size_t nb = p.batch.size(), vM = nb, vN = nb + 1, vK = nb + 2;
+  std::vector<int64_t> sizes = p.batch;
+  sizes.insert(sizes.end(), {p.M, (p.N + 63) / 64, (p.K + 63) / 64});
+  // Own B: N and, when B has them, the batch dims. Shared B: M and x's own batch dims.
+  std::vector<bool> sharesB(sizes.size(), !p.batchInBothInputs), notOwn(sizes.size());
+  sharesB[vM] = true;
+  sharesB[vN] = sharesB[vK] = false;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    notOwn[d] = sharesB[d] || d == vK;
+  std::vector<int64_t> own = distributeWork(sizes, notOwn, commits, maxCores, /*splitReduction=*/false);
+  std::vector<bool> notShared(sizes.size());
+  for (size_t d = 0; d < sizes.size(); ++d)
+    notShared[d] = !sharesB[d];
+  // Uneven only where M is the one dim sharing B (the kernel splits only M unevenly).
+  const bool uneven = p.batch.empty() || p.batchInBothInputs;
+  return distributeWork(sizes, notShared, own, maxCores, /*splitReduction=*/false, uneven);
 }
 
 } // namespace spyre::frontend

@@ -136,9 +136,9 @@ _KNOB_LIST = [
     _flag("SPYRE_MATMUL_TRANSB", False, "frontend `CompileOptions`",
           "a matmul whose second operand is a transposed tensor (`x @ w.t()`, `F.linear`, "
           "attention's `k.transpose`) reads it as stored, sticked on K, and transposes its tiles "
-          "in the PE array (`transb`), instead of a restickify kernel before it. Off: torch-spyre "
-          "restickifies (under an M split every simulated core transposes the whole weight, which "
-          "costs host time)", compile_time=True),
+          "in the PE array (`transb`; work division splits N before M so each core transposes "
+          "only its slice), instead of a restickify kernel before it. Off: torch-spyre "
+          "restickifies", compile_time=True),
     _flag("SPYRE_SPLIT_REDUCTIONS", False, "frontend `CompileOptions`",
           "a sum, mean or layer norm's exx2 over the last dim whose rows leave cores idle even "
           "after an uneven row split (fewer rows than cores) also splits the reduced dim over "

@@ -54,8 +54,9 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
   N_.push_back(K);
   int64_t eps = 64;
   // Work division passes 1-3 (span limit, matmul cost model, largest divisors); a K split's
-  // partial sums travel over the ring between adjacent cores.
-  std::vector<int64_t> splits = matmulWorkDivision({batchShape, rb != 2, M, N, K}, maxCores);
+  // partial sums travel over the ring between adjacent cores. A transposed B: N before M, no K
+  // split (transposedBDivision).
+  std::vector<int64_t> splits = matmulWorkDivision({batchShape, rb != 2, M, N, K, transB}, maxCores);
   if (transB && (splits.back() > 1 || N % 64 != 0))
     throw Unsupported("matmul with transb=1 and " +
                       (N % 64 ? "N = " + std::to_string(N) + " not a multiple of 64" : std::string("a K split")) +

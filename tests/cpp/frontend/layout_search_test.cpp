@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <gtest/gtest.h>
 #include <random>
+#include <tuple>
 
 using namespace spyre;
 using namespace spyre::frontend;
@@ -150,10 +151,14 @@ TEST(LayoutSearch, BeamWidthFromEnvironment) {
 // x @ w.t() (a linear layer): with CompileOptions::matmulTransB the matmul reads w as stored,
 // sticked on K (transb=1, the PE array transposes its tiles), and the transpose is a relabel:
 // no restickify kernel. Off (the default, torch-spyre's way): one transpose kernel. Same
-// results on both engines either way; N not a stick multiple keeps the restickify.
+// results on both engines either way; N not a stick multiple keeps the restickify. With transb
+// N takes the cores before M (M 48: 2 x 16 cores; M 67, a prime: 2 x 14, unevenly).
 TEST(LayoutSearch, LinearWeightReadAsStoredWithTransB) {
-  for (auto [N, transB] : {std::pair<int64_t, bool>{128, true}, {128, false}, {100, true}}) {
-    const int64_t M = 48, K = 96;
+  for (auto [M, N, transB] : {std::tuple<int64_t, int64_t, bool>{48, 128, true},
+                              {48, 128, false},
+                              {48, 100, true},
+                              {67, 128, true}}) {
+    const int64_t K = 96;
     Graph g;
     int x = g.addInput("x", {M, K}, HostType::F16), w = g.addInput("w", {N, K}, HostType::F16);
     int wt = g.addNode("transpose", {w}, "wt", {K, N}, HostType::F16);
@@ -164,6 +169,9 @@ TEST(LayoutSearch, LinearWeightReadAsStoredWithTransB) {
     const bool expectTransB = transB && N % 64 == 0;
     EXPECT_EQ(restickifyKernels(plan), expectTransB ? 0 : 1) << "N " << N << " transb " << transB;
     EXPECT_EQ(plan.launches.size(), expectTransB ? 1u : 2u);
+    if (expectTransB)
+      EXPECT_EQ(plan.launches.back().sdsc.numWkSlicesPerDim,
+                (std::vector<int64_t>{M == 48 ? 16 : 14, 2, 1})) << "M " << M;
     const std::vector<float> xv = randomValues(M * K, 31), wv = randomValues(N * K, 32);
     std::vector<float> wtv(static_cast<size_t>(K * N));
     for (int64_t n = 0; n < N; ++n)

@@ -112,6 +112,32 @@ TEST(WorkDivision, MatmulSplitsAreValidForManyShapes) {
     }
 }
 
+// A transposed B (transb): the dims that give each core its own B tiles (N, batch dims in both
+// inputs) take the cores first, M the rest, K never; without transb the same problems split M
+// first (pass 3), so every core of an N slice would transpose the same tiles.
+TEST(WorkDivision, TransposedBSplitsNBeforeM) {
+  // Llama's gate projection, seq 64: x f16[64, 256] @ w.t(), w f16[512, 256].
+  MatmulProblem gate{{}, true, 64, 512, 256};
+  EXPECT_EQ(matmulWorkDivision(gate, 32), (std::vector<int64_t>{32, 1, 1}));
+  gate.transB = true;
+  EXPECT_EQ(matmulWorkDivision(gate, 32), (std::vector<int64_t>{4, 8, 1}));
+  EXPECT_EQ(matmulWorkDivision(gate, 7), (std::vector<int64_t>{1, 4, 1}));
+  // k / v projections (N 2 sticks): M takes the remaining 16.
+  EXPECT_EQ(matmulWorkDivision({{}, true, 64, 128, 256, true}, 32), (std::vector<int64_t>{16, 2, 1}));
+  // Attention's q @ k^T, heads in both inputs: heads first, then N, then M.
+  EXPECT_EQ(matmulWorkDivision({{1, 4}, true, 64, 64, 64, true}, 32), (std::vector<int64_t>{1, 4, 8, 1, 1}));
+  // A 2-d weight shared over x's batch dim: the batch dim shares B as M does, so N goes first,
+  // then the larger of M and the batch.
+  EXPECT_EQ(matmulWorkDivision({{4}, false, 64, 256, 256, true}, 32), (std::vector<int64_t>{1, 8, 4, 1}));
+  // M with no good divisor (1151, a prime) splits unevenly over the cores N leaves.
+  EXPECT_EQ(matmulWorkDivision({{}, true, 1151, 256, 1024, true}, 32), (std::vector<int64_t>{8, 4, 1}));
+  // A decode step (M 1) with a large K: the cost model would split K; transb never does.
+  MatmulProblem pv{{}, true, 1, 128, 8192};
+  EXPECT_GT(matmulWorkDivision(pv, 32).back(), 1);
+  pv.transB = true;
+  EXPECT_EQ(matmulWorkDivision(pv, 32), (std::vector<int64_t>{1, 2, 1}));
+}
+
 namespace {
 std::vector<int64_t> firstKernelSplits(const std::string &text, int cores) {
   CompileOptions o;

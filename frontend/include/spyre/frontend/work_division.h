@@ -93,6 +93,10 @@ struct MatmulProblem {
   std::vector<int64_t> batch; ///< batch dims of the output
   bool batchInBothInputs = true; ///< false for a 2-d weight shared over the batch
   int64_t M = 1, N = 1, K = 1;
+  /// B arrives sticked on K (the kernel's transb): every core transposes the B tiles of its N
+  /// slice, so matmulWorkDivision gives N (and B's own batch dims) the cores before M, and never
+  /// splits K (transposedBDivision).
+  bool transB = false;
 };
 struct MatmulSplit {
   std::vector<int64_t> batch;
@@ -114,6 +118,13 @@ std::optional<MatmulSplit> costModelMatmulDivision(const MatmulProblem &p, int m
 /// less than kUnevenGain times the best even split.
 std::optional<MatmulSplit> unevenMatmulDivision(const MatmulProblem &p, int maxCores);
 inline constexpr double kUnevenGain = 0.8;
+
+/// Our extension for a transposed B (MatmulProblem::transB; superdsc.md §2): the cores of one
+/// N slice under an M split transpose the same B tiles (host work grows with m, simulated time
+/// does not shrink), so the dims that give each core its own B (N, batch dims in both inputs)
+/// take the cores first (pass 3's largest divisors, largest dim first), then the dims that
+/// share B (M, possibly unevenly; batch dims of x only), never K. `commits` are pass 1's.
+std::vector<int64_t> transposedBDivision(const MatmulProblem &p, const std::vector<int64_t> &commits, int maxCores);
 
 /// All three passes for a batchmatmul over dims [batch..., M, N, K]: splits in that order
 /// (N and K in sticks). `aBytes`... are derived from the shapes (DL16, generic layouts).
