@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
       "cores", po::value<int>()->default_value(32), "simulated cores (CompileOptions::maxCores)")(
       "lx-planning", po::value<std::string>()->default_value("on"), "LX planning: on or off")(
       "pad-matmul-k", po::value<std::string>()->default_value("off"), "matmul K padding inside compileGraph: on or off")(
-      "matmul-transb", po::value<std::string>()->default_value("off"), "matmuls read B sticked on K: on or off")(
+      "matmul-transb", po::value<std::string>()->default_value("on"), "matmuls read B sticked on K: on or off")(
       "split-reductions", po::value<std::string>()->default_value("off"), "split stick-dim reductions: on or off")(
       "fusion", po::value<std::string>()->default_value("on"), "pointwise fusion inside compileGraph: on or off")(
       "layout-beam", po::value<int>()->default_value(kLayoutBeamWidth), "layout search beam width (1 = greedy)")(

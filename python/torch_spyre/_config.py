@@ -133,7 +133,7 @@ _KNOB_LIST = [
           "matmul K padding as a graph rewrite (zero-padded operand copies before each matmul "
           "whose K is not a multiple of 64). Off: the backend pads K inside LX without the two "
           "copy kernels", compile_time=True),
-    _flag("SPYRE_MATMUL_TRANSB", False, "frontend `CompileOptions`",
+    _flag("SPYRE_MATMUL_TRANSB", True, "frontend `CompileOptions`",
           "a matmul whose second operand is a transposed tensor (`x @ w.t()`, `F.linear`, "
           "attention's `k.transpose`) reads it as stored, sticked on K, and transposes its tiles "
           "in the PE array (`transb`; work division splits N before M so each core transposes "
