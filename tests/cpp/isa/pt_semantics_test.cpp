@@ -11,7 +11,7 @@ using namespace spyre;
 
 TEST(PtSemantics, TransposeMatchesTheDefinitionWordForWord) {
   std::mt19937 gen(7);
-  for (auto [R, C] : {std::pair<int64_t, int64_t>{64, 64}, {128, 64}, {64, 192}, {256, 320}, {3, 5}, {70, 64}}) {
+  for (auto [R, C] : {std::pair<int64_t, int64_t>{64, 64}, {128, 64}, {64, 192}, {256, 320}, {3, 5}, {70, 64}, {1000, 256}, {130, 200}, {64, 65}}) {
     std::vector<uint8_t> S(static_cast<size_t>((C + 63) / 64 * R * 128)), D(static_cast<size_t>((R + 63) / 64 * C * 128), 0xEE);
     for (auto &b : S)
       b = static_cast<uint8_t>(gen());
