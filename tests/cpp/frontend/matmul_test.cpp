@@ -177,7 +177,7 @@ TEST(Matmul, DoubleBufferedRowBlocksMatchReference) {
 }
 
 TEST(Matmul, SharedOperandBlocksArriveByMulticast) {
-  // M = 64 over 32 cores: the cores of an N slice load the same B blocks; M = 16 (N split):
+  // M = 256 over 32 cores (8 rows each): the cores of an N slice load the same B blocks; M = 16 (N split):
   // every core loads the same A rows. One multicast per cohort of 8 (torch-spyre's
   // _COHORT_LIMIT). Exact small-integer data; identical results with multicast off
   // (BackendOptions::multicast off, SPYRE_MULTICAST=0: every core streams its own copy).
@@ -186,7 +186,7 @@ TEST(Matmul, SharedOperandBlocksArriveByMulticast) {
     const char *shared;
     uint64_t savedBytes; ///< DDR the multicast saves: (32 - 4) copies of the shared operand
   };
-  const Case cases[] = {{{64, 256}, {256, 1024}, "B multicast to 8 cores", 28u * 256 * 1024 * 2},
+  const Case cases[] = {{{256, 256}, {256, 64}, "B multicast to 8 cores", 28u * 256 * 64 * 2},
                         {{16, 256}, {256, 4096}, "A multicast to 8 cores", 28u * 16 * 256 * 2}};
   auto interp = sim::makeInterpreter();
   jit::JitEngine jit;

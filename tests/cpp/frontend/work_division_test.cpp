@@ -116,14 +116,15 @@ TEST(WorkDivision, MatmulSplitsAreValidForManyShapes) {
 // inputs) take the cores first, M the rest, K never; without transb the same problems split M
 // first (pass 3), so every core of an N slice would transpose the same tiles.
 TEST(WorkDivision, TransposedBSplitsNBeforeM) {
-  // Llama's gate projection, seq 64: x f16[64, 256] @ w.t(), w f16[512, 256].
+  // Llama's gate projection, seq 64: x f16[64, 256] @ w.t(), w f16[512, 256]. Without transb,
+  // pass 3 would give each core 2 rows (kPtFullRows): the cost model's plan splits N instead.
   MatmulProblem gate{{}, true, 64, 512, 256};
-  EXPECT_EQ(matmulWorkDivision(gate, 32), (std::vector<int64_t>{32, 1, 1}));
+  EXPECT_EQ(matmulWorkDivision(gate, 32), (std::vector<int64_t>{1, 8, 1}));
   gate.transB = true;
   EXPECT_EQ(matmulWorkDivision(gate, 32), (std::vector<int64_t>{4, 8, 1}));
   EXPECT_EQ(matmulWorkDivision(gate, 7), (std::vector<int64_t>{1, 4, 1}));
-  // k / v projections (N 2 sticks): M takes the remaining 16.
-  EXPECT_EQ(matmulWorkDivision({{}, true, 64, 128, 256, true}, 32), (std::vector<int64_t>{16, 2, 1}));
+  // k / v projections (N 2 sticks): M takes no more than 64 / kPtFullRows = 8 of the remaining 16.
+  EXPECT_EQ(matmulWorkDivision({{}, true, 64, 128, 256, true}, 32), (std::vector<int64_t>{8, 2, 1}));
   // Attention's q @ k^T, heads in both inputs: heads first, then N, then M.
   EXPECT_EQ(matmulWorkDivision({{1, 4}, true, 64, 64, 64, true}, 32), (std::vector<int64_t>{1, 4, 8, 1, 1}));
   // A 2-d weight shared over x's batch dim: the batch dim shares B as M does, so N goes first,

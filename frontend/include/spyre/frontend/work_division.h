@@ -118,6 +118,12 @@ std::optional<MatmulSplit> costModelMatmulDivision(const MatmulProblem &p, int m
 /// less than kUnevenGain times the best even split.
 std::optional<MatmulSplit> unevenMatmulDivision(const MatmulProblem &p, int maxCores);
 inline constexpr double kUnevenGain = 0.8;
+/// Our extension: rows of M per core below which the PT array's 8-row passes run part-empty.
+/// Where pass 3 leaves each core fewer rows, matmulWorkDivision takes the cost model's plan even
+/// when it uses fewer cores (torch-spyre declines then); a transposed-B division splits M no
+/// finer than this. Small-M matmuls (a decoder's linears at seq 64) then load B on fewer cores:
+/// 64x256x1000 14.69 -> 7.63 us simulated (docs/performance.md Log, 2026-12-03).
+inline constexpr int64_t kPtFullRows = 8;
 
 /// Our extension for a transposed B (MatmulProblem::transB; superdsc.md §2): the cores of one
 /// N slice under an M split transpose the same B tiles (host work grows with m, simulated time
