@@ -430,6 +430,14 @@ bool ProgramBuilder::singleDma(const std::vector<std::pair<int64_t, int64_t>> &b
   return dmaRuns(denseBox(box)).size() <= 3;
 }
 
+int64_t ProgramBuilder::dmaCount(const std::vector<std::array<int64_t, 3>> &box) {
+  const std::vector<Run> runs = dmaRuns(box);
+  int64_t n = 1;
+  for (size_t k = 0; k + 3 < runs.size(); ++k)
+    n *= runs[k].n;
+  return n;
+}
+
 void ProgramBuilder::dmaAsync(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,
                               const std::vector<std::pair<int64_t, int64_t>> &box, int token, int cohort) {
   if (!singleDma(box))

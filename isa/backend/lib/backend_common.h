@@ -164,6 +164,9 @@ public:
                      bool wait = true, int cohort = 1);
   /// The box moves with one DMA instruction (at most three runs after merging contiguous dims).
   static bool singleDma(const std::vector<std::pair<int64_t, int64_t>> &box);
+  /// The DMA instructions a strided box (count, ddr stride, lx stride) takes: 1 for at most
+  /// three runs, else the trips of the program loops around the DMA.
+  static int64_t dmaCount(const std::vector<std::array<int64_t, 3>> &box);
   /// One DMA of a singleDma box into/out of dense LX, *not* waited: the caller waits `token`
   /// before touching that LX (double-buffered staging).
   void dmaAsync(bool toLx, int arg, int rDdr, int64_t ddrOff, int rLx, int64_t lxOff,

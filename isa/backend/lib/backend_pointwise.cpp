@@ -286,13 +286,13 @@ void PointwiseEmitter::block(bool first, bool last) {
     pb_.waitTokens(p_.inTokens);
     if (!last)
       for (int i : p_.inTokens)
-        pb_.dmaAsync(true, tensors[i]->segment, 1 + i, p_.chunk * p_.strideAlong(*tensors[i], p_.c0), rOther,
-                     p_.lxBase[i], p_.boxOf(*tensors[i]), i);
+        pb_.dmaBoxStrided(true, tensors[i]->segment, 1 + i, p_.chunk * p_.strideAlong(*tensors[i], p_.c0), rOther,
+                          p_.lxBase[i], p_.stagedBox(*tensors[i]), i, -1, -1, /*wait=*/false);
   }
   for (int i = 0; i < p_.nIn(); ++i)
     if (!tensors[i]->t->inLx && p_.spans(*tensors[i], p_.c0) && !p_.async[i])
-      pb_.dmaBox(true, tensors[i]->segment, 1 + i, 0, p_.pipelined ? rCur : -1, p_.lxBase[i], p_.boxOf(*tensors[i]), i,
-                 20, 21);
+      pb_.dmaBoxStrided(true, tensors[i]->segment, 1 + i, 0, p_.pipelined ? rCur : -1, p_.lxBase[i],
+                        p_.stagedBox(*tensors[i]), i, 20, 21);
   computeBlock();
   for (int i = p_.nIn(); i < nt; ++i) { // the output(s)
     const TensorGeom &o = *tensors[i];
@@ -302,9 +302,10 @@ void PointwiseEmitter::block(bool first, bool last) {
     if (p_.async[i]) {
       if (!first)
         pb_.waitTokens({tok});
-      pb_.dmaAsync(false, o.segment, 1 + i, 0, rCur, p_.lxBase[i], p_.boxOf(o), tok);
+      pb_.dmaBoxStrided(false, o.segment, 1 + i, 0, rCur, p_.lxBase[i], p_.stagedBox(o), tok, -1, -1, /*wait=*/false);
     } else {
-      pb_.dmaBox(false, o.segment, 1 + i, 0, p_.pipelined ? rCur : -1, p_.lxBase[i], p_.boxOf(o), tok, 20, 21);
+      pb_.dmaBoxStrided(false, o.segment, 1 + i, 0, p_.pipelined ? rCur : -1, p_.lxBase[i], p_.stagedBox(o), tok, 20,
+                        21);
     }
   }
 }
@@ -315,7 +316,7 @@ void PointwiseEmitter::sweep() {
   // Tensors constant over the sweep (they do not span c0): staged once.
   for (int i = 0; i < p_.nIn(); ++i)
     if (!tensors[i]->t->inLx && !p_.spans(*tensors[i], p_.c0))
-      pb_.dmaBox(true, tensors[i]->segment, 1 + i, 0, -1, p_.lxBase[i], p_.boxOf(*tensors[i]), i, 20, 21);
+      pb_.dmaBoxStrided(true, tensors[i]->segment, 1 + i, 0, -1, p_.lxBase[i], p_.stagedBox(*tensors[i]), i, 20, 21);
   if (!p_.pipelined) {
     pb_.loop(p_.numBlocks, ddrAdv(p_.c0, p_.chunk), [&] { block(true, true); });
     return;
@@ -324,7 +325,8 @@ void PointwiseEmitter::sweep() {
       p_.numBlocks, ddrAdv(p_.c0, p_.chunk), rCur, rOther, rSwap, p_.half,
       [&] {
         for (int i : p_.inTokens)
-          pb_.dmaAsync(true, tensors[i]->segment, 1 + i, 0, rCur, p_.lxBase[i], p_.boxOf(*tensors[i]), i);
+          pb_.dmaBoxStrided(true, tensors[i]->segment, 1 + i, 0, rCur, p_.lxBase[i], p_.stagedBox(*tensors[i]), i, -1,
+                            -1, /*wait=*/false);
       },
       [&](bool first, bool last) { block(first, last); },
       [&] {

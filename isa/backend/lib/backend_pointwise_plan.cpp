@@ -200,6 +200,35 @@ void planSlices(const SuperDsc &s, PointwisePlan &p, int rep) {
   }
 }
 
+std::vector<std::array<int64_t, 3>> PointwisePlan::lxBox(const TensorGeom &g, size_t at, int64_t ch) const {
+  const size_t n = g.dims.size();
+  std::vector<std::array<int64_t, 3>> box(n);
+  std::vector<size_t> jOf(n);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t j = outDimOf(g.dims[k].iterDim);
+    jOf[k] = j;
+    const int64_t count = g.dims[k].extent > 1 && j < J ? (j < at ? 1 : j == at ? ch : len[j]) : 1;
+    box[k] = {count, g.dims[k].strideBytes, 0};
+  }
+  int64_t st = kStickBytes;
+  for (size_t k = n; k-- > 0;) { // dense in g's own order
+    box[k][2] = st;
+    st *= box[k][0];
+  }
+  if (!rowFused())
+    return box;
+  // Row-fused: dense in the walk's order (out.dims, the stick dim last; PointwisePlan).
+  std::vector<std::array<int64_t, 3>> alt = box;
+  st = kStickBytes;
+  for (size_t j = J; j-- > 0;)
+    for (size_t k = 0; k < n; ++k)
+      if (jOf[k] == j && alt[k][0] > 1) {
+        alt[k][2] = st;
+        st *= alt[k][0];
+      }
+  return ProgramBuilder::dmaCount(alt) == ProgramBuilder::dmaCount(box) ? alt : box;
+}
+
 /// The blocking of the sweep (c0, chunk, double buffering) within the staging LX.
 void planBlocking(const SuperDsc &s, const BackendOptions &opts, PointwisePlan &p) {
   // A row-fused kernel's row scratch (pointwise_plan.h) comes off the staging LX first.
@@ -278,20 +307,18 @@ void planLx(const SuperDsc &s, PointwisePlan &p) {
   p.scratchLx = lxCursor;
   lxCursor += p.scratchRows * p.scratchRowBytes;
   p.lxCursor = lxCursor;
-  // LX stride of each tensor along each output dim: dense over its own box.
+  // LX stride of each tensor along each output dim: its staged box's (PointwisePlan::lxBox).
   p.lxStride.assign(nt, std::vector<int64_t>(p.J, 0));
   for (int i = 0; i < nt; ++i) {
     if (p.tensors[i]->t->inLx) {
       p.lxStride[i] = p.canon[i];
       continue;
     }
-    auto box = p.boxOf(*p.tensors[i]);
-    int64_t st = kStickBytes;
+    const auto box = p.stagedBox(*p.tensors[i]);
     for (size_t kk = box.size(); kk-- > 0;) {
       size_t j = p.outDimOf(p.tensors[i]->dims[kk].iterDim);
-      if (j < p.J && j >= p.c0 && box[kk].first > 1)
-        p.lxStride[i][j] = st;
-      st *= box[kk].first;
+      if (j < p.J && j >= p.c0 && box[kk][0] > 1)
+        p.lxStride[i][j] = box[kk][2];
     }
   }
   // Which block-varying tensors move with one (asynchronous) DMA; the others are staged
@@ -299,7 +326,7 @@ void planLx(const SuperDsc &s, PointwisePlan &p) {
   p.async.assign(nt, false);
   for (int i = 0; i < nt; ++i)
     p.async[i] = p.pipelined && !p.tensors[i]->t->inLx && p.spans(*p.tensors[i], p.c0) &&
-                 ProgramBuilder::singleDma(p.boxOf(*p.tensors[i]));
+                 ProgramBuilder::dmaCount(p.stagedBox(*p.tensors[i])) == 1;
   for (int i = 0; i < p.nIn(); ++i)
     if (p.async[i])
       p.inTokens.push_back(i);

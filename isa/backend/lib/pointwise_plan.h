@@ -107,6 +107,17 @@ struct PointwisePlan {
         b *= len[j];
     return b;
   }
+  /// Tensor g's block at blocking (at, ch) (the chunk ch of output dim at, whole dims after
+  /// it), per dim of g's own order (outer -> inner): (count, DDR stride, LX stride). Dense in
+  /// g's own order, except in a row-fused kernel: dense in the walk's order (out.dims, the
+  /// stick dim innermost), so a row's sticks are contiguous in LX. In the own order (generic
+  /// layout: stick tiles outside the rows) they would be a whole row block apart, all in the
+  /// same few host L1 sets. Only LX addresses and DMA strides differ (the block's LX bytes are
+  /// tensorBlockBytes either way); a tensor keeps its own order where the walk's would take a
+  /// different number of DMA instructions.
+  std::vector<std::array<int64_t, 3>> lxBox(const TensorGeom &g, size_t at, int64_t ch) const;
+  /// The planned block of tensor g (lxBox at the plan's c0 and chunk).
+  std::vector<std::array<int64_t, 3>> stagedBox(const TensorGeom &g) const { return lxBox(g, c0, chunk); }
   /// Block length of output dim j for a tensor that spans it.
   int64_t blockLen(size_t j) const { return j < c0 ? 1 : j == c0 ? chunk : len[j]; }
   size_t outDimOf(int iterDim) const {
@@ -114,15 +125,6 @@ struct PointwisePlan {
       if (out.dims[j].iterDim == iterDim)
         return j;
     return J;
-  }
-  /// The block of a tensor in its own dim order (outer -> inner), stored densely in LX.
-  std::vector<std::pair<int64_t, int64_t>> boxOf(const TensorGeom &g) const {
-    std::vector<std::pair<int64_t, int64_t>> box;
-    for (const auto &td : g.dims) {
-      size_t j = outDimOf(td.iterDim);
-      box.push_back({td.extent > 1 && j < J ? blockLen(j) : 1, td.strideBytes});
-    }
-    return box;
   }
 };
 
