@@ -3,6 +3,7 @@
 #include "spyre/frontend/ops.h"
 #include "spyre/isa/error.h"
 #include <algorithm>
+#include <set>
 
 namespace spyre::frontend::detail {
 
@@ -166,7 +167,12 @@ void draftKernels(Lowering &l, const CompileOptions &opts) {
           parts.push_back(std::move(kd));
       if (isOp(g.nodes[members[0]].op, OpId::Matmul)) {
         // A matmul-fusion group: one kernel, else the matmul's own and its chain fused pointwise.
-        if (auto fused = matmulEpilogueKernel(g, members, parts, l.drafts.size())) {
+        auto fused = matmulEpilogueKernel(g, members, parts, l.drafts.size());
+        // Each tensor its own buffer (own segment): not `x + x @ w`, nor an alias of x or y.
+        std::set<int> roots;
+        for (int v : fused ? fused->tensorValues : std::vector<int>{})
+          roots.insert(l.root(v));
+        if (fused && roots.size() == fused->tensorValues.size()) {
           l.drafts.push_back(std::move(*fused));
           l.nodeOfDraft.push_back(static_cast<int>(ni));
           continue;

@@ -159,6 +159,21 @@ TEST(MatmulFusion, KSplitMatmulKeepsItsKernelAndItsChainFusesPointwise) {
   EXPECT_TRUE(sameBits(a.interp[0], a.jit[0]));
 }
 
+TEST(MatmulFusion, ResidualOfTheMatmulsOwnInputKeepsSeparateKernels) {
+  // x + x @ w: the epilogue operand would be x's buffer (one segment for two operands).
+  const std::string text = "graph(%x: f16[64, 128], %w: f16[128, 128]) {\n  %m = matmul(%x, %w) : f16[64, 128]\n"
+                           "  %o = add(%x, %m) : f16[64, 128]\n  %r = relu(%o) : f16[64, 128]\n  return (%r)\n}\n";
+  isa::JobPlan on = compile(text, true), off = compile(text, false);
+  ASSERT_EQ(on.launches.size(), 2u);
+  EXPECT_EQ(on.launches[0].sdsc.opFuncName, "batchmatmul");
+  EXPECT_TRUE(on.launches[1].sdsc.isFused()) << "add + relu fused pointwise";
+  std::mt19937 gen(9);
+  std::vector<std::vector<float>> inputs = {values(64 * 128, gen), values(128 * 128, gen)};
+  test::BothEngines a = test::runOnBothEngines(on, inputs), b = test::runOnBothEngines(off, inputs);
+  EXPECT_TRUE(sameBits(a.interp[0], b.interp[0]));
+  EXPECT_TRUE(sameBits(a.interp[0], a.jit[0]));
+}
+
 TEST(MatmulFusion, SuperDscRoundTrips) {
   isa::JobPlan p = compile(kCases[0].graph, true, 4);
   ASSERT_EQ(p.launches.size(), 1u);
