@@ -58,6 +58,11 @@ Fn makeOp(const NativeSpec &s, at::ScalarType dt) {
     at::Tensor a = in[0], b = in[1];
     return [a, b] { return at::mm(a, b); };
   }
+  if (k == "linear_gelu") { // x, w, bias: gelu(x @ w + b), as the graph
+    need(3);
+    at::Tensor x = in[0], w = in[1], b = in[2];
+    return [x, w, b] { return at::gelu(at::addmm(b, x, w)); };
+  }
   if (k == "swiglu") { // x, w_gate, w_up, w_down
     need(4);
     at::Tensor x = in[0], w1 = in[1], w3 = in[2], w2 = in[3];

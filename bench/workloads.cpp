@@ -36,6 +36,15 @@ frontend::Graph graphOf(std::string tmpl, const std::vector<std::pair<char, int6
   return frontend::parseGraph(tmpl, "<bench workload>");
 }
 
+/// nn.Linear with bias and GELU: one fused matmul kernel (matmul-fusion, superdsc.md §6.11).
+constexpr const char *kLinearGelu = R"(graph(%x: f16[$M, $K], %w: f16[$K, $N], %b: f16[$N]) {
+  %m = matmul(%x, %w) : f16[$M, $N]
+  %a = add(%m, %b) : f16[$M, $N]
+  %y = gelu(%a) : f16[$M, $N]
+  return (%y)
+}
+)";
+
 /// softmax over the last dim: amax, sub, exp, sum, div (keepdim reductions, broadcasting).
 constexpr const char *kSoftmax = R"(graph(%x: f16[$R, $C]) {
   %m = amax(%x, dims=[1], keepdim=1) : f16[$R, 1]
@@ -123,6 +132,12 @@ std::vector<Workload> workloads() {
     ns.alsoF32 = true;
     w.push_back({"matmul_" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n),
                  "f16[M, K] @ f16[K, N] (name: M x K x N)", [m, k, n] { return matmulGraph(m, k, n); }, ns});
+  }
+  {
+    bench::NativeSpec ns{"linear_gelu", {{256, 1024}, {1024, 1024}, {1024}}};
+    ns.alsoF32 = true;
+    w.push_back({"linear_bias_gelu_256x1024x1024", "nn.Linear + bias + GELU: gelu(f16[256, 1024] @ f16[1024, 1024] + b)",
+                 [] { return graphOf(kLinearGelu, {{'M', 256}, {'K', 1024}, {'N', 1024}}); }, ns});
   }
   {
     bench::NativeSpec ns{"swiglu", {{4, 256}, {256, 1024}, {256, 1024}, {1024, 256}}};

@@ -86,6 +86,8 @@ isa::JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
   if (opts.fusion) {
     fuseRows(g);
     log("row-fusion", g);
+    fuseMatmulEpilogues(g);
+    log("matmul-fusion", g);
     fusePointwise(g);
     log("fusion", g);
   }

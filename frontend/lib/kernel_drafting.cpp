@@ -3,6 +3,7 @@
 #include "spyre/frontend/ops.h"
 #include "spyre/isa/error.h"
 #include <algorithm>
+#include <set>
 
 namespace spyre::frontend::detail {
 
@@ -164,6 +165,39 @@ void draftKernels(Lowering &l, const CompileOptions &opts) {
       for (int m : members)
         for (KernelDraft &kd : nodeKernels(g, g.nodes[m], l.drafts.size() + parts.size(), opts, l.viewSlices))
           parts.push_back(std::move(kd));
+      if (isOp(g.nodes[members[0]].op, OpId::Matmul)) {
+        // A matmul-fusion group: one kernel, else the matmul's own and its chain fused pointwise.
+        auto fused = matmulEpilogueKernel(g, members, parts, l.drafts.size());
+        // Each tensor its own buffer (own segment): not `x + x @ w`, nor an alias of x or y.
+        std::set<int> roots;
+        for (int v : fused ? fused->tensorValues : std::vector<int>{})
+          roots.insert(l.root(v));
+        if (fused && roots.size() == fused->tensorValues.size()) {
+          l.drafts.push_back(std::move(*fused));
+          l.nodeOfDraft.push_back(static_cast<int>(ni));
+          continue;
+        }
+        l.drafts.push_back(std::move(parts[0]));
+        l.nodeOfDraft.push_back(members[0]);
+        std::vector<int> rest(members.begin() + 1, members.end());
+        std::vector<KernelDraft> restParts;
+        for (int m : rest)
+          for (KernelDraft &kd : nodeKernels(g, g.nodes[m], l.drafts.size() + restParts.size(), opts, l.viewSlices))
+            restParts.push_back(std::move(kd));
+        std::optional<KernelDraft> chain;
+        if (rest.size() > 1)
+          chain = fusedKernel(g, rest, restParts, l.drafts.size());
+        if (chain) {
+          l.drafts.push_back(std::move(*chain));
+          l.nodeOfDraft.push_back(static_cast<int>(ni));
+          continue;
+        }
+        for (size_t k = 0; k < restParts.size(); ++k) {
+          l.drafts.push_back(std::move(restParts[k]));
+          l.nodeOfDraft.push_back(rest[std::min(k, rest.size() - 1)]);
+        }
+        continue;
+      }
       if (auto fused = fusedKernel(g, members, parts, l.drafts.size())) {
         l.drafts.push_back(std::move(*fused));
         l.nodeOfDraft.push_back(static_cast<int>(ni));

@@ -173,7 +173,9 @@ ojson writeSuperDsc(const SuperDsc &s) {
   for (int o : s.outputs)
     outs.push_back(ldsRef(o));
   auto computeOp = [&](const std::string &op, const std::vector<std::string> &in, const std::vector<std::string> &out) {
-    return ojson{{"exUnit", s.exUnit}, {"opFuncName", op},
+    // A fused matmul's entries (§6.11): the batchmatmul on the pt, its epilogue on the sfp.
+    const std::string unit = s.isFused() ? (op == "batchmatmul" ? "pt" : "sfp") : s.exUnit;
+    return ojson{{"exUnit", unit}, {"opFuncName", op},
                  {"attributes_", {{"dataFormat_", dataFormatName(s.labeledDs.at(0).dataFormat)}, {"fidelity_", "regular"}}},
                  {"location", "Inner"}, {"inputLabeledDs", in}, {"outputLabeledDs", out}};
   };

@@ -392,11 +392,17 @@ void parseFusedOps(const Reader &r, const ojson &cops, const std::string &dp, Su
     r.object(cops[k], cp);
     r.warnUnknown(cops[k], cp, {"exUnit", "opFuncName", "inputLabeledDs", "outputLabeledDs"},
                   {"attributes_", "location"});
-    s.exUnit = r.string(r.field(cops[k], cp, "exUnit"), cp + "/exUnit");
-    if (s.exUnit != "sfp")
-      r.fail(cp + "/exUnit", "a fused op runs on the sfp, got " + inQuotes(s.exUnit));
+    const std::string unit = r.string(r.field(cops[k], cp, "exUnit"), cp + "/exUnit");
     SdscComputeOp op;
     op.opFuncName = r.string(r.field(cops[k], cp, "opFuncName"), cp + "/opFuncName");
+    // A fused matmul (§6.11): entry 0 is the batchmatmul on the pt, the epilogue on the sfp.
+    const bool matmul = k == 0 && op.opFuncName == "batchmatmul";
+    if (unit != (matmul ? "pt" : "sfp"))
+      r.fail(cp + "/exUnit", std::string(matmul ? "a fused batchmatmul runs on the pt" : "a fused op runs on the sfp") +
+                                 ", got " + inQuotes(unit));
+    if (k > 0 && op.opFuncName == "batchmatmul")
+      r.fail(cp + "/opFuncName", "a fused batchmatmul must be computeOp_ 0");
+    s.exUnit = k == 0 ? unit : s.exUnit;
     auto ins = r.strings(r.field(cops[k], cp, "inputLabeledDs"), cp + "/inputLabeledDs");
     for (size_t i = 0; i < ins.size(); ++i) {
       std::string p = cp + "/inputLabeledDs/" + std::to_string(i);

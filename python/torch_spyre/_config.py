@@ -146,8 +146,9 @@ _KNOB_LIST = [
           "(work-division pass 1); usually slower in simulated time (a serial ring chain)",
           compile_time=True),
     _flag("SPYRE_FUSION", True, "frontend `CompileOptions`",
-          "fusion: chains of elementwise ops over one shape, and row reductions (softmax, norms) "
-          "with their elementwise prologue and epilogue, become one kernel whose intermediates "
+          "fusion: chains of elementwise ops over one shape, row reductions (softmax, norms) "
+          "with their elementwise prologue and epilogue, and matmuls with their elementwise "
+          "epilogue (bias, activation, residual, SwiGLU's product) become one kernel whose intermediates "
           "stay in registers and LX (bit-identical results). Off: one kernel per op, every "
           "intermediate through DDR or LX", compile_time=True),
     _int("SPYRE_LAYOUT_BEAM", 64, 1, 4096, "frontend `CompileOptions` (layout propagation)",

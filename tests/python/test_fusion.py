@@ -112,3 +112,56 @@ def test_row_chains_are_one_kernel(name, monkeypatch):
                    if line.startswith("launch") and ("dl16tofp32" in line or "fp32todl16" in line))
     assert (n - converts, k) == (1, 1), plan
     assert "row-fusion" in passes and "{fused=0}" in passes["row-fusion"], passes["row-fusion"]
+
+
+def _linear_gelu(x, w, b):
+    return F.gelu(F.linear(x, w, b))
+
+
+def _linear_relu(x, w, b):
+    return F.relu(F.linear(x, w, b))
+
+
+def _residual(x, w, h):
+    return h + x @ w
+
+
+def _swiglu_mlp(x, w1, w3):
+    return F.silu(x @ w1) * (x @ w3)
+
+
+MATMUL_CASES = {
+    # name: (fn, CPU inputs, kernels with fusion on, kernels with SPYRE_FUSION=0)
+    "linear_bias_gelu_67x200x130": (
+        _linear_gelu, lambda: (torch.randn(67, 200).half(), (torch.randn(130, 200) * 0.1).half(),
+                               torch.randn(130).half())),
+    "linear_bias_relu_256x256x192": (
+        _linear_relu, lambda: (torch.randn(256, 256).half(), (torch.randn(192, 256) * 0.1).half(),
+                               torch.randn(192).half())),
+    "residual_add_67x128x256": (
+        _residual, lambda: (torch.randn(67, 128).half(), (torch.randn(128, 256) * 0.1).half(),
+                            torch.randn(67, 256).half())),
+    "swiglu_mlp_64x256x192": (
+        _swiglu_mlp, lambda: (torch.randn(64, 256).half(), (torch.randn(256, 192) * 0.1).half(),
+                              (torch.randn(256, 192) * 0.1).half())),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MATMUL_CASES))
+def test_matmul_epilogue_matches_cpu_and_unfused_bit_for_bit(name, monkeypatch):
+    fn, make = MATMUL_CASES[name]
+    if name.split("_")[-1].startswith("67x"):
+        # 67 rows on 32 cores split K (partials on the ring: no fused kernel); fewer cores there.
+        monkeypatch.setenv("SENCORES", "4")
+    torch.manual_seed(7)
+    args = make()
+    fused, n_on, k_on, passes = _compiled(fn, args, monkeypatch, True)
+    plan = compile_stats.last.plan()
+    unfused, n_off, k_off, _ = _compiled(fn, args, monkeypatch, False)
+    mm_lines = [line for line in passes["matmul-fusion"].splitlines() if "= mm(" in line or "matmul(" in line]
+    assert any("fused=" in line for line in mm_lines), passes["matmul-fusion"]
+    assert k_off == 0 and n_on < n_off, (n_on, n_off, plan)
+    expected = fn(*[a.float() for a in args])
+    for got, off in zip(fused, unfused):
+        torch.testing.assert_close(got.float(), expected, atol=0.1, rtol=0.1)
+        assert torch.equal(_bits(got), _bits(off)), f"{name}: fused and unfused results differ"

@@ -37,6 +37,14 @@ std::optional<KernelDraft> fusedKernel(const Graph &g, const std::vector<int> &m
 // (to_dtype, convert.cpp), transposeKernel (transpose.cpp).
 KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int maxCores, bool splitReductions);
 KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+/// matmul.cpp: a matmul-fusion group (passes.h fuseMatmulEpilogues; drafts: the matmul's, then
+/// its chain's pointwise ones) as one SuperDSC (docs/superdsc.md §6.11): computeOp_ 0 the
+/// batchmatmul (pt), then one entry per chain op reading Result-op<k>, the extra operands
+/// (ldsIdx 3.., a full tensor in the OUTPUT layout class or a row vector in LAYOUT4) and
+/// constants; the last entry writes the output (ldsIdx 2). nullopt for a K-split matmul or an
+/// operand read as a view.
+std::optional<KernelDraft> matmulEpilogueKernel(const Graph &g, const std::vector<int> &members,
+                                                const std::vector<KernelDraft> &drafts, size_t index);
 KernelDraft convertKernel(const Graph &g, const Node &n, size_t index, int maxCores);
 KernelDraft transposeKernel(const Graph &g, const Node &n, size_t index, int maxCores);
 

@@ -114,3 +114,92 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
 }
 
 } // namespace spyre::frontend::detail
+
+namespace spyre::frontend::detail {
+
+std::optional<KernelDraft> matmulEpilogueKernel(const Graph &g, const std::vector<int> &members,
+                                                const std::vector<KernelDraft> &drafts, size_t index) {
+  if (members.size() < 2 || drafts.size() != members.size() || drafts[0].s.opFuncName != "batchmatmul")
+    return std::nullopt;
+  const SuperDsc &mm = drafts[0].s;
+  const int dK = mm.dimIndex("in");
+  // A K split sums partials over the ring (no output block to run the chain on).
+  if (dK < 0 || mm.numWkSlicesPerDim[dK] > 1 || mm.outputs != std::vector<int>{2})
+    return std::nullopt;
+  const Value &out = g.values[g.nodes[members[0]].output];
+  KernelDraft kd = drafts[0];
+  SuperDsc &s = kd.s;
+  std::string name = "fused_batchmatmul";
+  for (size_t k = 1; k < drafts.size() && k < 4; ++k)
+    name += "_" + drafts[k].s.opFuncName;
+  s.name = std::to_string(index) + "_" + name;
+  s.opFuncName = isa::kFusedOpFunc;
+  const size_t r = s.dims.size();
+  const std::vector<std::string> batchLabels(s.dims.begin(), s.dims.end() - 3);
+  const std::vector<int64_t> perCore = perCoreElems(s.N, s.numWkSlicesPerDim, {r - 2, r - 1}, 64);
+  std::vector<isa::SdscComputeOp> ops(1);
+  ops[0].opFuncName = "batchmatmul";
+  ops[0].inputs = {0, 1};
+  ops[0].inputConsts = {"", ""};
+  std::map<int, int> memberOf; // value -> member position
+  for (size_t k = 0; k < members.size(); ++k)
+    memberOf[g.nodes[members[k]].output] = static_cast<int>(k);
+  std::map<int, int> extLds; // value -> ldsIdx
+  for (size_t k = 1; k < members.size(); ++k) {
+    const SuperDsc &d = drafts[k].s;
+    if (d.outputs.size() != 1 || d.isFused())
+      return std::nullopt;
+    const std::string prefix = "op" + std::to_string(k) + "_";
+    for (const auto &[cname, value] : d.constants)
+      s.constants[prefix + cname] = value;
+    for (const auto &[cname, arg] : d.constantArgs)
+      s.constantArgs[prefix + cname] = arg;
+    isa::SdscComputeOp op;
+    op.opFuncName = d.opFuncName;
+    for (size_t i = 0; i < d.inputs.size(); ++i) {
+      op.inputConsts.emplace_back();
+      if (d.inputs[i] < 0) {
+        op.inputs.push_back(-1);
+        op.inputConsts.back() = prefix + d.inputConsts.at(i);
+        continue;
+      }
+      const SdscTensor &t = d.tensor(d.inputs[i]);
+      const int v = drafts[k].tensorValues.at(static_cast<size_t>(d.inputs[i]));
+      if (auto m = memberOf.find(v); m != memberOf.end()) {
+        if (m->second >= static_cast<int>(k) || t.isView())
+          return std::nullopt;
+        op.inputs.push_back(isa::fusedResultRef(m->second));
+        continue;
+      }
+      if (t.isView() || t.dataFormat != DataFormat::SEN169_FP16)
+        return std::nullopt;
+      auto [it, fresh] = extLds.try_emplace(v, static_cast<int>(s.labeledDs.size()));
+      if (fresh) {
+        // A full [.., M, N] operand in the output's layout class, or a row vector over N.
+        const Value &x = g.values[v];
+        const bool full = x.shape == out.shape;
+        std::vector<std::string> present = full ? batchLabels : std::vector<std::string>{};
+        if (full)
+          present.insert(present.end(), {"mb", "out"});
+        else
+          present = {"out"};
+        if (!full && !s.primaryDsInfo.count("LAYOUT4"))
+          s.primaryDsInfo["LAYOUT4"] = genericLayout({"out"}, 64);
+        addTensor(s, it->second, DataFormat::SEN169_FP16, full ? "OUTPUT" : "LAYOUT4", s.dims, present, perCore);
+        kd.tensorValues.push_back(v);
+        s.inputs.push_back(it->second);
+        s.inputConsts.push_back("");
+      }
+      op.inputs.push_back(it->second);
+    }
+    ops.push_back(std::move(op));
+  }
+  if (static_cast<int>(s.labeledDs.size()) > isa::kMaxSegments)
+    return std::nullopt;
+  ops.back().outputs = {2};
+  kd.tensorValues[2] = g.nodes[members.back()].output;
+  s.fusedOps = std::move(ops);
+  return kd;
+}
+
+} // namespace spyre::frontend::detail

@@ -39,6 +39,8 @@ bool pointwiseLeavesSfpWalk(const SuperDsc &s) {
 } // namespace
 
 bool supportsLxReservation(const SuperDsc &s, int64_t stagingBytes) {
+  if (detail::isFusedMatmul(s))
+    return detail::matmulMinStagingBytes(s) <= stagingBytes;
   if (s.isFused()) // the pointwise walk (backend_fused.cpp, backend_row_fused.cpp)
     return !pointwiseLeavesSfpWalk(s) && detail::rowFusedMinStagingBytes(s) <= stagingBytes;
   const isa::OpFuncInfo *f = isa::findOpFunc(s.opFuncName);
@@ -68,7 +70,7 @@ bool supportsLxResidentOperand(const SuperDsc &s, int ldsIdx, int64_t stagingByt
   if (!supportsLxReservation(s, stagingBytes))
     return false;
   const SdscTensor &t = s.tensor(ldsIdx);
-  if (t.isView())
+  if (t.isView() || detail::isFusedMatmul(s)) // a fused matmul stages every operand
     return false;
   if (s.isFused())
     return true;
@@ -96,6 +98,8 @@ namespace {
 const isa::OpFuncInfo &opFuncOf(const SuperDsc &s) {
   // A fused kernel (our extension) is the pointwise walk over several ops: no row of its own.
   static const isa::OpFuncInfo kFused{isa::kFusedOpFunc, OpClass::Pointwise, 0, isa::ExUnit::Sfp, std::nullopt};
+  if (detail::isFusedMatmul(s)) // docs/superdsc.md §6.11: the matmul lowering with an epilogue
+    return *isa::findOpFunc("batchmatmul");
   if (s.isFused())
     return kFused;
   const isa::OpFuncInfo *f = isa::findOpFunc(s.opFuncName);

@@ -63,13 +63,20 @@ bool stickedOnK(const SuperDsc &s, const SdscTensor &t) { return s.primaryDsInfo
 } // namespace
 
 int64_t matmulMinStagingBytes(const SuperDsc &s) {
-  if (s.inputs.size() != 2 || s.inputs[1] < 0)
+  std::array<int, 3> ops{};
+  try {
+    ops = matmulOperands(s);
+  } catch (const Error &) {
     return INT64_MAX;
-  return minStagingBytes(s, stickedOnK(s, s.tensor(s.inputs[1])));
+  }
+  // A fused matmul's epilogue operands: one stick each for a block of one row and one tile.
+  const int64_t extras = isFusedMatmul(s) ? static_cast<int64_t>(s.inputs.size()) - 2 : 0;
+  const int64_t b = minStagingBytes(s, stickedOnK(s, s.tensor(ops[1])));
+  return b == INT64_MAX ? b : b + extras * kStickBytes;
 }
 
 bool matmulLxResidentOk(const SuperDsc &s, int ldsIdx) {
-  if (s.inputs.size() != 2 || s.outputs.size() != 1)
+  if (s.inputs.size() != 2 || s.outputs.size() != 1 || isFusedMatmul(s))
     return false;
   // x: any per-core slice (copied into the A blocks when it is not already one). y: every core
   // of an M split reads the same B blocks, so no core-matching slice exists. The output: pt.out
@@ -117,6 +124,16 @@ struct MatmulPlan {
   /// double-buffered)].
   int64_t lxB = 0, lxS = 0, lxC = 0, lxA = 0, lxD = 0, half = 0;
   int bCohort = 1, aCohort = 1; ///< multicast cohorts of the B and A loads
+  /// A fused matmul's epilogue (matmul_pt.h) and the LX of its operands' blocks: a full one's
+  /// nc x mc sticks (tile-major, as D), a row vector's nc sticks, from lxE on.
+  MatmulEpilogue ep;
+  std::vector<int64_t> lxE;
+  int64_t epilogueBytes(int64_t nc, int64_t mc) const {
+    int64_t b = 0;
+    for (const MatmulEpilogue::Operand &o : ep.operands)
+      b += (o.full ? nc * mc : nc) * 128;
+    return b;
+  }
 
   int64_t strideOf(const TensorGeom &g, int d) const {
     int k = g.dimOf(d);
@@ -176,8 +193,7 @@ struct MatmulPlan {
 void checkMatmul(const SuperDsc &s, MatmulPlan &p) {
   if (s.exUnit != "pt")
     throw Error(where(s) + ": computeOp_ exUnit must be 'pt' for " + s.opFuncName + ", got '" + s.exUnit + "'");
-  if (s.inputs.size() != 2 || s.outputs.size() != 1 || s.inputs[0] < 0 || s.inputs[1] < 0)
-    throw Error(where(s) + ": expected two input tensors and one output");
+  const auto [xIdx, yIdx, oIdx] = matmulOperands(s);
   const int dM = s.dimIndex("mb"), dN = s.dimIndex("out"), dK = s.dimIndex("in");
   if (dM < 0 || dN < 0 || dK < 0)
     throw Error(where(s) + ": a matmul needs dims mb (M), out (N) and in (K) in N_");
@@ -185,7 +201,7 @@ void checkMatmul(const SuperDsc &s, MatmulPlan &p) {
   p.dN = dN;
   p.dK = dK;
   p.ks = s.numWkSlicesPerDim[dK];
-  const SdscTensor &xT = s.tensor(s.inputs[0]), &yT = s.tensor(s.inputs[1]), &oT = s.tensor(s.outputs[0]);
+  const SdscTensor &xT = s.tensor(xIdx), &yT = s.tensor(yIdx), &oT = s.tensor(oIdx);
   auto stickOf = [&](const SdscTensor &t) { return s.primaryDsInfo.at(t.dsType).stickDimOrder[0]; };
   p.transB = stickOf(yT) == "in";
   if (stickOf(xT) != "in" || (stickOf(yT) != "out" && !p.transB) || stickOf(oT) != "out")
@@ -220,6 +236,14 @@ void checkMatmul(const SuperDsc &s, MatmulPlan &p) {
     checkStartAddresses(s, p.o, p.offsets(s, p.o, false));
   if (p.x.segment == p.y.segment || p.x.segment == p.o.segment || p.y.segment == p.o.segment)
     throw Unsupported("matmul operands sharing a segment in " + s.name);
+  p.ep = planMatmulEpilogue(s);
+  if (p.ep.active() && (xT.inLx || oT.inLx))
+    throw Unsupported("LX-resident operands of a fused matmul in " + s.name);
+  for (const MatmulEpilogue::Operand &o : p.ep.operands) {
+    if (o.g.segment == p.x.segment || o.g.segment == p.y.segment || o.g.segment == p.o.segment)
+      throw Unsupported("an epilogue operand sharing a segment with the matmul's in " + s.name);
+    checkStartAddresses(s, o.g, p.offsets(s, o.g, false));
+  }
   std::vector<std::vector<Slice>> mSlices;
   for (int c = 0; c < p.numCores; ++c)
     mSlices.push_back({p.sliceOf(s, c, dM)});
@@ -274,7 +298,7 @@ void planBlocks(const SuperDsc &s, const BackendOptions &opts, MatmulPlan &p) {
   // two copies: A block i+1 is fetched and D block i-1 written back while block i is on the PT.
   auto bytes = [&](int64_t nc, int64_t mc, bool dbl) {
     return (p.transB ? 2 : 1) * nc * Kpad * 128 + 2 * nc * mc * 128 +
-           (dbl ? 2 : 1) * ((p.directA ? 0 : KT * mc * 128) + nc * mc * 128);
+           (dbl ? 2 : 1) * ((p.directA ? 0 : KT * mc * 128) + nc * mc * 128) + p.epilogueBytes(nc, mc);
   };
   auto largestDivisor = [](int64_t n, const std::function<bool(int64_t)> &fits) { return largestDivisorFitting(n, fits); };
   p.validK = p.K % 64;
@@ -312,6 +336,11 @@ void planBlocks(const SuperDsc &s, const BackendOptions &opts, MatmulPlan &p) {
   p.lxA = p.lxC + 2 * nc * mc * 128;
   p.lxD = p.lxA + (p.directA ? 0 : KT * mc * 128);
   p.half = KT * mc * 128 + nc * mc * 128;
+  int64_t e = p.lxA + (p.pipelined ? 2 : 1) * p.half;
+  for (const MatmulEpilogue::Operand &o : p.ep.operands) {
+    p.lxE.push_back(e);
+    e += (o.full ? nc * mc : nc) * 128;
+  }
   // Under an M split the cores of one N slice load the same B blocks, under an N split (M not
   // split) every core loads the same A rows: one multicast per cohort.
   p.bCohort = p.cohortWithinRuns(sharedLoadCohort(p.offsets(s, p.y, true), opts));
@@ -338,6 +367,10 @@ private:
   void block(bool first, bool last);
   void rowBlock();
   void stageB();
+  void stageRowOperands();
+  void epilogue(int rD);
+  std::vector<std::pair<int, int64_t>> withOperands(std::vector<std::pair<int, int64_t>> adv,
+                                                    const std::function<int64_t(const TensorGeom &)> &step) const;
   void batchLoops(size_t bi);
 
   const SuperDsc &s_;
@@ -393,6 +426,7 @@ void MatmulEmitter::block(bool first, bool last) {
     emitMaskSticks(pb_, p_.lxA + (p_.KT - 1) * mc * 128, mc, rCur);
   emitPtMm(pb_, p_.lxC, p_.lxA, p_.lxB, mc, nc * 64, p_.Kpad, rCur);
   emitPtOut(pb_, p_.lxD, p_.lxC, mc, nc * 64, rCur);
+  epilogue(rCur);
   if (!first)
     pb_.waitTokens({tokD});
   pb_.dmaAsync(false, p_.o.segment, 3, 0, rCur, p_.lxD, p_.dBox(nc, mc), tokD);
@@ -422,6 +456,7 @@ void MatmulEmitter::rowBlock() {
     return;
   }
   emitPtOut(pb_, p_.lxD, p_.lxC, mc, nc * 64);
+  epilogue(-1);
   pb_.dmaBoxStrided(false, o.segment, 3, 0, -1, p_.lxD,
                     {{nc, p_.strideOf(o, p_.dN), mc * 128}, {mc, p_.strideOf(o, p_.dM) ? p_.strideOf(o, p_.dM) : 128, 128}},
                     tokD, 20, 21);
@@ -448,29 +483,95 @@ void MatmulEmitter::stageB() {
   }
 }
 
+/// The row-vector epilogue operands of the current N block (nc sticks each), once per N block.
+void MatmulEmitter::stageRowOperands() {
+  for (size_t j = 0; j < p_.ep.operands.size(); ++j) {
+    const MatmulEpilogue::Operand &o = p_.ep.operands[j];
+    if (!o.full)
+      pb_.dmaBoxStrided(true, o.g.segment, MatmulEpilogue::kFirstDdrReg + static_cast<int>(j), 0, -1, p_.lxE[j],
+                        {{p_.nc, p_.strideOf(o.g, p_.dN), 128}}, MatmulEpilogue::kToken, 20, 21);
+  }
+}
+
+/// The epilogue on the block's D (lx[rD + lxD], nc tiles x mc rows, tile-major; rD -1 =
+/// absolute): the full operands' blocks staged alike, then the body per stick, in place.
+void MatmulEmitter::epilogue(int rD) {
+  if (!p_.ep.active())
+    return;
+  const int64_t nc = p_.nc, mc = p_.mc;
+  const int n = static_cast<int>(p_.ep.operands.size()), base = MatmulEpilogue::kFirstWalkReg;
+  std::vector<std::pair<int, int64_t>> inner, outer;
+  for (int j = 0; j < n; ++j) {
+    const MatmulEpilogue::Operand &o = p_.ep.operands[j];
+    if (o.full) {
+      const int64_t sM = p_.strideOf(o.g, p_.dM);
+      pb_.dmaBoxStrided(true, o.g.segment, MatmulEpilogue::kFirstDdrReg + j, 0, -1, p_.lxE[j],
+                        {{nc, p_.strideOf(o.g, p_.dN), mc * 128}, {mc, sM ? sM : 128, 128}}, MatmulEpilogue::kToken,
+                        20, 21);
+    }
+    emitLi(pb_, base + j, p_.lxE[j]);
+    inner.push_back({base + j, o.full ? 128 : 0});
+    outer.push_back({base + j, o.full ? mc * 128 : 128});
+  }
+  // The constants, per block: the masking of A's last K tile uses v0.
+  for (const MatmulEpilogue::Const &c : p_.ep.consts)
+    pb_.emit(vbcast(c.fmt, c.reg, c.value));
+  if (rD >= 0)
+    pb_.emit(addi(base + n, rD, p_.lxD));
+  else
+    emitLi(pb_, base + n, p_.lxD);
+  inner.push_back({base + n, 128});
+  outer.push_back({base + n, mc * 128});
+  pb_.loop(nc, outer, [&] {
+    pb_.loop(mc, inner, [&] {
+      for (const Instr &in : p_.ep.body)
+        pb_.emit(in);
+    });
+  });
+}
+
+/// adv with the epilogue operands' DDR registers, each advanced by step(its geometry).
+std::vector<std::pair<int, int64_t>>
+MatmulEmitter::withOperands(std::vector<std::pair<int, int64_t>> adv,
+                            const std::function<int64_t(const TensorGeom &)> &step) const {
+  for (size_t j = 0; j < p_.ep.operands.size(); ++j)
+    adv.push_back({MatmulEpilogue::kFirstDdrReg + static_cast<int>(j), step(p_.ep.operands[j].g)});
+  return adv;
+}
+
 void MatmulEmitter::batchLoops(size_t bi) {
   if (bi < p_.batch.size()) {
     int d = p_.batch[bi];
-    pb_.loop(p_.sliceOf(s_, 0, d).len, {{1, p_.xStride(d)}, {2, p_.strideOf(p_.y, d)}, {3, p_.oStride(d)}},
+    pb_.loop(p_.sliceOf(s_, 0, d).len,
+             withOperands({{1, p_.xStride(d)}, {2, p_.strideOf(p_.y, d)}, {3, p_.oStride(d)}},
+                          [&](const TensorGeom &g) { return p_.strideOf(g, d); }),
              [&] { batchLoops(bi + 1); });
     return;
   }
   const int64_t aStep = p_.mc * p_.xStride(p_.dM), oStep = p_.mc * p_.oStride(p_.dM), numBlocks = p_.mCore / p_.mc;
-  pb_.loop(p_.nCore / p_.nc, {{2, p_.nc * (p_.transB ? 64 : 1) * p_.strideOf(p_.y, p_.dN)}, {3, p_.nc * p_.oStride(p_.dN)}},
+  const auto rowAdv = withOperands({{1, aStep}, {3, oStep}},
+                                   [&](const TensorGeom &g) { return p_.mc * p_.strideOf(g, p_.dM); });
+  pb_.loop(p_.nCore / p_.nc,
+           withOperands({{2, p_.nc * (p_.transB ? 64 : 1) * p_.strideOf(p_.y, p_.dN)}, {3, p_.nc * p_.oStride(p_.dN)}},
+                        [&](const TensorGeom &g) { return p_.nc * p_.strideOf(g, p_.dN); }),
            [&] {
              stageB();
+             stageRowOperands();
              if (p_.pipelined) {
                pb_.pipelinedSweep(
-                   numBlocks, {{1, aStep}, {3, oStep}}, rCur, rOther, rSwap, p_.half, [&] { aDma(rCur, 0); },
+                   numBlocks, rowAdv, rCur, rOther, rSwap, p_.half, [&] { aDma(rCur, 0); },
                    [&](bool first, bool last) { block(first, last); }, [&] { pb_.waitTokens({tokD}); });
                return;
              }
-             pb_.loop(numBlocks, {{1, aStep}, {3, oStep}}, [&] { rowBlock(); });
+             pb_.loop(numBlocks, rowAdv, [&] { rowBlock(); });
            });
 }
 
 Kernel MatmulEmitter::emit() {
-  Kernel k = newKernel(s_, {&p_.x, &p_.y, &p_.o});
+  std::vector<const TensorGeom *> geoms = {&p_.x, &p_.y, &p_.o};
+  for (const MatmulEpilogue::Operand &o : p_.ep.operands)
+    geoms.push_back(&o.g);
+  Kernel k = newKernel(s_, geoms);
   emitCores(k);
   k.comment = "op=" + s_.opFuncName + " M=" + std::to_string(p_.M) + " N=" + std::to_string(p_.N) + " K=" +
               std::to_string(p_.K) + " cores=" + std::to_string(k.numCores) + " block " + std::to_string(p_.mc) + "x" +
@@ -479,7 +580,7 @@ Kernel MatmulEmitter::emit() {
               (p_.bCohort > 1 ? ", B multicast to " + std::to_string(p_.bCohort) + " cores" : "") +
               (p_.aCohort > 1 ? ", A multicast to " + std::to_string(p_.aCohort) + " cores" : "") +
               (p_.xT->inLx ? (p_.directA ? ", x read in LX" : ", x copied from LX") : "") +
-              (p_.oT->inLx ? ", output to LX" : "");
+              (p_.oT->inLx ? ", output to LX" : "") + (p_.ep.active() ? ", epilogue " + p_.ep.ops : "");
   return k;
 }
 
@@ -487,6 +588,8 @@ void MatmulEmitter::emitCores(Kernel &k) {
   p_.xT->inLx ? emitLi(pb_, 1, p_.xLx) : emitTbl(pb_, 1, p_.offsets(s_, p_.x, false));
   emitTbl(pb_, 2, p_.offsets(s_, p_.y, true));
   p_.oT->inLx ? emitLi(pb_, 3, p_.oLx) : emitTbl(pb_, 3, p_.offsets(s_, p_.o, false));
+  for (size_t j = 0; j < p_.ep.operands.size(); ++j)
+    emitTbl(pb_, MatmulEpilogue::kFirstDdrReg + static_cast<int>(j), p_.offsets(s_, p_.ep.operands[j].g, false));
   emitZero(pb_);
   // Zero the K padding rows of every B tile once: DMA never writes them.
   if (p_.Kpad > p_.K && !p_.transB)
@@ -503,6 +606,8 @@ Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts) {
   MatmulPlan p;
   checkMatmul(s, p);
   if (p.ks > 1) {
+    if (p.ep.active())
+      throw Unsupported("a K-split matmul with an epilogue (fused) in " + s.name);
     checkKSplit(s, p);
     return compileMatmulKSplit(s, p.x, p.y, p.o, p.offsets(s, p.x, false), p.offsets(s, p.y, true),
                                p.offsets(s, p.o, false), opts);

@@ -25,7 +25,11 @@ bool isStickSplitReduction(const SuperDsc &s);
 Kernel compileStickSplitReduction(const SuperDsc &s, const BackendOptions &opts);
 int64_t stickSplitStagingBytes(const SuperDsc &s);
 
-// backend_matmul.cpp: matmul / batchmatmul on the PT array.
+// backend_matmul.cpp: matmul / batchmatmul on the PT array, with an epilogue when fused
+// (docs/superdsc.md §6.11; backend_matmul_epilogue.cpp).
+inline bool isFusedMatmul(const SuperDsc &s) {
+  return s.isFused() && s.fusedOps[0].opFuncName == "batchmatmul";
+}
 Kernel compileMatmul(const SuperDsc &s, const BackendOptions &opts);
 int64_t matmulMinStagingBytes(const SuperDsc &s);
 bool matmulLxResidentOk(const SuperDsc &s, int ldsIdx);

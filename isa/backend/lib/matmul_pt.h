@@ -2,6 +2,7 @@
 // plain lowering; backend_matmul_ksplit.cpp: K split over cores, partials summed on the ring).
 #pragma once
 #include "lowerings.h"
+#include <array>
 
 namespace spyre::backend::detail {
 
@@ -46,5 +47,32 @@ inline void emitPtOut(ProgramBuilder &pb, int64_t lxD, int64_t lxC, int64_t M, i
 Kernel compileMatmulKSplit(const SuperDsc &s, const TensorGeom &x, const TensorGeom &y, const TensorGeom &o,
                            const std::vector<int64_t> &xOff, const std::vector<int64_t> &yOff,
                            const std::vector<int64_t> &oOff, const BackendOptions &opts);
+
+/// The epilogue of a fused matmul (docs/superdsc.md §6.11; backend_matmul_epilogue.cpp): the
+/// chain computeOp_ 1.. runs on each output block in LX after pt.out, before the write-back.
+struct MatmulEpilogue {
+  struct Operand {
+    int ldsIdx = -1;
+    TensorGeom g;      ///< over the matmul's iteration dims
+    bool full = false; ///< spans M (staged per row block), else a row vector (per N block)
+  };
+  /// Extra tensors: per stick of the block, operand j's stick is at LX r10 + j, the output's
+  /// (D, read as Result-op0 and overwritten by the last op) at r10 + operands.size().
+  std::vector<Operand> operands;
+  std::vector<Instr> body;
+  struct Const {
+    float value = 0;
+    Format fmt = Format::DL16;
+    int reg = -1;
+  };
+  std::vector<Const> consts; ///< set before each block's loop
+  std::string ops;           ///< "add,gelufwd" for the kernel comment
+  bool active() const { return !body.empty(); }
+  static constexpr int kFirstWalkReg = 10, kFirstDdrReg = 25, kToken = 3;
+};
+/// The matmul's x, y and output ldsIdx: its inputs / outputs, or computeOp_ 0's when fused.
+std::array<int, 3> matmulOperands(const SuperDsc &s);
+/// Plans the epilogue of a fused matmul; inactive for a plain one.
+MatmulEpilogue planMatmulEpilogue(const SuperDsc &s);
 
 } // namespace spyre::backend::detail

@@ -54,6 +54,12 @@ const GoldenCase kCases[] = {
      "graph(%x: f16[512, 1024], %w: f16[1024]) {\n  %y = mul(%x, %w) : f16[512, 1024]\n  return (%y)\n}\n", 1},
     {"double_buffered_matmul_256x200x130",
      "graph(%a: f16[256, 200], %w: f16[200, 130]) {\n  %c = matmul(%a, %w) : f16[256, 130]\n  return (%c)\n}\n", 1},
+    // A fused matmul (superdsc.md §6.11): the bias staged per N block, add + gelu on each D
+    // block in LX between pt.out and the write-back.
+    {"matmul_bias_gelu_256x200x130",
+     "graph(%a: f16[256, 200], %w: f16[200, 130], %b: f16[130]) {\n  %c = matmul(%a, %w) : f16[256, 130]\n"
+     "  %y = add(%c, %b) : f16[256, 130]\n  %g = gelu(%y) : f16[256, 130]\n  return (%g)\n}\n",
+     1},
 };
 
 std::string readFile(const std::string &p) {

@@ -108,6 +108,19 @@ int fusePointwise(Graph &g);
 /// is dropped (its nodes are left to fusePointwise). Returns the number of groups.
 int fuseRows(Graph &g);
 
+/// matmul_fusion.cpp: matmul epilogue fusion (runs after fuseRows, before fusePointwise). A
+/// matmul (fp16/bf16) and the chain of elementwise nodes that consumes only its value form a
+/// group, noted `fused=<group>`: each member's value feeds exactly the next member (and is
+/// not returned; the last member's value may be), every member has the matmul's output shape,
+/// dtype and layout, and its other operands are full [.., M, N] tensors or row vectors [N]
+/// broadcast over M (a bias), at most 4 of them (7 segments), with its constants compiled in;
+/// constants + operands fit 10 vector registers. Bias add, activation, residual add, scalar
+/// mul, SwiGLU's silu(x @ w1) * (x @ w3) (the second matmul's value is an operand). Kernel
+/// drafting makes each group one SuperDSC (docs/superdsc.md §6.11) whose matmul runs the
+/// chain on each output block in LX; a K-split matmul keeps its own kernel (its chain is
+/// fused pointwise). Returns the number of groups.
+int fuseMatmulEpilogues(Graph &g);
+
 /// bundling.cpp: torch-spyre's spyre_fuse_nodes. A SuperDSC bundle addresses its DDR tensors
 /// through the 7 kernel-argument segments of 16 GiB; torch-spyre lets one bundle reference at
 /// most kMaxBundleSegments - 1 = 6 graph input / output tensors, 5 when the graph has an
