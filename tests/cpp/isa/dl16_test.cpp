@@ -1,5 +1,6 @@
 #include "spyre/isa/dl16.h"
 #include <cmath>
+#include <cstring>
 #include <gtest/gtest.h>
 
 using namespace spyre;
@@ -125,4 +126,29 @@ TEST(DL16, Bf16) {
     uint16_t b = static_cast<uint16_t>(c);
     ASSERT_EQ(dl16::fromBf16(b), refEncode(dl16::bf16ToFloat(b))) << c;
   }
+}
+
+// floatToHalf takes F16C's vcvtss2sh where the host has it: it must round as the IEEE cast
+// does (nearest even, overflow to inf, subnormals) for every DL16 value and for fp32 bit
+// patterns around every half rounding boundary (low 13 bits at and beside the tie).
+TEST(DL16, FloatToHalfMatchesTheIeeeCast) {
+  auto cast = [](float f) {
+    _Float16 h = static_cast<_Float16>(f);
+    uint16_t b;
+    std::memcpy(&b, &h, 2);
+    return b;
+  };
+  for (uint32_t c = 0; c < 65536; ++c) {
+    const float f = dl16::toFloat(static_cast<uint16_t>(c));
+    if (!std::isnan(f))
+      ASSERT_EQ(dl16::floatToHalf(f), cast(f)) << c;
+  }
+  for (uint32_t hi = 0; hi < (1u << 19); ++hi)
+    for (uint32_t lo : {0u, 1u, 0xFFFu, 0x1000u, 0x1001u, 0x1FFFu}) {
+      const uint32_t u = (hi << 13) | lo;
+      float f;
+      std::memcpy(&f, &u, 4);
+      if (!std::isnan(f))
+        ASSERT_EQ(dl16::floatToHalf(f), cast(f)) << std::hex << u;
+    }
 }
