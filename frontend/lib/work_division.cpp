@@ -317,7 +317,7 @@ std::vector<int64_t> transposedBDivision(const MatmulProblem &p, const std::vect
   // Where M is the only dim left to split, no finer than kPtFullRows rows per core: more cores
   // would each transpose the same B slice for a part-empty PT pass.
   int cores = maxCores;
-  if (onlyM && commits[vM] == 1) {
+  if ((onlyM || product(p.batch) == 1) && commits[vM] == 1) { // x [1, S, H] @ w.t(): batch dims of 1
     const int64_t ownCores = product(own);
     const int64_t mCap = std::max<int64_t>(1, p.M / kPtFullRows);
     cores = static_cast<int>(ownCores * std::min<int64_t>(maxCores / ownCores, mCap));
