@@ -280,7 +280,13 @@ std::vector<int64_t> matmulWorkDivision(const MatmulProblem &p, int maxCores) {
   // loads all of its B for a part-empty PT pass, and the cost model's smaller plan measured
   // faster in simulated time (64x256x512 9.07 -> 5.51 us) as well as on the host.
   const bool ptUnderfilled = product(p.batch) == 1 && p.M / pass3[vM] < kPtFullRows;
-  std::optional<MatmulSplit> even = costModelMatmulDivision(p, maxCores, committed, ptUnderfilled ? 1 : product(pass3));
+  // There, batch dims of 1 (x [1, S, H] @ w: a model's linear) are no second row dim either.
+  MatmulProblem costed = p;
+  if (ptUnderfilled)
+    costed.batch.clear();
+  std::optional<MatmulSplit> even = costModelMatmulDivision(costed, maxCores, committed, ptUnderfilled ? 1 : product(pass3));
+  if (even)
+    even->batch.resize(nb, 1);
   // Our extension (superdsc.md §2): rows that no core count divides well (1151, a prime: the
   // best even row split is 1) split unevenly when that costs clearly less than the best even
   // split (torch-spyre's cost model, the longest slice on every core). Only then: the cost

@@ -120,6 +120,9 @@ TEST(WorkDivision, TransposedBSplitsNBeforeM) {
   // pass 3 would give each core 2 rows (kPtFullRows): the cost model's plan splits N instead.
   MatmulProblem gate{{}, true, 64, 512, 256};
   EXPECT_EQ(matmulWorkDivision(gate, 32), (std::vector<int64_t>{1, 8, 1}));
+  // The same with a batch dim of 1 (x [1, 64, 256]: a model's linear, lm_head's 1000 outputs).
+  EXPECT_EQ(matmulWorkDivision({{1}, false, 64, 512, 256}, 32), (std::vector<int64_t>{1, 1, 8, 1}));
+  EXPECT_EQ(matmulWorkDivision({{1}, false, 64, 1000, 256}, 32), (std::vector<int64_t>{1, 1, 8, 1}));
   gate.transB = true;
   EXPECT_EQ(matmulWorkDivision(gate, 32), (std::vector<int64_t>{4, 8, 1}));
   EXPECT_EQ(matmulWorkDivision(gate, 7), (std::vector<int64_t>{1, 4, 1}));
