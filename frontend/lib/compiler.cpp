@@ -70,6 +70,11 @@ isa::JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
   decomposeOps(g);
   g.verify();
   log("decompose", g);
+  if (opts.fusion) {
+    fuseRotateHalf(g);
+    g.verify();
+    log("rotate-half", g);
+  }
   propagateLayouts(g, opts.layoutBeamWidth, opts.maxCores, opts.matmulTransB);
   detail::expandLaneMovingReshapes(g);
   detail::splitIntTransposes(g);

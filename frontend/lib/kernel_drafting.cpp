@@ -107,6 +107,7 @@ std::vector<KernelDraft> nodeKernels(const Graph &g, const Node &n, size_t index
   case OpClass::Gather:
     return {isOp(n.op, OpId::IndexCopy) ? indexCopyKernel(g, n, index, cores) : embeddingKernel(g, n, index, cores)};
   case OpClass::Scan: return {scanKernel(g, n, index, cores)};
+  case OpClass::RotateHalf: return {rotateHalfKernel(g, n, index, cores)};
   // Several copies (numbered in launch order, after every earlier draft).
   case OpClass::Cat: return catKernels(g, n, index, cores);
   case OpClass::CopyInto: return copyIntoKernels(g, n, index, cores);

@@ -279,3 +279,41 @@ std::vector<KernelDraft> catKernels(const Graph &g, const Node &n, size_t index,
 }
 
 } // namespace spyre::frontend::detail
+
+namespace spyre::frontend::detail {
+
+KernelDraft rotateHalfKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
+  const auto &[x, out, where] = unaryNode(g, n, "rotate_half");
+  const size_t r = x.shape.size();
+  if (r == 0 || out.shape != x.shape || out.dtype != x.dtype)
+    throw Error(where + ": rotate_half keeps x's shape and dtype (rank >= 1)");
+  requireNonEmpty(x.shape, where);
+  const DataFormat fmt = deviceFormat(x.dtype, where);
+  if (fmt != DataFormat::SEN169_FP16)
+    throw Unsupported("rotate_half of a " + std::string(dtypeShortName(x.dtype)) + " tensor (" + where +
+                      "; fp16/bf16 only)");
+  const int64_t eps = elemsPerStick(fmt), L = x.shape[r - 1];
+  if (L % eps != 0)
+    throw Unsupported("rotate_half with a last dim of " + std::to_string(L) + " (" + where +
+                      "; the last dim must fill whole sticks)");
+  // The SuperDSC sees x and the output as [d0, mid, L]: dim 0, the middle dims merged, the last
+  // dim (the generic layout stores both shapes at the same bytes: sticks [mid][tile][d0]). Dims
+  // 0 and 1 split over the cores; each core moves its rows' lanes in LX (docs/superdsc.md §6.12).
+  int64_t d0 = r >= 2 ? x.shape[0] : 1, mid = 1;
+  for (size_t d = 1; d + 1 < r; ++d)
+    mid *= x.shape[d];
+  auto labels = dimLabels(3);
+  const std::vector<int64_t> N = {d0, mid, L};
+  const std::vector<int64_t> adjusted = stickAdjusted(N, eps);
+  auto splits = divideWorkWithSpan(adjusted, {true, true, false},
+                                   {genericSpanTensor(x.name, identityDims(3), N, eps),
+                                    genericSpanTensor(out.name, identityDims(3), N, eps)},
+                                   maxCores);
+  KernelDraft kd = newDraft(index, "rotatehalf", "sfp", labels, N, splits);
+  kd.s.primaryDsInfo["OUTPUT"] = genericLayout(labels, eps);
+  const std::vector<int64_t> perCore = perCoreElems(N, splits, {2}, eps);
+  addCopyOperands(kd, n.inputs[0], n.output, fmt, "OUTPUT", "OUTPUT", perCore);
+  return kd;
+}
+
+} // namespace spyre::frontend::detail

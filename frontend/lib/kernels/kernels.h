@@ -76,6 +76,8 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
 // Op builders in data_ops.cpp.
 KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCores);
 KernelDraft permuteKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+/// rotate_half(%x) (made by fuseRotateHalf): one SuperDSC `rotatehalf` (docs/superdsc.md §6.12).
+KernelDraft rotateHalfKernel(const Graph &g, const Node &n, size_t index, int maxCores);
 /// The operands of a whole-tensor copy (data_ops.cpp): Tensor0 (value `in`, layout class
 /// inType) -> Tensor1 (value `out`, outType), scale 1 on every dim, both in `fmt`, placed per
 /// core by `perCore`.

@@ -17,6 +17,7 @@
 // in the row and tile, so loops, not unrolled code.
 #include "lowerings.h"
 #include "spyre/isa/error.h"
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <numeric>
@@ -100,9 +101,155 @@ Chunking chunking(const RowShape &in, const RowShape &out, int64_t p, int64_t ep
   return c;
 }
 
+
+/// rotatehalf (our extension, docs/superdsc.md §6.12): x and y [d0, mid, L] in the generic
+/// stick layout (stick (j, i, t) at ((i * T + t) * d0 + j) * 128; L a multiple of the stick,
+/// h = L/2), y[j, i] = cat(-x[j, i, h:], x[j, i, :h]). Dims 0 and 1 split over the cores, dim 2
+/// stays whole. Per block of rows that fits LX (nm of the core's mid indices by pc of its dim-0
+/// indices, all tiles): DMA x's sticks in, per row move each piece (a run of lanes inside one
+/// source and one destination stick) with ld / ldu, neg for the first half, st / stu, DMA y's
+/// sticks out.
+struct RotateHalfGeom {
+  int64_t d0 = 0, mid = 0, L = 0, T = 0;
+};
+
+RotateHalfGeom rotateHalfGeom(const SuperDsc &s) {
+  if (s.inputs.size() != 1 || s.outputs.size() != 1 || s.inputs[0] < 0)
+    throw Error(where(s) + ": rotatehalf takes one input tensor and one output");
+  if (s.dims.size() != 3)
+    throw Error(where(s) + ": rotatehalf iterates over 3 dims [d0, mid, L], not " + std::to_string(s.dims.size()));
+  RotateHalfGeom g;
+  g.d0 = s.N[0];
+  g.mid = s.N[1];
+  g.L = s.N[2];
+  for (int i : {s.inputs[0], s.outputs[0]}) {
+    const SdscTensor &t = s.tensor(i);
+    if (t.dataFormat != DataFormat::SEN169_FP16)
+      throw Unsupported("rotatehalf of " + std::string(dataFormatName(t.dataFormat)) + " tensors in " + s.name);
+    if (t.inLx || t.isView())
+      throw Unsupported("LX-resident or view operands of rotatehalf (" + s.name + ")");
+  }
+  constexpr int64_t eps = kStickBytes / 2;
+  if (g.d0 < 1 || g.mid < 1 || g.L < 1 || g.L % eps != 0)
+    throw Unsupported("rotatehalf with a last dim of " + std::to_string(g.L) + " in " + s.name +
+                      " (a multiple of " + std::to_string(eps) + " elements)");
+  g.T = g.L / eps;
+  return g;
+}
+
+Kernel compileRotateHalf(const SuperDsc &s, const BackendOptions &opts) {
+  const RotateHalfGeom rg = rotateHalfGeom(s);
+  const SdscTensor &xT = s.tensor(s.inputs[0]), &yT = s.tensor(s.outputs[0]);
+  const Format fmt = Format::DL16;
+  constexpr int64_t es = 2, eps = kStickBytes / es;
+  const int cores = s.numCoresUsed;
+  const int64_t sj = s.numWkSlicesPerDim.at(0), si = s.numWkSlicesPerDim.at(1);
+  if (s.numWkSlicesPerDim.at(2) != 1)
+    throw Unsupported("rotatehalf split over dim " + s.dims[2] + " in " + s.name);
+  if (sj * si != cores || rg.d0 % sj != 0 || rg.mid % si != 0)
+    throw Error(where(s) + ": dims " + s.dims[0] + " and " + s.dims[1] + " must split evenly into the " +
+                std::to_string(cores) + " cores");
+  const int64_t pd = rg.d0 / sj, pm = rg.mid / si, T = rg.T, h = rg.L / 2, d0 = rg.d0;
+  TensorGeom gx, gy;
+  gx.t = &xT;
+  gy.t = &yT;
+  gx.fmt = gy.fmt = fmt;
+  gx.segment = xT.ldsIdx;
+  gy.segment = yT.ldsIdx;
+  std::vector<int64_t> off;
+  for (int c = 0; c < cores; ++c) {
+    const int64_t j0 = s.coreIdToWkSlice.at(c).at(0) * pd, i0 = s.coreIdToWkSlice.at(c).at(1) * pm;
+    off.push_back((i0 * T * d0 + j0) * kStickBytes);
+  }
+  checkStartAddresses(s, gx, off);
+  checkStartAddresses(s, gy, off);
+
+  // Block: nm mid indices by pc dim-0 indices (whole pd when one mid index fits, then as many
+  // mid indices as fit; else chunks of pd), in and out staged in LX.
+  const int64_t base = s.lxReservedBytes, budget = opts.lxBytes - base;
+  auto bytes = [&](int64_t rows) { return 2 * T * rows * kStickBytes; };
+  int64_t pc = pd, nm = 0;
+  if (bytes(pd) <= budget)
+    nm = largestDivisorFitting(pm, [&](int64_t c) { return bytes(c * pd) <= budget; });
+  else {
+    nm = 1;
+    pc = largestDivisorFitting(pd, [&](int64_t c) { return bytes(c) <= budget; });
+  }
+  if (nm == 0 || pc == 0)
+    throw Unsupported("rotatehalf in " + s.name + ": one row needs " + std::to_string(bytes(1)) +
+                      " bytes of LX, more than the " + std::to_string(budget) + " available");
+  // The pieces of a row: destination [0, h) from source [h, L) negated, [h, L) from [0, h), cut
+  // where either side crosses a stick.
+  struct Piece {
+    int64_t src, dst, n;
+    bool neg;
+  };
+  std::vector<Piece> pieces;
+  for (int half = 0; half < 2; ++half) {
+    int64_t src = half == 0 ? h : 0, dst = half == 0 ? 0 : h, left = h;
+    while (left > 0) {
+      const int64_t n = std::min({left, eps - src % eps, eps - dst % eps});
+      pieces.push_back({src, dst, n, half == 0});
+      src += n;
+      dst += n;
+      left -= n;
+    }
+  }
+
+  Kernel k = newKernel(s, {&gx, &gy});
+  ProgramBuilder pb;
+  constexpr int rX = 1, rY = 2, rA = 3, rB = 4, rS1 = 5, rS2 = 6;
+  emitTbl(pb, rX, off);
+  emitTbl(pb, rY, off);
+  const int64_t IN = base, OUT = base + T * nm * pc * kStickBytes;
+  // LX holds a block as sticks [nm][T][pc]: element e of row (ii, jj) in tile e / eps at
+  // ((ii * T + e / eps) * pc + jj) * 128, lane e % eps.
+  auto lxOff = [&](int64_t e) { return e / eps * pc * kStickBytes + e % eps * es; };
+  const std::vector<std::pair<int64_t, int64_t>> box = {
+      {nm, T * d0 * kStickBytes}, {T, d0 * kStickBytes}, {pc, kStickBytes}};
+  auto row = [&] {
+    for (const Piece &p : pieces) {
+      const bool whole = p.n == eps; // then both sides start on a stick
+      Instr l = mk(whole ? Opcode::Ld : Opcode::Ldu, fmt);
+      l.v = {0, -1, -1};
+      l.lx = {rA, lxOff(p.src)};
+      if (!whole)
+        l.imm = p.n;
+      pb.emit(l);
+      if (p.neg)
+        pb.emit(vop(Opcode::Neg, fmt, 0, 0));
+      Instr st = mk(whole ? Opcode::St : Opcode::Stu, fmt);
+      st.v = {0, -1, -1};
+      st.lx = {rB, lxOff(p.dst)};
+      if (!whole)
+        st.imm = p.n;
+      pb.emit(st);
+    }
+  };
+  auto block = [&] {
+    pb.dmaBox(true, gx.segment, rX, 0, -1, IN, box, 0, rS1, rS2);
+    emitLi(pb, rA, IN);
+    emitLi(pb, rB, OUT);
+    pb.loop(nm, {{rA, T * pc * kStickBytes}, {rB, T * pc * kStickBytes}},
+            [&] { pb.loop(pc, {{rA, kStickBytes}, {rB, kStickBytes}}, row); });
+    pb.dmaBox(false, gy.segment, rY, 0, -1, OUT, box, 1, rS1, rS2);
+  };
+  pb.loop(pm / nm, {{rX, nm * T * d0 * kStickBytes}, {rY, nm * T * d0 * kStickBytes}},
+          [&] { pb.loop(pd / pc, {{rX, pc * kStickBytes}, {rY, pc * kStickBytes}}, block); });
+  pb.finishSpmd(k);
+  return k;
+}
+
 } // namespace
 
 int64_t laneReshapeMinStagingBytes(const SuperDsc &s) {
+  if (s.opFuncName == "rotatehalf") {
+    try {
+      return 2 * rotateHalfGeom(s).T * kStickBytes;
+    } catch (const Error &) {
+      return INT64_MAX;
+    }
+  }
   if (s.inputs.size() != 1 || s.outputs.size() != 1 || s.inputs[0] < 0 || s.dims.size() != 3 || s.N[0] < 1)
     return INT64_MAX; // malformed: compileLaneReshape says why
   try {
@@ -118,6 +265,8 @@ int64_t laneReshapeMinStagingBytes(const SuperDsc &s) {
 }
 
 Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts) {
+  if (s.opFuncName == "rotatehalf")
+    return compileRotateHalf(s, opts);
   if (s.inputs.size() != 1 || s.outputs.size() != 1 || s.inputs[0] < 0)
     throw Error(where(s) + ": reshape takes one input tensor and one output");
   if (s.dims.size() != 3)

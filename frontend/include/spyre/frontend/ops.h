@@ -23,6 +23,7 @@ enum class OpClass {
   LayerNorm,
   Gather,     ///< rows of a table by integer indices (embedding) or written at them (index_copy)
   Scan,       ///< prefix sums along a dim (cumsum)
+  RotateHalf, ///< RoPE's rotate_half over the last dim (one lane-moving kernel, kernels/data_ops.cpp)
   Decomposed,
 };
 
