@@ -60,6 +60,10 @@ const Case kCases[] = {
     {"head192_pieces_across_sticks", {5, 7, 192}, 8},
     {"two_d_odd_rows", {37, 64}, 8},
     {"batch2_head128", {2, 2, 9, 128}, 32},
+    // One core: 4096 rows of 2 sticks in and out (2 MiB) exceed LX: chunks of dim 0 ...
+    {"lx_chunks_of_dim0", {4096, 128}, 1},
+    // ... and blocks of several mid indices (dim 0 of size 1, Llama's q / k).
+    {"lx_blocks_of_mid", {1, 4096, 128}, 1},
 };
 
 class RotateHalfCase : public ::testing::TestWithParam<Case> {};
