@@ -99,7 +99,8 @@ int fusePointwise(Graph &g);
 /// rotate_half.cpp: RoPE's rotate_half. cat(neg(slice(x, dim=-1, h, 2h)), slice(x, dim=-1, 0, h),
 /// dim=-1) with x's last dim 2h (fp16/bf16), each slice read only by the neg / the cat and the
 /// neg only by the cat, becomes one rotate_half(%x) node (one kernel instead of six: the
-/// slices, the neg and the cat's copies with their lane shifts). Runs before fuseRows.
+/// slices, the neg and the cat's copies with their lane shifts). Runs after decomposeOps, before
+/// layout propagation (the new node takes the generic layout).
 /// CompileOptions::fusion (SPYRE_FUSION) runs it. Returns the number of rewrites.
 int fuseRotateHalf(Graph &g);
 
