@@ -320,12 +320,12 @@ std::vector<int64_t> transposedBDivision(const MatmulProblem &p, const std::vect
     notShared[d] = !sharesB[d];
   // Uneven only where M is the one dim sharing B (the kernel splits only M unevenly).
   const bool onlyM = p.batch.empty() || p.batchInBothInputs;
-  // Where M is the only dim left to split, no finer than kPtFullRows rows per core: more cores
-  // would each transpose the same B slice for a part-empty PT pass.
+  // Where M is the only dim left to split, no finer than kTransBMinRows rows per core: more
+  // cores would each transpose and decode the same B slice.
   int cores = maxCores;
   if ((onlyM || product(p.batch) == 1) && commits[vM] == 1) { // x [1, S, H] @ w.t(): batch dims of 1
     const int64_t ownCores = product(own);
-    const int64_t mCap = std::max<int64_t>(1, p.M / kPtFullRows);
+    const int64_t mCap = std::max<int64_t>(1, p.M / kTransBMinRows);
     cores = static_cast<int>(ownCores * std::min<int64_t>(maxCores / ownCores, mCap));
   }
   return distributeWork(sizes, notShared, own, cores, /*splitReduction=*/false, onlyM);

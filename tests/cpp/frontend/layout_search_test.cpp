@@ -152,8 +152,8 @@ TEST(LayoutSearch, BeamWidthFromEnvironment) {
 // sticked on K (transb=1, the PE array transposes its tiles), and the transpose is a relabel:
 // no restickify kernel. Off (the default, torch-spyre's way): one transpose kernel. Same
 // results on both engines either way; N not a stick multiple keeps the restickify. With transb
-// N takes the cores before M, M at least kPtFullRows = 8 rows per core (M 48: 2 x 6 cores; M 67,
-// a prime: 2 x 8, unevenly).
+// N takes the cores before M, M at least kTransBMinRows = 16 rows per core (M 48: 2 x 3 cores;
+// M 67, a prime: 2 x 4, unevenly).
 TEST(LayoutSearch, LinearWeightReadAsStoredWithTransB) {
   for (auto [M, N, transB] : {std::tuple<int64_t, int64_t, bool>{48, 128, true},
                               {48, 128, false},
@@ -172,7 +172,7 @@ TEST(LayoutSearch, LinearWeightReadAsStoredWithTransB) {
     EXPECT_EQ(plan.launches.size(), expectTransB ? 1u : 2u);
     if (expectTransB)
       EXPECT_EQ(plan.launches.back().sdsc.numWkSlicesPerDim,
-                (std::vector<int64_t>{M == 48 ? 6 : 8, 2, 1})) << "M " << M;
+                (std::vector<int64_t>{M == 48 ? 3 : 4, 2, 1})) << "M " << M;
     const std::vector<float> xv = randomValues(M * K, 31), wv = randomValues(N * K, 32);
     std::vector<float> wtv(static_cast<size_t>(K * N));
     for (int64_t n = 0; n < N; ++n)

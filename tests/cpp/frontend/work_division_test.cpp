@@ -126,12 +126,12 @@ TEST(WorkDivision, TransposedBSplitsNBeforeM) {
   gate.transB = true;
   EXPECT_EQ(matmulWorkDivision(gate, 32), (std::vector<int64_t>{4, 8, 1}));
   EXPECT_EQ(matmulWorkDivision(gate, 7), (std::vector<int64_t>{1, 4, 1}));
-  // k / v projections (N 2 sticks): M takes no more than 64 / kPtFullRows = 8 of the remaining 16.
-  EXPECT_EQ(matmulWorkDivision({{}, true, 64, 128, 256, true}, 32), (std::vector<int64_t>{8, 2, 1}));
+  // k / v projections (N 2 sticks): M takes no more than 64 / kTransBMinRows = 4 of the remaining 16.
+  EXPECT_EQ(matmulWorkDivision({{}, true, 64, 128, 256, true}, 32), (std::vector<int64_t>{4, 2, 1}));
   // The same with x [1, 64, 256] (a model's linear: a batch dim of 1 before M).
-  EXPECT_EQ(matmulWorkDivision({{1}, false, 64, 128, 256, true}, 32), (std::vector<int64_t>{1, 8, 2, 1}));
-  // Attention's q @ k^T, heads in both inputs: heads first, then N, then M.
-  EXPECT_EQ(matmulWorkDivision({{1, 4}, true, 64, 64, 64, true}, 32), (std::vector<int64_t>{1, 4, 8, 1, 1}));
+  EXPECT_EQ(matmulWorkDivision({{1}, false, 64, 128, 256, true}, 32), (std::vector<int64_t>{1, 4, 2, 1}));
+  // Attention's q @ k^T, heads in both inputs: heads first, then N, then M (16 rows a core).
+  EXPECT_EQ(matmulWorkDivision({{1, 4}, true, 64, 64, 64, true}, 32), (std::vector<int64_t>{1, 4, 4, 1, 1}));
   // A 2-d weight shared over x's batch dim: the batch dim shares B as M does, so N goes first,
   // then the larger of M and the batch.
   EXPECT_EQ(matmulWorkDivision({{4}, false, 64, 256, 256, true}, 32), (std::vector<int64_t>{1, 8, 4, 1}));

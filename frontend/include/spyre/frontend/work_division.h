@@ -124,6 +124,11 @@ inline constexpr double kUnevenGain = 0.8;
 /// finer than this. Small-M matmuls (a decoder's linears at seq 64) then load B on fewer cores:
 /// 64x256x1000 14.69 -> 7.63 us simulated (docs/performance.md Log, 2026-12-03).
 inline constexpr int64_t kPtFullRows = 8;
+/// Rows of M per core at the least in a transposed-B division (where M is the only dim sharing
+/// B): each core of an M split transposes and decodes the same B slice. 16 measured neutral in
+/// simulated time against 8 (Llama 345.7 -> 345.5 us, ViT 397.3 -> 388.0, BERT 409.4 -> 410.1)
+/// and 6-10 % less host time per warm forward (docs/performance.md Log, 2026-12-03).
+inline constexpr int64_t kTransBMinRows = 16;
 
 /// Our extension for a transposed B (MatmulProblem::transB; superdsc.md §2): the cores of one
 /// N slice under an M split transpose the same B tiles (host work grows with m, simulated time
