@@ -27,6 +27,18 @@ namespace spyre::backend::detail {
 
 namespace {
 
+/// The unlaid geometries of a copy's input and output (tensor, format, segment); the caller
+/// fills in their dims.
+std::pair<TensorGeom, TensorGeom> copyGeoms(const SdscTensor &xT, const SdscTensor &yT, Format fmt) {
+  TensorGeom gx, gy;
+  gx.t = &xT;
+  gy.t = &yT;
+  gx.fmt = gy.fmt = fmt;
+  gx.segment = xT.ldsIdx;
+  gy.segment = yT.ldsIdx;
+  return {gx, gy};
+}
+
 /// A tensor of the reshape as [rows, len] with its row dims and stick dims.
 struct RowShape {
   int64_t rows = 1, len = 1;
@@ -150,12 +162,7 @@ Kernel compileRotateHalf(const SuperDsc &s, const BackendOptions &opts) {
     throw Error(where(s) + ": dims " + s.dims[0] + " and " + s.dims[1] + " must split evenly into the " +
                 std::to_string(cores) + " cores");
   const int64_t pd = rg.d0 / sj, pm = rg.mid / si, T = rg.T, h = rg.L / 2, d0 = rg.d0;
-  TensorGeom gx, gy;
-  gx.t = &xT;
-  gy.t = &yT;
-  gx.fmt = gy.fmt = fmt;
-  gx.segment = xT.ldsIdx;
-  gy.segment = yT.ldsIdx;
+  auto [gx, gy] = copyGeoms(xT, yT, fmt);
   std::vector<int64_t> off;
   for (int c = 0; c < cores; ++c) {
     const int64_t j0 = s.coreIdToWkSlice.at(c).at(0) * pd, i0 = s.coreIdToWkSlice.at(c).at(1) * pm;
@@ -302,12 +309,7 @@ Kernel compileLaneReshape(const SuperDsc &s, const BackendOptions &opts) {
     throw Error(where(s) + ": a slice of " + std::to_string(kPer) + " of dim " + s.dims[1] +
                 " must be a multiple of " + std::to_string(ch.m) + " rows (whole sticks on the other side)");
 
-  TensorGeom gx, gy;
-  gx.t = &xT;
-  gy.t = &yT;
-  gx.fmt = gy.fmt = fmt;
-  gx.segment = xT.ldsIdx;
-  gy.segment = yT.ldsIdx;
+  auto [gx, gy] = copyGeoms(xT, yT, fmt);
   // A core starts at dim-0 index p0 and k row k0: on the split side row p0*k + k0, on the other
   // side row p0 from element k0*q (stick tile k0*q/eps, tiles a row count apart).
   std::vector<int64_t> offX, offY;
