@@ -324,15 +324,18 @@ std::string dl16Choices() {
          "- decoding is exact (every DL16 value is an fp32 value); every `.dl16` SFP result is rounded\n"
          "  to DL16 (fp32 → DL16 → fp32) after each instruction.\n\n"
          "**Transcendental functions.** Each has one implementation, `sfpApply` in `isa/lib/sfp.cpp`,\n"
-         "which the interpreter runs and the JIT calls (a vectorised whole-stick helper), so the two\n"
+         "which the interpreter runs and the JIT either calls (a whole-stick helper: `log`, `softplus`,\n"
+         "`sin`, `cos`, `tan`) or inlines as the same fp32 operations in the same order (the rest), so the two\n"
          "engines are bit-identical by construction and the differential tests check it:\n\n"
          "| instruction | implementation (fp32) | accuracy against libm `expf` / `logf` / … |\n|---|---|---|\n"
          "| `exp` | own branch-free exp: Cody-Waite reduction, degree-6 polynomial; below 2^-126 flushes to 0 | ≤ 3 ulp over [−87, 88] (`SfpMath.ExpWithinThreeUlpOfLibm`); after DL16 rounding equal to DL16-rounded libm for > 99.9 % of DL16 inputs |\n"
          "| `sigmoid`, `silu` | 1 / (1 + exp(−x)), x / (1 + exp(−x)) with the exp above | the exp error plus one division rounding |\n"
-         "| `log`, `tanh`, `gelu.erf`, `softplus` | the host libm in fp32 (`logf`, `tanhf`, `erff`, `log1pf`) | glibc's fp32 functions are < 1 ulp; a host with another libm may round differently (both engines still agree) |\n"
+         "| `tanh` | own branch-free tanh: |x| < 0.625 an odd degree-11 polynomial (least-squares fit), beyond sign(x)·(1 − 2/(exp(2|x|) + 1)) with the exp above | ≤ 2 ulp against tanh in double (`SfpMath.TanhAndErfWithinThreeUlp`) |\n"
+         "| `erf` | own branch-free erf: |x| < 1 an odd degree-13 polynomial, 1 ≤ |x| < 3.92 sign(x)·(1 − exp(Q(|x|))) with Q a degree-8 fit of log erfc, beyond ±1 | ≤ 3 ulp against erf in double |\n"
+         "| `log`, `softplus`, `sin`, `cos`, `tan` | the host libm in fp32 (`logf`, `log1pf`, `sinf`, `cosf`, `tanf`) | glibc's fp32 functions are < 1 ulp; a host with another libm may round differently (both engines still agree) |\n"
          "| `sqrt`, `div`, `recip` | IEEE fp32 operations | correctly rounded |\n"
          "| `rsqrt` | 1 / sqrt(x), two roundings | ≤ 1 ulp |\n"
-         "| `gelu` (tanh form) | 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) with `tanhf` | as `tanh` plus 5 roundings |\n\n";
+         "| `gelu` (tanh form), `gelu.erf` | 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), 0.5·x·(1 + erf(x/√2)) with the tanh and erf above | as `tanh` / `erf` plus 5 / 3 roundings |\n\n";
 }
 
 /// The bounds of limits.h, from the values themselves.

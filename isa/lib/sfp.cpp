@@ -1,8 +1,10 @@
 // Reference semantics of the SFP instructions (see semantics.h). exp, sigmoid and silu use our
 // own branch-free fp32 exp (expApprox below: Cody-Waite range reduction, degree-6 polynomial,
-// max error 3 ulp against libm's expf over [-87, 88], results below 2^-126 flush to zero) so
-// the 64-lane loops vectorise; log, tanh, sin, cos, tan, erf (also gelu's) and log1p use the host's libm in fp32
-// (glibc: < 1 ulp). Both engines call this one implementation for these ops, so they are
+// max error 3 ulp against libm's expf over [-87, 88], results below 2^-126 flush to zero), and
+// tanh, erf and both gelus our own branch-free tanh and erf built on it (tanhApprox, erfApprox:
+// max error 2 / 3 ulp), so the 64-lane loops vectorise and the JIT inlines the same operations
+// (jit/lib/lower_sfp.cpp). log, sin, cos, tan and log1p (softplus) use the host's libm in fp32
+// (glibc: < 1 ulp). Both engines call this one implementation for the libm ops, so they are
 // bit-identical on any host.
 #include "spyre/isa/semantics.h"
 #include <cstring>
@@ -37,6 +39,62 @@ inline float expApprox(float x) {
   return x != x ? dl16::bitsFloat(kCanonicalNaN) : y;
 }
 
+/// |x| with x's sign bit cleared; copySign(m, x): m's magnitude with x's sign (bit operations,
+/// so they vectorise and keep -0).
+inline float absBits(float x) { return dl16::bitsFloat(dl16::floatBits(x) & 0x7FFFFFFFu); }
+inline float copySign(float m, float x) {
+  return dl16::bitsFloat((dl16::floatBits(m) & 0x7FFFFFFFu) | (dl16::floatBits(x) & 0x80000000u));
+}
+
+/// tanh(x) in fp32, branch-free. |x| < 0.625: x + x z P(z) with z = x^2 and P a degree-4
+/// least-squares fit of (tanh x - x) / x^3 over z in [0, 0.39]; otherwise
+/// sign(x) (1 - 2 / (exp(2|x|) + 1)) with expApprox (1 for 2|x| beyond exp's range). Max error
+/// 1.6 ulp against tanh in double (tests/cpp/isa/sfp_math_test.cpp). NaN in, canonical NaN out.
+inline float tanhApprox(float x) {
+  const float ax = absBits(x), z = x * x;
+  float p = -0.006099896039813757f;
+  p = p * z + 0.021000126376748085f;
+  p = p * z + -0.05385182052850723f;
+  p = p * z + 0.13332779705524445f;
+  p = p * z + -0.333333283662796f;
+  const float small = x + x * z * p;
+  const float big = 1.0f - 2.0f / (expApprox(ax + ax) + 1.0f);
+  const float r = copySign(ax < 0.625f ? small : big, x); // also tanh(-0) = -0
+  return x != x ? dl16::bitsFloat(kCanonicalNaN) : r;
+}
+
+/// erf(x) in fp32, branch-free. |x| < 1: x P(x^2), P a degree-6 least-squares fit of erf(x) / x;
+/// 1 <= |x| < 3.92: sign(x) (1 - exp(Q(|x| - 2.5))), Q a degree-8 fit of log(erfc) (erfc
+/// varies over seven decades there; its log is smooth); beyond, +-1 (erfc(3.92) < 2^-25). Max
+/// error 2.6 ulp against erf in double. NaN in, canonical NaN out.
+inline float erfApprox(float x) {
+  const float ax = absBits(x), z = x * x;
+  float p = 7.851449481677264e-05f;
+  p = p * z + -0.0008009445737116039f;
+  p = p * z + 0.0051882402040064335f;
+  p = p * z + -0.026853764429688454f;
+  p = p * z + 0.1128358393907547f;
+  p = p * z + -0.3761262595653534f;
+  p = p * z + 1.1283791065216064f;
+  const float small = x * p;
+  const float u = (ax < 3.92f ? ax : 3.92f) - 2.5f;
+  float q = 1.6313521200572723e-06f;
+  q = q * u + -1.3278356163937133e-05f;
+  q = q * u + 7.733519305475056e-05f;
+  q = q * u + -0.0004202467098366469f;
+  q = q * u + 0.0021652213763445616f;
+  q = q * u + -0.010858423076570034f;
+  q = q * u + -0.9438936710357666f;
+  q = q * u + -5.352680683135986f;
+  q = q * u + -7.806815147399902f;
+  const float big = copySign(ax >= 3.92f ? 1.0f : 1.0f - expApprox(q), x);
+  const float r = ax < 1.0f ? small : big;
+  return x != x ? dl16::bitsFloat(kCanonicalNaN) : r;
+}
+
+inline float geluTanh(float x) { return 0.5f * x * (1.0f + tanhApprox(0.7978845608028654f * (x + 0.044715f * x * x * x))); }
+inline float geluErf(float x) { return 0.5f * x * (1.0f + erfApprox(x * 0.7071067811865476f)); }
+
 int32_t bitsI(float f) {
   int32_t i;
   std::memcpy(&i, &f, 4);
@@ -59,14 +117,14 @@ float unary(Opcode op, float x, float i0, float i1) {
   case Opcode::Recip: return 1.0f / x;
   case Opcode::Exp: return expApprox(x);
   case Opcode::Log: return std::log(x);
-  case Opcode::Tanh: return std::tanh(x);
+  case Opcode::Tanh: return tanhApprox(x);
   case Opcode::Sin: return std::sin(x);
   case Opcode::Cos: return std::cos(x);
   case Opcode::Tan: return std::tan(x);
-  case Opcode::Erf: return std::erf(x);
+  case Opcode::Erf: return erfApprox(x);
   case Opcode::Sigmoid: return 1.0f / (1.0f + expApprox(-x));
-  case Opcode::Gelu: return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-  case Opcode::GeluErf: return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
+  case Opcode::Gelu: return geluTanh(x);
+  case Opcode::GeluErf: return geluErf(x);
   case Opcode::Silu: return x / (1.0f + expApprox(-x));
   case Opcode::Softplus: return x * i0 > i1 ? x : std::log1p(std::exp(x * i0)) / i0;
   case Opcode::Clip: return nanMin(nanMax(x, i0), i1);
@@ -120,6 +178,8 @@ int32_t binaryI(Opcode op, int32_t a, int32_t b) {
 bool isSfp(Opcode op) { return opInfo(op).unit == Unit::Sfp; }
 
 float sfpExp(float x) { return expApprox(x); }
+float sfpTanh(float x) { return tanhApprox(x); }
+float sfpErf(float x) { return erfApprox(x); }
 
 void sfpApply(Opcode op, Format fmt, float *d, float *d2, const float *a, const float *b, const float *c, float i0,
               float i1) {
@@ -252,6 +312,17 @@ void sfpApply(Opcode op, Format fmt, float *d, float *d2, const float *a, const 
         e[l] = a[l] / (1.0f + e[l]);
     for (int l = 0; l < L; ++l)
       out[l] = roundTo(fmt, e[l]);
+    std::memcpy(d, out, sizeof out);
+    return;
+  }
+  // So do tanh, erf and the gelus (one function per loop, no per-lane switch).
+  if (op == Opcode::Tanh || op == Opcode::Erf || op == Opcode::Gelu || op == Opcode::GeluErf) {
+    switch (op) {
+    case Opcode::Tanh: for (int l = 0; l < L; ++l) out[l] = roundTo(fmt, tanhApprox(a[l])); break;
+    case Opcode::Erf: for (int l = 0; l < L; ++l) out[l] = roundTo(fmt, erfApprox(a[l])); break;
+    case Opcode::Gelu: for (int l = 0; l < L; ++l) out[l] = roundTo(fmt, geluTanh(a[l])); break;
+    default: for (int l = 0; l < L; ++l) out[l] = roundTo(fmt, geluErf(a[l])); break;
+    }
     std::memcpy(d, out, sizeof out);
     return;
   }

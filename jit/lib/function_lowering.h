@@ -154,6 +154,10 @@ private:
   llvm::Constant *ic(Value *like, uint32_t x);
   Value *nanMaxMin(Value *a, Value *b, bool isMax);
   Value *expApprox(Value *x);
+  Value *tanhApprox(Value *x);
+  Value *erfApprox(Value *x);
+  Value *horner(Value *x, std::initializer_list<float> coeffs);
+  Value *copySign(Value *m, Value *x);
   Value *reduceStick(isa::Opcode op, isa::Format f, Value *a);
   void callSfp(const Instr &in, int d, int d2, int a, int b, int c);
   void lowerSfpBinary(const Instr &in);

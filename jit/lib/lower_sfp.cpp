@@ -1,6 +1,6 @@
 // The SFP vector ops as vector IR: the same fp32 operations as isa::sfpApply (isa/lib/sfp.cpp),
-// so results are bit-identical; log, tanh, gelu, gelu.erf and softplus call the shared
-// implementation (they use the host libm).
+// so results are bit-identical; log, sin, cos, tan and softplus call the shared implementation
+// (they use the host libm).
 #include "function_lowering.h"
 #include "spyre/isa/semantics.h"
 #include <cmath>
@@ -208,15 +208,27 @@ void FunctionLowering::lowerRmin(const Instr &in) {
                         : writeV(in.v[0], reduceStick(in.op, in.fmt, readV(in.v[1])));
 }
 
-// log, tanh, sin, cos, tan, erf, gelu, gelu.erf, softplus use the host libm: the shared implementation.
+// tanh, erf and the gelus: isa/lib/sfp.cpp's tanhApprox / erfApprox inlined (below).
+void FunctionLowering::lowerTanh(const Instr &in) { writeV(in.v[0], roundTo(in.fmt, tanhApprox(readV(in.v[1])))); }
+void FunctionLowering::lowerErf(const Instr &in) { writeV(in.v[0], roundTo(in.fmt, erfApprox(readV(in.v[1])))); }
+// 0.5 x (1 + tanh(0.79788456 (x + 0.044715 x x x))), the operations in isa::sfpApply's order.
+void FunctionLowering::lowerGelu(const Instr &in) {
+  Value *x = readV(in.v[1]);
+  Value *cube = b_.CreateFMul(b_.CreateFMul(b_.CreateFMul(fsplat(0.044715f), x), x), x);
+  Value *t = tanhApprox(b_.CreateFMul(fsplat(0.7978845608028654f), b_.CreateFAdd(x, cube)));
+  writeV(in.v[0], roundTo(in.fmt, b_.CreateFMul(b_.CreateFMul(fsplat(0.5f), x), b_.CreateFAdd(fsplat(1.0f), t))));
+}
+// 0.5 x (1 + erf(x / sqrt 2)).
+void FunctionLowering::lowerGeluErf(const Instr &in) {
+  Value *x = readV(in.v[1]);
+  Value *e = erfApprox(b_.CreateFMul(x, fsplat(0.7071067811865476f)));
+  writeV(in.v[0], roundTo(in.fmt, b_.CreateFMul(b_.CreateFMul(fsplat(0.5f), x), b_.CreateFAdd(fsplat(1.0f), e))));
+}
+// log, sin, cos, tan, softplus use the host libm: the shared implementation.
 void FunctionLowering::lowerLog(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
-void FunctionLowering::lowerTanh(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
 void FunctionLowering::lowerSin(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
 void FunctionLowering::lowerCos(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
 void FunctionLowering::lowerTan(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
-void FunctionLowering::lowerErf(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
-void FunctionLowering::lowerGelu(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
-void FunctionLowering::lowerGeluErf(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
 void FunctionLowering::lowerSoftplus(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
 
 /// An i32 constant shaped like the float value `like`.
@@ -257,6 +269,50 @@ Value *FunctionLowering::expApprox(Value *x) {
   y = b_.CreateSelect(b_.CreateFCmpOGT(x, fc(x, hi)), fc(x, INFINITY), y);
   y = b_.CreateSelect(b_.CreateFCmpOLT(x, fc(x, lo)), fc(x, 0.0f), y);
   return b_.CreateSelect(b_.CreateFCmpUNO(x, x), b_.CreateBitCast(ic(x, isa::kCanonicalNaN), x->getType()), y);
+}
+
+/// c[0] + x (c[1] + x (..)) evaluated from the last coefficient as `p = p * x + c` (sfp.cpp's order).
+Value *FunctionLowering::horner(Value *x, std::initializer_list<float> coeffs) {
+  auto it = coeffs.end();
+  Value *p = fc(x, *--it);
+  while (it != coeffs.begin())
+    p = b_.CreateFAdd(b_.CreateFMul(p, x), fc(x, *--it));
+  return p;
+}
+
+/// m's magnitude with x's sign (bit operations, as sfp.cpp's copySign).
+Value *FunctionLowering::copySign(Value *m, Value *x) {
+  Value *mi = b_.CreateAnd(b_.CreateBitCast(m, ic(m, 0)->getType()), ic(m, 0x7FFFFFFFu));
+  Value *si = b_.CreateAnd(b_.CreateBitCast(x, ic(x, 0)->getType()), ic(x, 0x80000000u));
+  return b_.CreateBitCast(b_.CreateOr(mi, si), x->getType());
+}
+
+/// isa/lib/sfp.cpp's tanhApprox as vector IR: the same fp32 operations in the same order.
+Value *FunctionLowering::tanhApprox(Value *x) {
+  Value *ax = copySign(x, fc(x, 1.0f)), *z = b_.CreateFMul(x, x);
+  Value *p = horner(z, {-0.333333283662796f, 0.13332779705524445f, -0.05385182052850723f, 0.021000126376748085f,
+                        -0.006099896039813757f});
+  Value *small = b_.CreateFAdd(x, b_.CreateFMul(b_.CreateFMul(x, z), p));
+  Value *e = expApprox(b_.CreateFAdd(ax, ax));
+  Value *big = b_.CreateFSub(fc(x, 1.0f), b_.CreateFDiv(fc(x, 2.0f), b_.CreateFAdd(e, fc(x, 1.0f))));
+  Value *r = copySign(b_.CreateSelect(b_.CreateFCmpOLT(ax, fc(x, 0.625f)), small, big), x);
+  return b_.CreateSelect(b_.CreateFCmpUNO(x, x), b_.CreateBitCast(ic(x, isa::kCanonicalNaN), x->getType()), r);
+}
+
+/// isa/lib/sfp.cpp's erfApprox as vector IR: the same fp32 operations in the same order.
+Value *FunctionLowering::erfApprox(Value *x) {
+  Value *ax = copySign(x, fc(x, 1.0f)), *z = b_.CreateFMul(x, x);
+  Value *p = horner(z, {1.1283791065216064f, -0.3761262595653534f, 0.1128358393907547f, -0.026853764429688454f,
+                        0.0051882402040064335f, -0.0008009445737116039f, 7.851449481677264e-05f});
+  Value *small = b_.CreateFMul(x, p);
+  Value *u = b_.CreateFSub(b_.CreateSelect(b_.CreateFCmpOLT(ax, fc(x, 3.92f)), ax, fc(x, 3.92f)), fc(x, 2.5f));
+  Value *q = horner(u, {-7.806815147399902f, -5.352680683135986f, -0.9438936710357666f, -0.010858423076570034f,
+                        0.0021652213763445616f, -0.0004202467098366469f, 7.733519305475056e-05f,
+                        -1.3278356163937133e-05f, 1.6313521200572723e-06f});
+  Value *tail = b_.CreateSelect(b_.CreateFCmpOGE(ax, fc(x, 3.92f)), fc(x, 1.0f),
+                                b_.CreateFSub(fc(x, 1.0f), expApprox(q)));
+  Value *r = b_.CreateSelect(b_.CreateFCmpOLT(ax, fc(x, 1.0f)), small, copySign(tail, x));
+  return b_.CreateSelect(b_.CreateFCmpUNO(x, x), b_.CreateBitCast(ic(x, isa::kCanonicalNaN), x->getType()), r);
 }
 
 /// rsum/rmax/rmin: the pairwise halving tree of isa::sfpApply (x[i] op= x[i + s] for s = n/2

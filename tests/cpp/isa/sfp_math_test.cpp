@@ -50,3 +50,44 @@ TEST(SfpMath, ExpSpecialValues) {
   std::memcpy(&bits, &n, 4);
   EXPECT_EQ(bits, isa::kCanonicalNaN);
 }
+
+// tanh and erf are our own (isa/lib/sfp.cpp): within 2 / 3 ulp of the double-precision
+// functions over the whole fp32 range that does not round to +-1 (a dense walk, every binade).
+TEST(SfpMath, TanhAndErfWithinThreeUlp) {
+  int64_t worstT = 0, worstE = 0;
+  for (float x = 1e-30f; x <= 12.0f; x = std::nextafter(x * 1.00013f, INFINITY))
+    for (float s : {x, -x}) {
+      worstT = std::max(worstT, ulpDistance(isa::sfpTanh(s), static_cast<float>(std::tanh(static_cast<double>(s)))));
+      worstE = std::max(worstE, ulpDistance(isa::sfpErf(s), static_cast<float>(std::erf(static_cast<double>(s)))));
+    }
+  EXPECT_LE(worstT, 2);
+  EXPECT_LE(worstE, 3);
+  // After DL16 rounding they agree with DL16-rounded libm except at rare rounding ties.
+  int differT = 0, differE = 0, total = 0;
+  for (uint32_t c = 0; c < 65536; ++c) {
+    float x = dl16::toFloat(static_cast<uint16_t>(c));
+    if (!std::isfinite(x))
+      continue;
+    ++total;
+    differT += dl16::round(isa::sfpTanh(x)) != dl16::round(std::tanh(x));
+    differE += dl16::round(isa::sfpErf(x)) != dl16::round(std::erf(x));
+  }
+  EXPECT_LT(differT, total / 1000) << differT << " of " << total;
+  EXPECT_LT(differE, total / 1000) << differE << " of " << total;
+}
+
+TEST(SfpMath, TanhAndErfSpecialValues) {
+  for (float (*f)(float) : {isa::sfpTanh, isa::sfpErf}) {
+    EXPECT_EQ(f(0.0f), 0.0f);
+    EXPECT_TRUE(std::signbit(f(-0.0f)));
+    EXPECT_EQ(f(INFINITY), 1.0f);
+    EXPECT_EQ(f(-INFINITY), -1.0f);
+    EXPECT_EQ(f(30.0f), 1.0f);
+    EXPECT_EQ(f(-30.0f), -1.0f);
+    uint32_t bits;
+    float n = f(NAN);
+    std::memcpy(&bits, &n, 4);
+    EXPECT_EQ(bits, isa::kCanonicalNaN);
+  }
+  EXPECT_EQ(isa::sfpTanh(1e-20f), 1e-20f);
+}

@@ -6,6 +6,7 @@
 #include "spyre/isa/semantics.h"
 #include "spyre/jit/jit_engine.h"
 #include "spyre/sim/engine.h"
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <gtest/gtest.h>
@@ -307,4 +308,47 @@ TEST(SfpListing, NewInstructionsRoundTrip) {
                      "    iota.i32  v4\n"
                      "    scan.f32  v5, v6\n";
   EXPECT_EQ(printKernel(parseKernel(text)), text);
+}
+
+// The inlined transcendental ops (our own exp, tanh, erf and what uses them) on every DL16 code
+// and on fp32 values around their range switches: the JIT's vector IR against sfpApply.
+TEST(SfpDifferential, InlinedTranscendentalsOnEveryDl16Code) {
+  jit::JitEngine jit;
+  const Opcode ops[] = {Opcode::Exp, Opcode::Sigmoid, Opcode::Silu, Opcode::Tanh, Opcode::Erf, Opcode::Gelu,
+                        Opcode::GeluErf};
+  // Inputs: 1024 sticks of DL16 codes, then fp32 values walking across 0.625, 1 and 3.92.
+  std::vector<std::array<float, kLanes>> sticks;
+  for (uint32_t base = 0; base < 65536; base += kLanes) {
+    std::array<float, kLanes> s;
+    for (int l = 0; l < kLanes; ++l)
+      s[l] = dl16::toFloat(static_cast<uint16_t>(base + l));
+    sticks.push_back(s);
+  }
+  for (float edge : {0.625f, 1.0f, 3.92f, 1.1283f})
+    for (float sign : {1.0f, -1.0f}) {
+      std::array<float, kLanes> s;
+      float x = edge;
+      for (int i = 0; i < 32; ++i)
+        x = std::nextafter(x, 0.0f);
+      for (int l = 0; l < kLanes; ++l, x = std::nextafter(x, INFINITY))
+        s[l] = sign * x;
+      sticks.push_back(s);
+    }
+  for (Opcode op : ops)
+    for (Format f : {Format::DL16, Format::F32}) {
+      Instr in;
+      in.op = op;
+      in.fmt = f;
+      in.v[0] = 1;
+      in.v[1] = 0;
+      Kernel k = oneCore({in});
+      for (const auto &s : sticks) {
+        sim::CoreState init;
+        std::memset(&init, 0, offsetof(sim::CoreState, lx));
+        std::memcpy(init.v[0], s.data(), sizeof(float) * kLanes);
+        auto [a, b] = runBoth(k, init, jit);
+        ASSERT_EQ(stateBytes(a), stateBytes(b)) << opInfo(op).mnemonic << " " << static_cast<int>(f) << ": "
+                                                << firstDifference(a, b);
+      }
+    }
 }

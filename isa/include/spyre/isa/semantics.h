@@ -53,6 +53,9 @@ bool isSfp(Opcode op);
 
 /// The SFP's exp in fp32 (what exp/sigmoid/silu use): max 3 ulp from libm's expf (tests/cpp/isa/sfp_math_test.cpp).
 float sfpExp(float x);
+/// The SFP's tanh and erf in fp32 (what tanh/erf/gelu/gelu.erf use): max 2 / 3 ulp from tanh / erf in double.
+float sfpTanh(float x);
+float sfpErf(float x);
 
 /// PT semantics on LX tiles (pt.cpp; layouts as instructions.def documents them):
 /// pt.mm C (+)= A x B in fp32 with one fma per k in order; pt.out D = DL16(C); pt.tr D = S^T.
