@@ -87,6 +87,8 @@ Fn makeOp(const NativeSpec &s, at::ScalarType dt) {
   if (k == "sigmoid") return [x] { return at::sigmoid(x); };
   if (k == "tanh") return [x] { return at::tanh(x); };
   if (k == "silu") return [x] { return at::silu(x); };
+  if (k == "gelu") return [x] { return at::gelu(x); }; // erf form, as --op gelu builds it
+  if (k == "erf") return [x] { return at::erf(x); };
   if (k == "sqrt") return [x] { return at::sqrt(x); };
   if (k == "rsqrt") return [x] { return at::rsqrt(x); };
   throw std::runtime_error("no libtorch baseline for op '" + k + "'");
