@@ -1,6 +1,7 @@
 // Decompositions (the "split to one op per kernel" half of torch-spyre's split_multi_ops that
 // the graph IR needs): select, constant_pad_nd and slices stepping along the stick dim become
-// ops that are one kernel each, or a zero-copy reshape. The rewritten node's value keeps its name; helpers get fresh names.
+// ops that are one kernel each, or a zero-copy reshape; an expand to its input's own shape goes
+// (its readers read the input). The rewritten node's value keeps its name; helpers get fresh names.
 #include "kernels/kernels.h"
 #include "rank_reduction.h"
 #include "spyre/frontend/ops.h"
@@ -8,6 +9,8 @@
 #include <algorithm>
 #include "spyre/isa/error.h"
 #include <cmath>
+#include <map>
+#include <set>
 
 namespace spyre::frontend {
 
@@ -265,8 +268,27 @@ void collapseReshapeChains(Graph &g) {
 
 void decomposeOps(Graph &g) {
   std::vector<Node> nodes;
-  for (const Node &n : g.nodes) {
+  // An expand to its input's own shape (aten.matmul's decomposition expands both operands to
+  // the batch shape they already have) is no op: its readers read the input instead (a graph
+  // output keeps a clone, its copy into the output buffer).
+  std::map<int, int> sameAs;
+  const std::set<int> outputs(g.outputs.begin(), g.outputs.end());
+  for (const Node &orig : g.nodes) {
+    Node n = orig;
+    for (int &in : n.inputs)
+      if (auto it = sameAs.find(in); it != sameAs.end())
+        in = it->second;
     std::vector<Node> parts;
+    if (isOp(n.op, OpId::Expand) && n.inputs.size() == 1 &&
+        g.values[n.inputs[0]].shape == g.values[n.output].shape &&
+        g.values[n.inputs[0]].dtype == g.values[n.output].dtype) {
+      if (!outputs.count(n.output)) {
+        sameAs[n.output] = n.inputs[0];
+        continue;
+      }
+      n.op = "clone";
+      n.attrs.clear();
+    }
     if (isOp(n.op, OpId::Select) && n.inputs.size() == 1)
       decomposeSelect(g, n, parts);
     else if (isOp(n.op, OpId::Arange))

@@ -268,6 +268,30 @@ TEST(Reshape, InternalClonesAlias) {
     ASSERT_NEAR(o[i], std::exp(-x[i]), 0.01 * std::exp(-x[i])) << i;
 }
 
+TEST(Reshape, SameShapeExpandsAlias) {
+  // aten.matmul expands both operands to the batch shape they already have: such an expand is a
+  // clone (no kernel); a real broadcast still runs one, and so does an expanded graph output.
+  std::string text = "graph(%x: f16[2, 64, 64], %y: f16[1, 64, 64]) {\n  %p = neg(%x) : f16[2, 64, 64]\n"
+                     "  %e = expand(%p) : f16[2, 64, 64]\n  %b = expand(%y) : f16[2, 64, 64]\n"
+                     "  %s = add(%e, %b) : f16[2, 64, 64]\n  %o = expand(%s) : f16[2, 64, 64]\n  return (%o)\n}\n";
+  auto [p, ops] = compileOps(text);
+  // The same kernels as the graph without %e; the output expand copies into the output buffer.
+  std::string without = text;
+  without.replace(without.find("  %e = expand(%p) : f16[2, 64, 64]\n"), 35, "");
+  without.replace(without.find("add(%e"), 6, "add(%p");
+  EXPECT_EQ(ops, compileOps(without).second);
+  EXPECT_EQ(ops.back(), "identity");
+  std::vector<float> x(2 * 64 * 64), y(64 * 64);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(static_cast<int>(i % 37) - 18) / 8.0f;
+  for (size_t i = 0; i < y.size(); ++i)
+    y[i] = static_cast<float>(static_cast<int>(i % 23) - 11) / 4.0f;
+  const test::BothEngines r = test::runOnBothEngines(p, {x, y});
+  ASSERT_EQ(r.interp, r.jit);
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(r.jit.at(0)[i], -x[i] + y[i % y.size()]) << i;
+}
+
 TEST(Reshape, LaneMovingReshapeStagesAboveLxKeptAcrossIt) {
   // %a stays in LX (LX planning) while the lane-moving reshape of another input runs: the
   // reshape stages its rows above the reserved LX, and every result equals the run without LX
