@@ -244,6 +244,75 @@ bool splitLaneGeometry(Graph &g, const Node &n, std::vector<Node> &out) {
   return false;
 }
 
+/// Sinks reshapes that only drop leading unit dims (x [1, S, K] -> [S, K]) below the matmuls
+/// and elementwise ops that read them, so those run on x's shape and the reshape moves down.
+/// aten.linear on a contiguous 3-d input with a bias is view(x, [S, K]) -> addmm -> view back:
+/// in the generic stick layout (dim 0 innermost) [1, S, K] and [S, K] order their sticks
+/// differently, so each view was a copy kernel (BERT, ViT, GPT-2, Qwen2's q/k/v). Sunk, the
+/// views meet and collapse (collapseReshapeChains) into a reshape of unchanged device bytes,
+/// which aliases. Only a reshape read once is sunk (no op runs twice), ops of rank <= 4 result.
+void sinkUnitDimReshapes(Graph &g) {
+  std::map<int, int> uses;
+  for (const Node &n : g.nodes)
+    for (int in : n.inputs)
+      ++uses[in];
+  for (int o : g.outputs)
+    ++uses[o];
+  struct Dropped {
+    int source;
+    size_t k; // leading unit dims dropped
+  };
+  std::map<int, Dropped> dropped; // reshape output -> its source
+  std::vector<Node> out;
+  for (Node &n : g.nodes) {
+    const Value &ov = g.values[n.output];
+    if (isOp(n.op, OpId::Reshape) && n.inputs.size() == 1) {
+      const Value &iv = g.values[n.inputs[0]];
+      const size_t k = iv.shape.size() - std::min(iv.shape.size(), ov.shape.size());
+      if (k > 0 && iv.dtype == ov.dtype && std::equal(ov.shape.begin(), ov.shape.end(), iv.shape.begin() + k) &&
+          std::all_of(iv.shape.begin(), iv.shape.begin() + k, [](int64_t d) { return d == 1; }))
+        dropped[n.output] = {n.inputs[0], k};
+      out.push_back(std::move(n));
+      continue;
+    }
+    const OpInfo *op = findOp(n.op);
+    const bool matmul = op && op->cls == OpClass::Matmul && n.inputs.size() == 2 &&
+                        g.values[n.inputs[1]].shape.size() == 2 && !dropped.count(n.inputs[1]);
+    const bool elementwise = op && (op->isElementwise() || op->cls == OpClass::Convert);
+    size_t k = 0;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (auto it = dropped.find(n.inputs[i]); it != dropped.end() && uses[n.inputs[i]] == 1 &&
+                                               (elementwise || (matmul && i == 0)))
+        k = std::max(k, it->second.k);
+    if (k == 0 || ov.shape.size() + k > 4) {
+      out.push_back(std::move(n));
+      continue;
+    }
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (auto it = dropped.find(n.inputs[i]); it != dropped.end() && uses[n.inputs[i]] == 1 &&
+                                               (elementwise || i == 0)) {
+        --uses[n.inputs[i]];
+        n.inputs[i] = it->second.source;
+        ++uses[n.inputs[i]];
+      }
+    std::vector<int64_t> shape(k, 1);
+    shape.insert(shape.end(), ov.shape.begin(), ov.shape.end());
+    const int orig = n.output;
+    const HostType dt = ov.dtype;
+    const int wide = g.addValue(g.freshName(g.values[orig].name + "_u"), shape, dt);
+    n.output = wide;
+    out.push_back(std::move(n));
+    Node r;
+    r.op = "reshape";
+    r.inputs = {wide};
+    r.output = orig;
+    uses[wide] = 1;
+    dropped[orig] = {wide, k};
+    out.push_back(std::move(r));
+  }
+  g.nodes = std::move(out);
+}
+
 /// reshape(reshape(x)) -> reshape(x) when the inner value has no other use (the inner reshape
 /// is then dead code).
 void collapseReshapeChains(Graph &g) {
@@ -307,6 +376,7 @@ void decomposeOps(Graph &g) {
         nodes.push_back(p);
   }
   g.nodes = std::move(nodes);
+  sinkUnitDimReshapes(g);
   collapseReshapeChains(g);
 }
 

@@ -292,6 +292,35 @@ TEST(Reshape, SameShapeExpandsAlias) {
     ASSERT_EQ(r.jit.at(0)[i], -x[i] + y[i % y.size()]) << i;
 }
 
+TEST(Reshape, LinearViewsSinkAndAlias) {
+  // aten.linear on [1, S, K] with a bias: view to [S, K], matmul + bias, view back (here to the
+  // heads' [1, S, H, D]). The views only drop / restore a leading 1: the decompose pass sinks
+  // them below the matmul and the add, where they meet and alias; no copy kernel runs.
+  std::string text = "graph(%x: f16[1, 64, 256], %w: f16[256, 128], %b: f16[128]) {\n"
+                     "  %p = neg(%x) : f16[1, 64, 256]\n  %v = reshape(%p) : f16[64, 256]\n"
+                     "  %m = matmul(%v, %w) : f16[64, 128]\n  %a = add(%m, %b) : f16[64, 128]\n"
+                     "  %h = reshape(%a) : f16[1, 64, 2, 64]\n  %e = exp(%h) : f16[1, 64, 2, 64]\n  return (%e)\n}\n";
+  auto [p, ops] = compileOps(text);
+  EXPECT_EQ(ops, (std::vector<std::string>{"neg", "fused", "exp"})); // no ReStickifyOpHBM, no reshape
+  std::vector<float> x(64 * 256), w(256 * 128), b(128);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(static_cast<int>(i % 29) - 14) / 32.0f;
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<float>(static_cast<int>(i % 31) - 15) / 64.0f;
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = static_cast<float>(static_cast<int>(i % 7) - 3) / 8.0f;
+  const test::BothEngines r = test::runOnBothEngines(p, {x, w, b});
+  ASSERT_EQ(r.interp, r.jit);
+  for (int s = 0; s < 64; ++s)
+    for (int n = 0; n < 128; ++n) {
+      double acc = b[n];
+      for (int k = 0; k < 256; ++k)
+        acc += -static_cast<double>(x[s * 256 + k]) * w[k * 128 + n];
+      const double want = std::exp(acc);
+      ASSERT_NEAR(r.jit.at(0)[s * 128 + n], want, 0.02 * want + 0.02) << s << "," << n;
+    }
+}
+
 TEST(Reshape, LaneMovingReshapeStagesAboveLxKeptAcrossIt) {
   // %a stays in LX (LX planning) while the lane-moving reshape of another input runs: the
   // reshape stages its rows above the reserved LX, and every result equals the run without LX
