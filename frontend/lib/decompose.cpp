@@ -323,13 +323,24 @@ void collapseReshapeChains(Graph &g) {
   for (int o : g.outputs)
     ++uses[o];
   std::map<int, int> sourceOf; // reshape output -> reshape input
-  for (Node &n : g.nodes)
+  std::map<int, int> same;     // a reshape to its input's own shape -> that input
+  const std::set<int> outputs(g.outputs.begin(), g.outputs.end());
+  for (Node &n : g.nodes) {
+    for (int &in : n.inputs)
+      if (auto it = same.find(in); it != same.end())
+        in = it->second;
     if (isOp(n.op, OpId::Reshape) && n.inputs.size() == 1) {
       auto it = sourceOf.find(n.inputs[0]);
       if (it != sourceOf.end() && uses[n.inputs[0]] == 1)
         n.inputs[0] = it->second;
       sourceOf[n.output] = n.inputs[0];
+      // What is left of a chain that ends where it began (sunk linear views) is no op: its
+      // readers read the input (so a matmul epilogue or fusion group sees the op behind it).
+      const Value &in = g.values[n.inputs[0]], &out = g.values[n.output];
+      if (in.shape == out.shape && in.dtype == out.dtype && !outputs.count(n.output))
+        same[n.output] = n.inputs[0];
     }
+  }
   eliminateDeadCode(g);
 }
 

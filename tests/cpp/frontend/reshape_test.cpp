@@ -321,6 +321,35 @@ TEST(Reshape, LinearViewsSinkAndAlias) {
     }
 }
 
+TEST(Reshape, LinearViewsBackToTheSameShapeVanish) {
+  // view -> matmul + bias -> view back to [1, S, N] -> gelu (BERT's and ViT's MLP): the views
+  // collapse into a reshape to the matmul's own shape, which goes, so the gelu joins the
+  // matmul's epilogue: one kernel after neg.
+  std::string text = "graph(%x: f16[1, 64, 256], %w: f16[256, 128], %b: f16[128]) {\n"
+                     "  %p = neg(%x) : f16[1, 64, 256]\n  %v = reshape(%p) : f16[64, 256]\n"
+                     "  %m = matmul(%v, %w) : f16[64, 128]\n  %a = add(%m, %b) : f16[64, 128]\n"
+                     "  %h = reshape(%a) : f16[1, 64, 128]\n  %e = gelu(%h) : f16[1, 64, 128]\n  return (%e)\n}\n";
+  auto [p, ops] = compileOps(text);
+  EXPECT_EQ(ops, (std::vector<std::string>{"neg", "fused"}));
+  std::vector<float> x(64 * 256), w(256 * 128), b(128);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(static_cast<int>(i % 29) - 14) / 32.0f;
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<float>(static_cast<int>(i % 31) - 15) / 64.0f;
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = static_cast<float>(static_cast<int>(i % 7) - 3) / 8.0f;
+  const test::BothEngines r = test::runOnBothEngines(p, {x, w, b});
+  ASSERT_EQ(r.interp, r.jit);
+  for (int s = 0; s < 64; ++s)
+    for (int n = 0; n < 128; ++n) {
+      double acc = b[n];
+      for (int k = 0; k < 256; ++k)
+        acc += -static_cast<double>(x[s * 256 + k]) * w[k * 128 + n];
+      const double want = 0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0)));
+      ASSERT_NEAR(r.jit.at(0)[s * 128 + n], want, 0.02 * std::fabs(want) + 0.02) << s << "," << n;
+    }
+}
+
 TEST(Reshape, LaneMovingReshapeStagesAboveLxKeptAcrossIt) {
   // %a stays in LX (LX planning) while the lane-moving reshape of another input runs: the
   // reshape stages its rows above the reserved LX, and every result equals the run without LX
