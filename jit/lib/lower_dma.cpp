@@ -1,5 +1,6 @@
 // dma.in, dma.mc and dma.out: the affine row copies between DDR and LX as memcpy loops.
 #include "function_lowering.h"
+#include "generic_nests.h"
 #include "lowering.h"
 #include "spyre/sim/machine.h"
 #include <array>
@@ -35,8 +36,7 @@ void FunctionLowering::lowerIndexedDma(const Instr &in, const char *fnName) {
                                "gather.shape");
   Value *port = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(i8_, core_, offsetof(sim::CoreState, ring)));
   Value *argBase = b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(i64_, argBase_, in.ddr.arg));
-  Value *table = b_.CreateGEP(i8_, ddr_, b_.CreateAdd(b_.CreateAdd(argBase, readS(in.ddr.base)),
-                                                      b_.getInt64(static_cast<uint64_t>(in.ddr.offset))));
+  Value *table = b_.CreateGEP(i8_, ddr_, b_.CreateAdd(b_.CreateAdd(argBase, readS(in.ddr.base)), imm(in.ddr.offset)));
   FunctionCallee fn =
       m_.getOrInsertFunction(fnName, FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, ptr_, ptr_, ptr_}, false));
   if (in.op == isa::Opcode::DmaGather)
@@ -84,20 +84,23 @@ int64_t dmaOutBytes(const isa::Kernel &k, int arg) {
 
 } // namespace
 
+bool dmaOutStreams(const isa::Kernel &k, const Instr &in) {
+  return in.op == Opcode::DmaOut && dmaOutBytes(k, in.ddr.arg) >= kStreamingOutBytes;
+}
+
 /// One call of the shared row-copy helper (runtime_helpers.cpp) at every tier: inline copy
 /// loops (memcpy calls and streaming-store loops) cost 1-2 ms of O2 code generation per DMA
 /// instruction and ran no faster.
 void FunctionLowering::lowerDma(const Instr &in, bool toLx) {
   const auto &d = in.dma;
-  auto i64c = [&](int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); };
   Value *argBase = b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(i64_, argBase_, in.ddr.arg));
-  Value *ddrOff = b_.CreateAdd(b_.CreateAdd(argBase, readS(in.ddr.base)), i64c(in.ddr.offset));
-  const bool streaming = !toLx && !outOfLine_ && dmaOutBytes(k_, in.ddr.arg) >= kStreamingOutBytes;
+  Value *ddrOff = b_.CreateAdd(b_.CreateAdd(argBase, readS(in.ddr.base)), imm(in.ddr.offset));
+  const bool streaming = !toLx && !outOfLine_ && dmaOutStreams(k_, in);
   const int32_t mode = toLx ? kDmaToLx : streaming ? kDmaStreamOut : kDmaOut;
   b_.CreateCall(helper("spyre_jit_dma", {ptr_, ptr_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i32_}),
-                {lxAddr(in.lx), b_.CreateGEP(i8_, ddr_, ddrOff), i64c(d.n[0]), i64c(d.n[1]), i64c(d.n[2] * 128),
-                 i64c(d.lxStride[0]), i64c(d.lxStride[1]), i64c(d.ddrStride[0]), i64c(d.ddrStride[1]),
-                 b_.getInt32(static_cast<uint32_t>(mode))});
+                {lxAddr(in.lx), b_.CreateGEP(i8_, ddr_, ddrOff), imm(d.n[0]), imm(d.n[1]),
+                 b_.CreateMul(imm(d.n[2]), b_.getInt64(128)), imm(d.lxStride[0]), imm(d.lxStride[1]),
+                 imm(d.ddrStride[0]), imm(d.ddrStride[1]), b_.getInt32(static_cast<uint32_t>(mode))});
 }
 
 } // namespace spyre::jit

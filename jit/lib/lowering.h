@@ -38,7 +38,12 @@ extern "C" void spyre_jit_pt_tr(uint8_t *D, const uint8_t *S, int64_t R, int64_t
 /// module); call verifyLowered(m) when done. `outOfLine` (the O0 tier): vector registers stay in
 /// CoreState; ld/st/ld.pad, SFP, DMA and PT instructions call the helpers above and
 /// spyre_sfp_apply.
-void lowerKernelInto(const isa::Kernel &k, llvm::Module &m, bool outOfLine);
+/// `genericNests` (the O2 engine): top-level loop nests become calls of external generic-nest
+/// functions (generic_nests.h), compiled by lowerGenericNestInto into their own modules.
+void lowerKernelInto(const isa::Kernel &k, llvm::Module &m, bool outOfLine, bool genericNests = false);
+struct NestUse;
+/// Adds the function of generic nest `use` (of kernel `k`) to `m`.
+void lowerGenericNestInto(const isa::Kernel &k, const NestUse &use, llvm::Module &m);
 void verifyLowered(const llvm::Module &m);
 
 } // namespace spyre::jit
