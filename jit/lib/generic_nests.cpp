@@ -35,6 +35,15 @@ template <typename F> void forEachErased(Instr &in, F &&f) {
     forEachErased(b, f);
 }
 
+bool containsPtMm(const Instr &in) {
+  if (in.op == Opcode::PtMm)
+    return true;
+  for (const Instr &b : in.body)
+    if (containsPtMm(b))
+      return true;
+  return false;
+}
+
 int countLi(const Instr &in) {
   int n = in.op == Opcode::Li;
   for (const Instr &b : in.body)
@@ -88,7 +97,10 @@ std::unordered_map<const Instr *, NestUse> genericNestsOf(const isa::Kernel &k, 
     for (size_t j = liOrdinal; j < liOrdinal + n && j < g.liTables.size(); ++j)
       perCore = perCore || g.liTables[j].has_value();
     liOrdinal += n;
-    if (in.op == Opcode::Loop && in.imm > 0 && !perCore)
+    // A nest with pt.mm stays in the phase function: the phase's decoded-B cache (lower_pt.cpp)
+    // and its outlined micro-kernels are shared with the pt.mm around the nest, and a call
+    // would decode B again on each side of it.
+    if (in.op == Opcode::Loop && in.imm > 0 && !perCore && !containsPtMm(in))
       out.emplace(&in, makeUse(k, in));
   }
   return out;

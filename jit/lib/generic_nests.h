@@ -10,7 +10,9 @@
 // ld.pad/ldu/stu lane counts (constant masks), splat lanes, tbl tables, pt.mm/pt.out/pt.tr
 // sizes (specialised micro-kernels), ring sizes, gather/scatter shapes, and whether each dma.out
 // uses streaming stores (a property of the whole kernel). A nest holding an `li` whose value the
-// phase group reads from a per-core table (phase_groups.h) stays inline.
+// phase group reads from a per-core table (phase_groups.h) stays inline, and so does a nest with
+// pt.mm (it shares the phase's decoded-B cache and micro-kernels with the pt.mm around it; and the
+// cache's invalidation reads LX write extents from DMA shapes, which are erased here).
 #pragma once
 #include "phase_groups.h"
 #include "spyre/isa/program.h"

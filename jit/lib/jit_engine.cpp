@@ -335,8 +335,8 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
   }
   impl_->opts = std::move(opts);
   impl_->printTimes = impl_->opts.printTimes;
-  if (const char *g = std::getenv("SPYRE_JIT_GENERIC_NESTS"))
-    impl_->genericNests = std::string(g) != "0";
+  // Developer knob (not in JitOptions, whose header half the tree includes): read here, strictly.
+  impl_->genericNests = spyre::Env(&std::getenv).flag("SPYRE_JIT_GENERIC_NESTS", true);
   const Host &host = Host::get();
   orc::JITTargetMachineBuilder jtmb = hostMachineBuilder(impl_->opts.tier, impl_->opts.llvmArgs);
   impl_->tm = check(jtmb.createTargetMachine(), "creating the target machine");

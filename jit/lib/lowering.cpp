@@ -206,7 +206,7 @@ void lowerKernelInto(const isa::Kernel &k, Module &m, bool outOfLine, bool gener
   std::vector<PhaseGroup> groups = groupPhases(k);
   SharedLoops shared;
   genericNests = genericNests && !outOfLine;
-  if (!outOfLine && !genericNests) {
+  if (!outOfLine) { // nests that are not generic (pt.mm) may still be shared
     std::unordered_map<Instr, int> seen;
     for (const PhaseGroup &g : groups) {
       const auto &body = k.programs[g.programs[0]].body;
