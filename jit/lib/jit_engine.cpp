@@ -306,7 +306,7 @@ struct JitEngine::Impl {
   /// The objects of the generic nests `ks` call, from the code cache or compiled (and stored).
   /// With `cachedOnly`, false on the first miss. `allHit` is cleared when one was compiled.
   bool nestObjects(const std::vector<isa::Kernel> &ks, bool cachedOnly, bool dumping, CompileTimes &t,
-                   std::vector<ObjectBytes> &out, bool &allHit) {
+                   std::vector<ObjectBytes> &out, bool &allHit, size_t &compiled) {
     if (!genericNests || opts.tier == OptTier::O0)
       return true;
     std::unordered_map<std::string, bool> seen;
@@ -337,6 +337,7 @@ struct JitEngine::Impl {
           } else {
             ++nestCounters.misses;
             allHit = false;
+            ++compiled;
             obj = compileNest(k, use, t);
             if (opts.memoryCache)
               memoryCacheStore(key, obj);
@@ -551,7 +552,8 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::Impl::prepare
     return {};
   std::vector<ObjectBytes> nests;
   bool nestsHit = true;
-  if (!im.nestObjects(ks, cachedOnly, dumping, t, nests, nestsHit))
+  size_t nestsCompiled = 0;
+  if (!im.nestObjects(ks, cachedOnly, dumping, t, nests, nestsHit, nestsCompiled))
     return {};
   if (!obj) {
     std::lock_guard<std::mutex> g(im.mu);
@@ -636,9 +638,9 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::Impl::prepare
   if (im.printTimes)
     fprintf(stderr,
             "spyre-jit: %s %s %zu kernel(s): %.3f ms (cpu %.3f): key %.3f lower %.3f opt %.3f codegen %.3f "
-            "(setup %.3f) link %.3f (lookup %.3f)\n",
+            "(setup %.3f) link %.3f (lookup %.3f) nests %zu (%zu compiled)\n",
             dumpName.c_str(), t.hit ? "hit" : "miss", ks.size(), t.totalMs, t.cpuMs, t.keyMs, t.lowerMs, t.optMs,
-            t.codegenMs, t.cgSetupMs, t.linkMs, t.lookupMs);
+            t.codegenMs, t.cgSetupMs, t.linkMs, t.lookupMs, nests.size(), nestsCompiled);
   return out;
 }
 
