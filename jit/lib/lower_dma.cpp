@@ -1,4 +1,4 @@
-// dma.in, dma.mc and dma.out: the affine row copies between DDR and LX as memcpy loops.
+// dma.in, dma.mc and dma.out: one call of the shared row copy (spyre_jit_dma) per instruction.
 #include "function_lowering.h"
 #include "generic_nests.h"
 #include "lowering.h"
