@@ -122,7 +122,7 @@ std::string cacheDirFromEnv(const spyre::Env &env) {
   return "off";
 }
 
-std::string DiskCache::pathFor(const CacheKey &k) const { return dir_ + "/" + k.hex() + ".sjo"; }
+std::string DiskCache::pathFor(const CacheKey &k) const { return dir_ + "/" + prefix_ + k.hex() + ".sjo"; }
 
 ObjectBytes DiskCache::load(const CacheKey &k, bool &corrupt) const {
   corrupt = false;

@@ -47,8 +47,10 @@ public:
   static constexpr uint64_t kMaxCacheEntryBytes = uint64_t{256} << 20;
   /// dir must be non-empty; created on first store. Failures to create or write are reported
   /// once and make the disk cache a no-op. maxBytes bounds the entries' total size (LRU).
-  explicit DiskCache(std::string dir, uint64_t maxBytes = kDefaultMaxBytes)
-      : dir_(std::move(dir)), maxBytes_(maxBytes) {}
+  /// `prefix` starts every entry's file name (generic nests: "gn-"; kernels: none). Entries of
+  /// every prefix share the directory's bound and LRU order.
+  explicit DiskCache(std::string dir, uint64_t maxBytes = kDefaultMaxBytes, std::string prefix = "")
+      : dir_(std::move(dir)), maxBytes_(maxBytes), prefix_(std::move(prefix)) {}
   static constexpr uint64_t kDefaultMaxBytes = uint64_t{1024} << 20; ///< SPYRE_CACHE_MAX_MB default
   const std::string &dir() const { return dir_; }
   uint64_t maxBytes() const { return maxBytes_; }
@@ -66,6 +68,7 @@ public:
 private:
   std::string dir_;
   uint64_t maxBytes_;
+  std::string prefix_;
 };
 
 /// Process-wide in-memory level (shared by every JitEngine; bounded by total bytes).

@@ -13,6 +13,7 @@
 //   lower_out_of_line.cpp  the O0 tier: calls of the shared implementations
 //   lowering.cpp           the entry points, dispatch, registers and addresses
 #pragma once
+#include "generic_nests.h"
 #include "spyre/isa/program.h"
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/DenseMap.h>
@@ -49,6 +50,13 @@ public:
 
   /// Emits the body of the function: `instrs`, then the write-back of the registers written.
   void lower(llvm::ArrayRef<Instr> instrs);
+
+  /// A phase function: these top-level loops become calls of their generic nests
+  /// (generic_nests.h). Call before lower().
+  void setGenericNests(const std::unordered_map<const Instr *, NestUse> *nests) { genericNests_ = nests; }
+  /// A generic nest's own function (4th argument: the parameter table): the erased fields of
+  /// the instructions being lowered, by address, and their index in the table.
+  void setErasedFields(const llvm::DenseMap<const void *, unsigned> *index) { paramIndex_ = index; }
 
 private:
   static constexpr unsigned kLanes = isa::kLanes;
@@ -99,6 +107,9 @@ private:
   const LiTables &liTables_;
   size_t liCount_ = 0;
   SharedLoops *sharedLoops_; // null inside a shared loop's own function
+  const std::unordered_map<const Instr *, NestUse> *genericNests_ = nullptr;
+  const llvm::DenseMap<const void *, unsigned> *paramIndex_ = nullptr;
+  llvm::DenseMap<unsigned, Value *> paramVals_; // loaded in the entry block on first use
   int loopDepth_ = 0;
 
   // --- dispatch (lowering.cpp) ---------------------------------------------------------------
@@ -119,8 +130,11 @@ private:
   void writeS(int r, Value *v);
   Value *readV(int v);
   void writeV(int v, Value *x);
+  /// The value of the immediate field `field` of an instruction being lowered: a constant, or
+  /// in a generic nest's function, its entry of the parameter table when the field is erased.
+  Value *imm(const int64_t &field);
   /// The LX byte offset of `a`.
-  Value *lxOffset(const isa::LxAddr &a) { return b_.CreateAdd(readS(a.base), b_.getInt64(a.offset)); }
+  Value *lxOffset(const isa::LxAddr &a) { return b_.CreateAdd(readS(a.base), imm(a.offset)); }
   Value *lxAddr(const isa::LxAddr &a, Value *extra = nullptr);
   Value *splat(uint32_t c) {
     return llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(kLanes), b_.getInt32(c));
@@ -136,6 +150,9 @@ private:
 
   // --- scalar / control (lower_scalar.cpp) ---------------------------------------------------
   bool lowerSharedLoop(const Instr &in);
+  bool lowerGenericNest(const Instr &in);
+  /// The registers this function holds, back from CoreState after a call of a nest function.
+  void reloadRegistersAfterCall();
   Value *perCoreValue(const std::vector<int64_t> &table, const char *what);
 
   // --- memory (lower_memory.cpp) -------------------------------------------------------------
@@ -201,6 +218,26 @@ private:
     Value *next = b_.CreateAdd(iv, b_.getInt64(1));
     iv->addIncoming(next, b_.GetInsertBlock());
     b_.CreateCondBr(b_.CreateICmpULT(next, b_.getInt64(n)), loop, exit);
+    b_.SetInsertPoint(exit);
+  }
+
+  /// The same with a run-time count `n` (a generic nest's trip count): skipped when n <= 0.
+  template <typename Fn> void countedLoop(Value *n, const char *name, Fn body) {
+    if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(n)) {
+      countedLoop(c->getSExtValue(), name, body);
+      return;
+    }
+    llvm::BasicBlock *pre = b_.GetInsertBlock();
+    llvm::BasicBlock *loop = llvm::BasicBlock::Create(ctx_, name, f_);
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", f_);
+    b_.CreateCondBr(b_.CreateICmpSGT(n, b_.getInt64(0)), loop, exit);
+    b_.SetInsertPoint(loop);
+    llvm::PHINode *iv = b_.CreatePHI(i64_, 2, std::string(name) + ".i");
+    iv->addIncoming(b_.getInt64(0), pre);
+    body(iv);
+    Value *next = b_.CreateAdd(iv, b_.getInt64(1));
+    iv->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpSLT(next, n), loop, exit);
     b_.SetInsertPoint(exit);
   }
 

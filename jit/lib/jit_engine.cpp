@@ -1,5 +1,6 @@
 #include "spyre/jit/jit_engine.h"
 #include "code_cache.h"
+#include "generic_nests.h"
 #include "lowering.h"
 #include "pass_pipelines.h"
 #include "tier_up.h"
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <unordered_map>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/Timer.h>
 #include <llvm/IR/PassTimingInfo.h>
@@ -158,6 +160,20 @@ private:
   uint32_t vregs_;
 };
 
+/// Whether any instruction of `m` produces or takes a vector.
+bool hasVectorCode(const Module &m) {
+  for (const Function &f : m)
+    for (const BasicBlock &bb : f)
+      for (const Instruction &in : bb) {
+        if (in.getType()->isVectorTy())
+          return true;
+        for (const Value *op : in.operands())
+          if (op->getType()->isVectorTy())
+            return true;
+      }
+  return false;
+}
+
 /// `llvmArgs` (JitOptions::llvmArgs) are parsed by the first call in the process.
 orc::JITTargetMachineBuilder hostMachineBuilder(OptTier tier, const std::string &llvmArgs = "") {
   static std::once_flag init;
@@ -200,7 +216,13 @@ struct JitEngine::Impl {
   std::unique_ptr<TargetMachine> tm;
   std::unique_ptr<Optimiser> optimiser;  // built on the first compile, reused (under mu)
   std::unique_ptr<CodeGenerator> codegen; // likewise
+  // O2 with generic nests: a kernel module left without vector code (its phase functions are
+  // scalar glue: DMA and nest calls) goes through the fast code generator (FastISel, fast
+  // register allocation): ~0.5 instead of ~2 ms, and that code runs once per phase call.
+  std::unique_ptr<TargetMachine> tmFast;
+  std::unique_ptr<CodeGenerator> codegenFast;
   std::unique_ptr<DiskCache> disk;
+  std::unique_ptr<DiskCache> nestDisk; // the same directory, entries "gn-<key>.sjo"
   std::mutex mu;      // the optimiser and code generator (one compile at a time)
   std::mutex lastMu;  // `last`
   CompileTimes last;
@@ -214,6 +236,9 @@ struct JitEngine::Impl {
   std::unique_ptr<JitEngine> optimised;
   std::unique_ptr<TierUp> tierUp;
   std::string dumpTag; // "_O2" on a tiered engine's O2 engine: its dumps do not overwrite the O0 ones
+  // Shape-generic loop nests at O2 (generic_nests.h); SPYRE_JIT_GENERIC_NESTS=0 turns them off.
+  bool genericNests = true;
+  CacheCounters nestCounters; // the nests' own cache traffic (cacheStats() counts kernels)
 
   /// The kernels from the code cache or compiled; with `cachedOnly`, {} on a cache miss.
   std::vector<std::shared_ptr<const sim::PreparedKernel>> prepare(const std::vector<isa::Kernel> &ks,
@@ -225,28 +250,105 @@ struct JitEngine::Impl {
     LLVMContext ctx;
     auto m = std::make_unique<Module>(dumpName, ctx);
     for (size_t i = 0; i < ks.size(); ++i)
-      lowerKernelInto(normalised(ks[i], names[i]), *m, opts.tier == OptTier::O0);
-    verifyLowered(*m);
-    m->setDataLayout(tm->createDataLayout());
-    m->setTargetTriple(tm->getTargetTriple().str());
+      lowerKernelInto(normalised(ks[i], names[i]), *m, opts.tier == OptTier::O0, genericNests);
+    return finish(*m, dumpName, t, t0, /*mayUseFastCodegen=*/genericNests && opts.tier == OptTier::O2);
+  }
+
+  /// The object of generic nest `use` of kernel `k` (generic_nests.h), in a module of its own.
+  ObjectBytes compileNest(const isa::Kernel &k, const NestUse &use, CompileTimes &t) {
+    auto t0 = Clock::now();
+    LLVMContext ctx;
+    std::string name = use.symbol();
+    auto m = std::make_unique<Module>(name, ctx);
+    lowerGenericNestInto(k, use, *m);
+    return finish(*m, name + dumpTag, t, t0);
+  }
+
+  /// Verifies, optimises and compiles `m` (lowered since t0); adds to the times in `t`.
+  ObjectBytes finish(Module &m, const std::string &dumpName, CompileTimes &t, Clock::time_point t0,
+                     bool mayUseFastCodegen = false) {
+    verifyLowered(m);
+    m.setDataLayout(tm->createDataLayout());
+    m.setTargetTriple(tm->getTargetTriple().str());
     if (!opts.dumpDir.empty())
-      writeModule(*m, opts.dumpDir + "/" + dumpName + ".ll");
-    t.lowerMs = msSince(t0);
+      writeModule(m, opts.dumpDir + "/" + dumpName + ".ll");
+    t.lowerMs += msSince(t0);
     t0 = Clock::now();
     if (!optimiser)
       optimiser = std::make_unique<Optimiser>(tm.get(), pipelineFor(opts.tier, opts.passes));
-    optimiser->run(*m);
+    optimiser->run(m);
     if (!opts.dumpDir.empty())
-      writeModule(*m, opts.dumpDir + "/" + dumpName + ".opt.ll");
-    t.optMs = msSince(t0);
+      writeModule(m, opts.dumpDir + "/" + dumpName + ".opt.ll");
+    t.optMs += msSince(t0);
     t0 = Clock::now();
-    if (!codegen) {
-      codegen = std::make_unique<CodeGenerator>(*tm);
-      t.cgSetupMs = msSince(t0);
+    CodeGenerator *cg = nullptr;
+    if (mayUseFastCodegen && !hasVectorCode(m)) {
+      if (!codegenFast) {
+        tmFast = check(hostMachineBuilder(OptTier::O0).createTargetMachine(), "creating the target machine");
+        codegenFast = std::make_unique<CodeGenerator>(*tmFast);
+        t.cgSetupMs += msSince(t0);
+      }
+      cg = codegenFast.get();
+    } else {
+      if (!codegen) {
+        codegen = std::make_unique<CodeGenerator>(*tm);
+        t.cgSetupMs += msSince(t0);
+      }
+      cg = codegen.get();
     }
-    auto obj = std::make_shared<const std::string>(codegen->run(*m));
-    t.codegenMs = msSince(t0);
+    auto obj = std::make_shared<const std::string>(cg->run(m));
+    t.codegenMs += msSince(t0);
+    if (!opts.dumpDir.empty())
+      writeBytes(*obj, opts.dumpDir + "/" + dumpName + ".o");
     return obj;
+  }
+
+  /// The objects of the generic nests `ks` call, from the code cache or compiled (and stored).
+  /// With `cachedOnly`, false on the first miss. `allHit` is cleared when one was compiled.
+  bool nestObjects(const std::vector<isa::Kernel> &ks, bool cachedOnly, bool dumping, CompileTimes &t,
+                   std::vector<ObjectBytes> &out, bool &allHit, size_t &compiled) {
+    if (!genericNests || opts.tier == OptTier::O0)
+      return true;
+    std::unordered_map<std::string, bool> seen;
+    for (const isa::Kernel &k : ks) {
+      for (const NestUse &use : genericNestsOf(k)) {
+        if (!seen.emplace(use.identity, true).second)
+          continue;
+        CacheKey key = hashKey(keyPrefix + "generic nest\n" + use.identity);
+        ObjectBytes obj;
+        if (!dumping && opts.memoryCache && (obj = memoryCacheLookup(key)))
+          ++nestCounters.memoryHits;
+        if (!obj && !dumping && nestDisk) {
+          bool corrupt = false;
+          if ((obj = nestDisk->load(key, corrupt))) {
+            ++nestCounters.diskHits;
+            if (opts.memoryCache)
+              memoryCacheStore(key, obj);
+          } else if (corrupt) {
+            ++nestCounters.corrupt;
+          }
+        }
+        if (!obj && cachedOnly)
+          return false;
+        if (!obj) {
+          std::lock_guard<std::mutex> g(mu);
+          if (!dumping && opts.memoryCache && (obj = memoryCacheLookup(key))) {
+            ++nestCounters.memoryHits;
+          } else {
+            ++nestCounters.misses;
+            allHit = false;
+            ++compiled;
+            obj = compileNest(k, use, t);
+            if (opts.memoryCache)
+              memoryCacheStore(key, obj);
+            if (nestDisk && nestDisk->store(key, *obj))
+              ++nestCounters.diskWrites;
+          }
+        }
+        out.push_back(std::move(obj));
+      }
+    }
+    return true;
   }
 };
 
@@ -265,6 +367,8 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
   }
   impl_->opts = std::move(opts);
   impl_->printTimes = impl_->opts.printTimes;
+  // Developer knob (not in JitOptions, whose header half the tree includes): read here, strictly.
+  impl_->genericNests = spyre::Env(&std::getenv).flag("SPYRE_JIT_GENERIC_NESTS", true);
   const Host &host = Host::get();
   orc::JITTargetMachineBuilder jtmb = hostMachineBuilder(impl_->opts.tier, impl_->opts.llvmArgs);
   impl_->tm = check(jtmb.createTargetMachine(), "creating the target machine");
@@ -324,14 +428,17 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
       throw spyre::Error("JIT: defining runtime symbols: " + toError(std::move(err)));
   }
   const std::string &dir = impl_->opts.cacheDir;
-  if (!dir.empty() && dir != "off")
+  if (!dir.empty() && dir != "off") {
     impl_->disk = std::make_unique<DiskCache>(dir, impl_->opts.cacheMaxBytes);
+    impl_->nestDisk = std::make_unique<DiskCache>(dir, impl_->opts.cacheMaxBytes, "gn-");
+  }
   // Everything besides the kernel the object depends on.
   impl_->keyPrefix = std::string("spyre-jit object\nabi ") + std::to_string(sim::kAbiVersion) + "\nllvm " +
                      LLVM_VERSION_STRING + "\nsource " + SPYRE_JIT_SOURCE_HASH + "\ntriple " + host.triple +
                      "\ncpu " + host.cpu + "\nfeatures " + host.features + "\ntier " +
                      (impl_->opts.tier == OptTier::O0 ? "O0" : "O2") + "\npasses " +
-                     pipelineFor(impl_->opts.tier, impl_->opts.passes) + "\n";
+                     pipelineFor(impl_->opts.tier, impl_->opts.passes) + "\n" +
+                     (impl_->genericNests ? "generic nests\n" : "");
   if (impl_->printTimes)
     fprintf(stderr, "spyre-jit: engine (%s) created in %.3f ms (host detection, target machine, LLJIT)\n",
             impl_->opts.tier == OptTier::O0 ? "O0" : "O2", msSince(tCreate));
@@ -443,6 +550,11 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::Impl::prepare
   t.hit = obj != nullptr;
   if (!obj && cachedOnly)
     return {};
+  std::vector<ObjectBytes> nests;
+  bool nestsHit = true;
+  size_t nestsCompiled = 0;
+  if (!im.nestObjects(ks, cachedOnly, dumping, t, nests, nestsHit, nestsCompiled))
+    return {};
   if (!obj) {
     std::lock_guard<std::mutex> g(im.mu);
     // Another thread of this engine may have compiled the same kernels while this one waited.
@@ -458,8 +570,7 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::Impl::prepare
         ++im.counters.diskWrites;
     }
   }
-  if (dumping)
-    writeBytes(*obj, im.opts.dumpDir + "/" + dumpName + ".o");
+  t.hit = t.hit && nestsHit;
 
   // Link: a fresh JITDylib per object (its symbols repeat across loads of one cached object).
   auto t0 = Clock::now();
@@ -480,6 +591,11 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::Impl::prepare
   auto code = std::make_shared<LoadedCode>(im.jit, &jd);
   if (auto err = im.jit->addObjectFile(jd, MemoryBuffer::getMemBufferCopy(*obj, dumpName)))
     throw spyre::Error("JIT: adding object: " + toError(std::move(err)));
+  // The generic nests the phase functions call, linked into the same JITDylib.
+  for (size_t i = 0; i < nests.size(); ++i)
+    if (auto err = im.jit->addObjectFile(jd, MemoryBuffer::getMemBufferCopy(*nests[i], dumpName + ".gn" +
+                                                                                          std::to_string(i))))
+      throw spyre::Error("JIT: adding a generic nest object: " + toError(std::move(err)));
   // One lookup for all phase functions: each lookup is a session round trip (and the first
   // one links the object), so a kernel with 32 core programs paid it 32 times.
   auto tl = Clock::now();
@@ -522,9 +638,9 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::Impl::prepare
   if (im.printTimes)
     fprintf(stderr,
             "spyre-jit: %s %s %zu kernel(s): %.3f ms (cpu %.3f): key %.3f lower %.3f opt %.3f codegen %.3f "
-            "(setup %.3f) link %.3f (lookup %.3f)\n",
+            "(setup %.3f) link %.3f (lookup %.3f) nests %zu (%zu compiled)\n",
             dumpName.c_str(), t.hit ? "hit" : "miss", ks.size(), t.totalMs, t.cpuMs, t.keyMs, t.lowerMs, t.optMs,
-            t.codegenMs, t.cgSetupMs, t.linkMs, t.lookupMs);
+            t.codegenMs, t.cgSetupMs, t.linkMs, t.lookupMs, nests.size(), nestsCompiled);
   return out;
 }
 

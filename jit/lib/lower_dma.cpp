@@ -1,5 +1,7 @@
-// dma.in, dma.mc and dma.out: the affine row copies between DDR and LX as memcpy loops.
+// dma.in, dma.mc and dma.out: one call of the shared row copy (spyre_jit_dma) per instruction.
 #include "function_lowering.h"
+#include "generic_nests.h"
+#include "lowering.h"
 #include "spyre/sim/machine.h"
 #include <array>
 #include <cstdint>
@@ -34,8 +36,7 @@ void FunctionLowering::lowerIndexedDma(const Instr &in, const char *fnName) {
                                "gather.shape");
   Value *port = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(i8_, core_, offsetof(sim::CoreState, ring)));
   Value *argBase = b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(i64_, argBase_, in.ddr.arg));
-  Value *table = b_.CreateGEP(i8_, ddr_, b_.CreateAdd(b_.CreateAdd(argBase, readS(in.ddr.base)),
-                                                      b_.getInt64(static_cast<uint64_t>(in.ddr.offset))));
+  Value *table = b_.CreateGEP(i8_, ddr_, b_.CreateAdd(b_.CreateAdd(argBase, readS(in.ddr.base)), imm(in.ddr.offset)));
   FunctionCallee fn =
       m_.getOrInsertFunction(fnName, FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, ptr_, ptr_, ptr_}, false));
   if (in.op == isa::Opcode::DmaGather)
@@ -83,55 +84,23 @@ int64_t dmaOutBytes(const isa::Kernel &k, int arg) {
 
 } // namespace
 
+bool dmaOutStreams(const isa::Kernel &k, const Instr &in) {
+  return in.op == Opcode::DmaOut && dmaOutBytes(k, in.ddr.arg) >= kStreamingOutBytes;
+}
+
+/// One call of the shared row-copy helper (runtime_helpers.cpp) at every tier: inline copy
+/// loops (memcpy calls and streaming-store loops) cost 1-2 ms of O2 code generation per DMA
+/// instruction and ran no faster.
 void FunctionLowering::lowerDma(const Instr &in, bool toLx) {
   const auto &d = in.dma;
   Value *argBase = b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(i64_, argBase_, in.ddr.arg));
-  Value *ddrOff = b_.CreateAdd(b_.CreateAdd(argBase, readS(in.ddr.base)), b_.getInt64(in.ddr.offset));
-  uint64_t run = d.n[2] * 128;
-  const bool streaming = !toLx && !outOfLine_ && dmaOutBytes(k_, in.ddr.arg) >= kStreamingOutBytes;
-  auto *stick = FixedVectorType::get(i32_, 32); // 128 bytes
-  countedLoop(d.n[0], "dma2", [&](Value *i2) {
-    countedLoop(d.n[1], "dma1", [&](Value *i1) {
-      Value *lo = b_.CreateAdd(b_.CreateMul(i2, b_.getInt64(d.lxStride[0])),
-                               b_.CreateMul(i1, b_.getInt64(d.lxStride[1])));
-      Value *dd = b_.CreateAdd(ddrOff, b_.CreateAdd(b_.CreateMul(i2, b_.getInt64(d.ddrStride[0])),
-                                                    b_.CreateMul(i1, b_.getInt64(d.ddrStride[1]))));
-      Value *lxp = lxAddr(in.lx, lo);
-      Value *ddrp = b_.CreateGEP(i8_, ddr_, dd);
-      // LX rows are 128-byte aligned (verified); DDR rows may start anywhere.
-      if (toLx) {
-        b_.CreateMemCpy(lxp, Align(128), ddrp, Align(1), run);
-        return;
-      }
-      if (!streaming) {
-        b_.CreateMemCpy(ddrp, Align(1), lxp, Align(128), run);
-        return;
-      }
-      // Streaming stores need whole aligned cache lines: a row whose DDR start is not 64-byte
-      // aligned takes memcpy (the runs are whole sticks, so an aligned start ends aligned).
-      Value *aligned = b_.CreateICmpEQ(b_.CreateAnd(b_.CreatePtrToInt(ddrp, i64_), b_.getInt64(63)), b_.getInt64(0));
-      BasicBlock *nt = BasicBlock::Create(ctx_, "dma.nt", f_), *cp = BasicBlock::Create(ctx_, "dma.copy", f_),
-                 *done = BasicBlock::Create(ctx_, "dma.done", f_);
-      b_.CreateCondBr(aligned, nt, cp);
-      b_.SetInsertPoint(cp);
-      b_.CreateMemCpy(ddrp, Align(1), lxp, Align(128), run);
-      b_.CreateBr(done);
-      b_.SetInsertPoint(nt);
-      countedLoop(static_cast<int64_t>(d.n[2]), "dma.nt.s", [&](Value *s) {
-        Value *off = b_.CreateMul(s, b_.getInt64(128));
-        Value *v = b_.CreateAlignedLoad(stick, b_.CreateInBoundsGEP(i8_, lxp, off), Align(128));
-        StoreInst *st = b_.CreateAlignedStore(v, b_.CreateInBoundsGEP(i8_, ddrp, off), Align(64));
-        st->setMetadata(LLVMContext::MD_nontemporal,
-                        MDNode::get(ctx_, {ConstantAsMetadata::get(b_.getInt32(1))}));
-      });
-      b_.CreateBr(done);
-      b_.SetInsertPoint(done);
-    });
-  });
-  // Streaming stores are weakly ordered: fence them before any other core (host thread) can
-  // read the rows after the next barrier.
-  if (streaming)
-    b_.CreateFence(AtomicOrdering::SequentiallyConsistent);
+  Value *ddrOff = b_.CreateAdd(b_.CreateAdd(argBase, readS(in.ddr.base)), imm(in.ddr.offset));
+  const bool streaming = !toLx && !outOfLine_ && dmaOutStreams(k_, in);
+  const int32_t mode = toLx ? kDmaToLx : streaming ? kDmaStreamOut : kDmaOut;
+  b_.CreateCall(helper("spyre_jit_dma", {ptr_, ptr_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i32_}),
+                {lxAddr(in.lx), b_.CreateGEP(i8_, ddr_, ddrOff), imm(d.n[0]), imm(d.n[1]),
+                 b_.CreateMul(imm(d.n[2]), b_.getInt64(128)), imm(d.lxStride[0]), imm(d.lxStride[1]),
+                 imm(d.ddrStride[0]), imm(d.ddrStride[1]), b_.getInt32(static_cast<uint32_t>(mode))});
 }
 
 } // namespace spyre::jit

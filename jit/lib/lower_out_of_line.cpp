@@ -51,8 +51,8 @@ void FunctionLowering::lowerOutOfLine(const Instr &in) {
 FunctionCallee FunctionLowering::helper(const char *name, std::vector<Type *> args) {
   return m_.getOrInsertFunction(name, FunctionType::get(b_.getVoidTy(), args, false));
 }
-/// The O0 tier's one-call lowerings of ld.pad, DMA, pt.mm and pt.out (runtime_helpers.cpp;
-/// pt.tr is such a call at every tier, lowerPtTr).
+/// The O0 tier's one-call lowerings of ld.pad, pt.mm and pt.out (runtime_helpers.cpp; DMA and
+/// pt.tr are such calls at every tier, lowerDma and lowerPtTr).
 bool FunctionLowering::lowerCall(const Instr &in) {
   auto i64c = [&](int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); };
   switch (in.op) {
@@ -61,18 +61,6 @@ bool FunctionLowering::lowerCall(const Instr &in) {
                   {b_.getInt32(static_cast<uint32_t>(in.fmt)), vregPtr(b_, in.v[0]), lxAddr(in.lx), i64c(in.imm),
                    ConstantFP::get(f32_, isa::roundTo(in.fmt, in.fimm))});
     return true;
-  case Opcode::DmaIn:
-  case Opcode::DmaMc:
-  case Opcode::DmaOut: {
-    const auto &d = in.dma;
-    Value *argBase = b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(i64_, argBase_, in.ddr.arg));
-    Value *ddr = b_.CreateGEP(i8_, ddr_, b_.CreateAdd(b_.CreateAdd(argBase, readS(in.ddr.base)), i64c(in.ddr.offset)));
-    b_.CreateCall(helper("spyre_jit_dma", {ptr_, ptr_, i64_, i64_, i64_, i64_, i64_, i64_, i64_, i32_}),
-                  {lxAddr(in.lx), ddr, i64c(d.n[0]), i64c(d.n[1]), i64c(d.n[2] * 128), i64c(d.lxStride[0]),
-                   i64c(d.lxStride[1]), i64c(d.ddrStride[0]), i64c(d.ddrStride[1]),
-                   b_.getInt32(isa::isDmaToLx(in.op) ? 1 : 0)});
-    return true;
-  }
   case Opcode::PtMm:
     b_.CreateCall(helper("spyre_jit_pt_mm", {ptr_, ptr_, ptr_, i64_, i64_, i64_, i32_}),
                   {lxAddr(in.lx), lxAddr(in.lx2), lxAddr(in.lx3), i64c(in.imm), i64c(in.imms[0]), i64c(in.imms[1]),

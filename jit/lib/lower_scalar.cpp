@@ -14,17 +14,17 @@ void FunctionLowering::lowerLi(const Instr &in) {
   if (n < liTables_.size() && liTables_[n])
     writeS(in.r[0], perCoreValue(*liTables_[n], ".li"));
   else
-    writeS(in.r[0], b_.getInt64(in.imm));
+    writeS(in.r[0], imm(in.imm));
 }
-void FunctionLowering::lowerAddi(const Instr &in) { writeS(in.r[0], b_.CreateAdd(readS(in.r[1]), b_.getInt64(in.imm))); }
-void FunctionLowering::lowerMuli(const Instr &in) { writeS(in.r[0], b_.CreateMul(readS(in.r[1]), b_.getInt64(in.imm))); }
+void FunctionLowering::lowerAddi(const Instr &in) { writeS(in.r[0], b_.CreateAdd(readS(in.r[1]), imm(in.imm))); }
+void FunctionLowering::lowerMuli(const Instr &in) { writeS(in.r[0], b_.CreateMul(readS(in.r[1]), imm(in.imm))); }
 void FunctionLowering::lowerTbl(const Instr &in) { writeS(in.r[0], perCoreValue(in.table, ".tbl")); }
 
 void FunctionLowering::lowerLoop(const Instr &in) {
-  if (lowerSharedLoop(in))
+  if (lowerGenericNest(in) || lowerSharedLoop(in))
     return;
   ++loopDepth_;
-  countedLoop(in.imm, "loop", [&](Value *) {
+  countedLoop(imm(in.imm), "loop", [&](Value *) {
     for (const auto &b : in.body)
       lowerInstr(b);
   });
@@ -63,6 +63,37 @@ bool FunctionLowering::lowerSharedLoop(const Instr &in) {
   }
   storeWrittenRegisters();
   b_.CreateCall(it->second, {core_, ddr_, argBase_});
+  reloadRegistersAfterCall();
+  return true;
+}
+
+/// A top-level loop nest of a phase function that has a generic nest (generic_nests.h): a call
+/// of the nest's function (another object, from the code cache or compiled on its own) with a
+/// constant table of this use's erased immediates. Registers go through CoreState as for a
+/// shared loop; the nest's `li`s count towards this phase's li ordinals.
+bool FunctionLowering::lowerGenericNest(const Instr &in) {
+  if (!genericNests_ || loopDepth_ > 0 || outOfLine_)
+    return false;
+  auto it = genericNests_->find(&in);
+  if (it == genericNests_->end())
+    return false;
+  const NestUse &use = it->second;
+  std::vector<Constant *> vals;
+  for (int64_t v : use.params)
+    vals.push_back(b_.getInt64(static_cast<uint64_t>(v)));
+  auto *ty = ArrayType::get(i64_, vals.size());
+  auto *table = new GlobalVariable(m_, ty, true, GlobalValue::PrivateLinkage, ConstantArray::get(ty, vals),
+                                   f_->getName() + ".gn" + std::to_string(tblCount_++));
+  auto *fty = FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, ptr_, ptr_}, false);
+  FunctionCallee fn = m_.getOrInsertFunction(use.symbol(), fty);
+  liCount_ += static_cast<size_t>(use.liCount);
+  storeWrittenRegisters();
+  b_.CreateCall(fn, {core_, ddr_, argBase_, table});
+  reloadRegistersAfterCall();
+  return true;
+}
+
+void FunctionLowering::reloadRegistersAfterCall() {
   for (int i = 1; i < isa::kNumSRegs; ++i) {
     Value *v = b_.CreateLoad(i64_, sregPtr(b_, i));
     b_.CreateStore(v, sregSlot(i));
@@ -75,7 +106,6 @@ bool FunctionLowering::lowerSharedLoop(const Instr &in) {
   }
   if (bHi_) // the nest may have written LX
     b_.CreateStore(b_.getInt64(0), bHi_);
-  return true;
 }
 
 } // namespace spyre::jit

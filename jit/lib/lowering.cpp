@@ -158,6 +158,21 @@ void FunctionLowering::writeV(int v, Value *x) {
   vCur_[v] = {x, b_.GetInsertBlock()};
 }
 
+Value *FunctionLowering::imm(const int64_t &field) {
+  if (!paramIndex_)
+    return b_.getInt64(static_cast<uint64_t>(field));
+  auto it = paramIndex_->find(&field);
+  if (it == paramIndex_->end())
+    return b_.getInt64(static_cast<uint64_t>(field));
+  Value *&v = paramVals_[it->second];
+  if (!v) {
+    IRBuilder<> eb(entry_);
+    v = eb.CreateLoad(i64_, eb.CreateConstInBoundsGEP1_64(i64_, f_->getArg(3), it->second),
+                      "p" + std::to_string(it->second));
+  }
+  return v;
+}
+
 Value *FunctionLowering::lxAddr(const isa::LxAddr &a, Value *extra) {
   Value *off = lxOffset(a);
   if (extra)
@@ -182,7 +197,7 @@ bool phaseIsEmpty(const isa::CoreProgram &p, std::pair<size_t, size_t> range) {
   return true;
 }
 
-void lowerKernelInto(const isa::Kernel &k, Module &m, bool outOfLine) {
+void lowerKernelInto(const isa::Kernel &k, Module &m, bool outOfLine, bool genericNests) {
   LLVMContext &ctx = m.getContext();
   Type *ptr = PointerType::getUnqual(ctx);
   auto *fty = FunctionType::get(Type::getVoidTy(ctx), {ptr, ptr, ptr}, false);
@@ -190,7 +205,8 @@ void lowerKernelInto(const isa::Kernel &k, Module &m, bool outOfLine) {
   // share one, the other programs' symbols are aliases of it.
   std::vector<PhaseGroup> groups = groupPhases(k);
   SharedLoops shared;
-  if (!outOfLine) {
+  genericNests = genericNests && !outOfLine;
+  if (!outOfLine) { // nests that are not generic (pt.mm) may still be shared
     std::unordered_map<Instr, int> seen;
     for (const PhaseGroup &g : groups) {
       const auto &body = k.programs[g.programs[0]].body;
@@ -208,11 +224,31 @@ void lowerKernelInto(const isa::Kernel &k, Module &m, bool outOfLine) {
     for (unsigned a = 0; a < 3; ++a)
       f->addParamAttr(a, Attribute::NoAlias);
     ArrayRef<Instr> body(k.programs[rep].body);
-    FunctionLowering(m, k, k.programs[rep], f, outOfLine, g.liTables, &shared)
-        .lower(body.slice(ranges[g.phase].first, ranges[g.phase].second - ranges[g.phase].first));
+    std::unordered_map<const Instr *, NestUse> nests;
+    if (genericNests)
+      nests = genericNestsOf(k, g);
+    FunctionLowering fl(m, k, k.programs[rep], f, outOfLine, g.liTables, &shared);
+    fl.setGenericNests(genericNests ? &nests : nullptr);
+    fl.lower(body.slice(ranges[g.phase].first, ranges[g.phase].second - ranges[g.phase].first));
     for (size_t i = 1; i < g.programs.size(); ++i)
       GlobalAlias::create(fty, 0, GlobalValue::ExternalLinkage, phaseSymbol(k, g.programs[i], g.phase), f, &m);
   }
+}
+
+void lowerGenericNestInto(const isa::Kernel &k, const NestUse &use, Module &m) {
+  LLVMContext &ctx = m.getContext();
+  Type *ptr = PointerType::getUnqual(ctx);
+  auto *fty = FunctionType::get(Type::getVoidTy(ctx), {ptr, ptr, ptr, ptr}, false);
+  Function *f = Function::Create(fty, Function::ExternalLinkage, use.symbol(), &m);
+  f->addFnAttr(Attribute::NoUnwind);
+  for (unsigned a = 0; a < 4; ++a)
+    f->addParamAttr(a, Attribute::NoAlias);
+  f->addParamAttr(3, Attribute::ReadOnly);
+  std::unique_ptr<ErasedNest> erased = eraseNest(*use.nest);
+  static const LiTables noLiTables;
+  FunctionLowering fl(m, k, k.programs[0], f, false, noLiTables, nullptr);
+  fl.setErasedFields(&erased->index);
+  fl.lower(ArrayRef<Instr>(erased->nest));
 }
 
 void verifyLowered(const Module &m) {

@@ -20,8 +20,13 @@ std::unique_ptr<llvm::Module> lowerKernel(const isa::Kernel &k, llvm::LLVMContex
 extern "C" void spyre_jit_ld(uint32_t fmt, float *v, const uint8_t *p);
 extern "C" void spyre_jit_st(uint32_t fmt, const float *v, uint8_t *p);
 extern "C" void spyre_jit_ld_pad(uint32_t fmt, float *v, const uint8_t *p, int64_t n, float fill);
+/// The DMA row copies of dma.in/dma.mc (mode kDmaToLx) and dma.out (kDmaOut: memcpy;
+/// kDmaStreamOut: non-temporal stores for rows whose DDR start is 64-byte aligned, then a store
+/// fence). Both tiers call it: inline copy loops cost 1-2 ms of O2 code generation per DMA
+/// instruction and run no faster (the copies are memcpy either way).
+constexpr int32_t kDmaOut = 0, kDmaToLx = 1, kDmaStreamOut = 2;
 extern "C" void spyre_jit_dma(uint8_t *lx, uint8_t *ddr, int64_t n0, int64_t n1, int64_t run, int64_t lxS0,
-                              int64_t lxS1, int64_t ddrS0, int64_t ddrS1, int32_t toLx);
+                              int64_t lxS1, int64_t ddrS0, int64_t ddrS1, int32_t mode);
 extern "C" void spyre_jit_pt_mm(uint8_t *C, const uint8_t *A, const uint8_t *B, int64_t M, int64_t N, int64_t K,
                                 int32_t acc);
 /// This host thread's fp32 mirror of LX (one float per DL16 lane, at float index = LX byte
@@ -33,7 +38,12 @@ extern "C" void spyre_jit_pt_tr(uint8_t *D, const uint8_t *S, int64_t R, int64_t
 /// module); call verifyLowered(m) when done. `outOfLine` (the O0 tier): vector registers stay in
 /// CoreState; ld/st/ld.pad, SFP, DMA and PT instructions call the helpers above and
 /// spyre_sfp_apply.
-void lowerKernelInto(const isa::Kernel &k, llvm::Module &m, bool outOfLine);
+/// `genericNests` (the O2 engine): top-level loop nests become calls of external generic-nest
+/// functions (generic_nests.h), compiled by lowerGenericNestInto into their own modules.
+void lowerKernelInto(const isa::Kernel &k, llvm::Module &m, bool outOfLine, bool genericNests = false);
+struct NestUse;
+/// Adds the function of generic nest `use` (of kernel `k`) to `m`.
+void lowerGenericNestInto(const isa::Kernel &k, const NestUse &use, llvm::Module &m);
 void verifyLowered(const llvm::Module &m);
 
 } // namespace spyre::jit

@@ -10,6 +10,9 @@
 #include "spyre/isa/semantics.h"
 #include "spyre/sim/machine.h"
 #include <cmath>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <cstdlib>
 #include <cstring>
 #include <cstdio>
@@ -68,16 +71,51 @@ extern "C" void spyre_jit_ld_pad(uint32_t fmt, float *v, const uint8_t *p, int64
     v[l] = fill; // already rounded to the format by the lowering
 }
 
-extern "C" void spyre_jit_dma(uint8_t *lx, uint8_t *ddr, int64_t n0, int64_t n1, int64_t run, int64_t lxS0,
-                              int64_t lxS1, int64_t ddrS0, int64_t ddrS1, int32_t toLx) {
+namespace {
+
+/// One DMA row of `run` bytes (whole 128-byte sticks) from LX to DDR with non-temporal stores;
+/// the DDR start is 64-byte aligned and LX rows are 128-byte aligned (verified).
+void streamRow(uint8_t *d, const uint8_t *l, int64_t run) {
+#if defined(__x86_64__)
+  for (int64_t o = 0; o < run; o += 16)
+    _mm_stream_si128(reinterpret_cast<__m128i *>(d + o), _mm_load_si128(reinterpret_cast<const __m128i *>(l + o)));
+#else
+  std::memcpy(d, l, static_cast<size_t>(run));
+#endif
+}
+
+template <int64_t Run>
+void dmaRows(uint8_t *lx, uint8_t *ddr, int64_t n0, int64_t n1, int64_t run, int64_t lxS0, int64_t lxS1,
+             int64_t ddrS0, int64_t ddrS1, int32_t mode) {
+  const size_t bytes = static_cast<size_t>(Run > 0 ? Run : run); // a constant size inlines the copy
   for (int64_t i2 = 0; i2 < n0; ++i2)
     for (int64_t i1 = 0; i1 < n1; ++i1) {
       uint8_t *l = lx + i2 * lxS0 + i1 * lxS1, *d = ddr + i2 * ddrS0 + i1 * ddrS1;
-      if (toLx)
-        std::memcpy(l, d, static_cast<size_t>(run));
+      if (mode == kDmaToLx)
+        std::memcpy(l, d, bytes);
+      else if (mode == kDmaStreamOut && (reinterpret_cast<uintptr_t>(d) & 63) == 0)
+        streamRow(d, l, static_cast<int64_t>(bytes));
       else
-        std::memcpy(d, l, static_cast<size_t>(run));
+        std::memcpy(d, l, bytes);
     }
+}
+
+} // namespace
+
+extern "C" void spyre_jit_dma(uint8_t *lx, uint8_t *ddr, int64_t n0, int64_t n1, int64_t run, int64_t lxS0,
+                              int64_t lxS1, int64_t ddrS0, int64_t ddrS1, int32_t mode) {
+  if (run == 128)
+    dmaRows<128>(lx, ddr, n0, n1, run, lxS0, lxS1, ddrS0, ddrS1, mode);
+  else if (run == 256)
+    dmaRows<256>(lx, ddr, n0, n1, run, lxS0, lxS1, ddrS0, ddrS1, mode);
+  else
+    dmaRows<0>(lx, ddr, n0, n1, run, lxS0, lxS1, ddrS0, ddrS1, mode);
+#if defined(__x86_64__)
+  // Streaming stores are weakly ordered: fence them before any other core (host thread) can
+  // read the rows after the next barrier.
+  if (mode == kDmaStreamOut)
+    _mm_sfence();
+#endif
 }
 
 extern "C" void spyre_jit_pt_mm(uint8_t *C, const uint8_t *A, const uint8_t *B, int64_t M, int64_t N, int64_t K,

@@ -169,6 +169,10 @@ _KNOB_LIST = [
     _flag("SPYRE_JIT_DEBUG", False, "JIT `JitEngine`",
           "registers JIT code with GDB and writes perf jitdump files ([debugging.md](debugging.md))",
           compile_time=True),
+    _flag("SPYRE_JIT_GENERIC_NESTS", True, "JIT `JitEngine`",
+          "O2: each top-level loop nest is compiled and cached on its own with its shape immediates as "
+          "parameters, so a new shape of a known kernel reuses its nests ([architecture.md](architecture.md), "
+          "JIT tiers); `0` compiles every kernel as one module (the code before)", compile_time=True),
     _string("SPYRE_JIT_PASSES", "JIT `JitEngine`",
             "developer override of the JIT's LLVM pass pipeline (`opt -passes=` syntax)",
             default_text="the tier's pipeline"),
