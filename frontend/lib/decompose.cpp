@@ -244,6 +244,17 @@ bool splitLaneGeometry(Graph &g, const Node &n, std::vector<Node> &out) {
   return false;
 }
 
+/// How many nodes (and graph outputs) read each value.
+std::map<int, int> useCounts(const Graph &g) {
+  std::map<int, int> uses;
+  for (const Node &n : g.nodes)
+    for (int in : n.inputs)
+      ++uses[in];
+  for (int o : g.outputs)
+    ++uses[o];
+  return uses;
+}
+
 /// Sinks reshapes that only drop leading unit dims (x [1, S, K] -> [S, K]) below the matmuls
 /// and elementwise ops that read them, so those run on x's shape and the reshape moves down.
 /// aten.linear on a contiguous 3-d input with a bias is view(x, [S, K]) -> addmm -> view back:
@@ -252,12 +263,7 @@ bool splitLaneGeometry(Graph &g, const Node &n, std::vector<Node> &out) {
 /// views meet and collapse (collapseReshapeChains) into a reshape of unchanged device bytes,
 /// which aliases. Only a reshape read once is sunk (no op runs twice), ops of rank <= 4 result.
 void sinkUnitDimReshapes(Graph &g) {
-  std::map<int, int> uses;
-  for (const Node &n : g.nodes)
-    for (int in : n.inputs)
-      ++uses[in];
-  for (int o : g.outputs)
-    ++uses[o];
+  std::map<int, int> uses = useCounts(g);
   struct Dropped {
     int source;
     size_t k; // leading unit dims dropped
@@ -316,12 +322,7 @@ void sinkUnitDimReshapes(Graph &g) {
 /// reshape(reshape(x)) -> reshape(x) when the inner value has no other use (the inner reshape
 /// is then dead code).
 void collapseReshapeChains(Graph &g) {
-  std::map<int, int> uses;
-  for (const Node &n : g.nodes)
-    for (int in : n.inputs)
-      ++uses[in];
-  for (int o : g.outputs)
-    ++uses[o];
+  std::map<int, int> uses = useCounts(g);
   std::map<int, int> sourceOf; // reshape output -> reshape input
   std::map<int, int> same;     // a reshape to its input's own shape -> that input
   const std::set<int> outputs(g.outputs.begin(), g.outputs.end());
