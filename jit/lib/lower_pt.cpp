@@ -66,6 +66,12 @@ void FunctionLowering::invalidateDecodedB(const Instr &in) {
 // decodes its B there first. Every LX write of the phase empties an overlapping cache
 // (invalidateDecodedB), so results stay those of the interpreter.
 //
+// Across invocations (cores, phases, kernels) the mirror is reused by content: before
+// decoding, spyre_jit_b_reuse compares the B bytes with the copy the thread's last decode kept
+// (an exact memcmp, so no provenance is needed). The cores of a multicast cohort stage the same
+// weight slice at the same LX offsets (an M split: 4 cores of a BERT linear), so one decode per
+// host thread serves them all; a mismatch usually shows in the first bytes.
+//
 // The micro-kernel is one internal function per (M, N, K, acc) and module, called with the
 // tile addresses: kernels with one program per core (K-split matmuls: 32 pt.mm of the same
 // shape) compile it once instead of once per core.
@@ -78,9 +84,18 @@ void FunctionLowering::lowerPtMm(const Instr &in) {
   Value *bDec = b_.CreateInBoundsGEP(i8_, decodedLx_, b_.CreateShl(bOff, 1)); // 4 bytes per 2
   Value *hit = b_.CreateAnd(b_.CreateICmpSLE(b_.CreateLoad(i64_, bLo_), bOff),
                             b_.CreateICmpSLE(bEnd, b_.CreateLoad(i64_, bHi_)));
+  BasicBlock *check = BasicBlock::Create(ctx_, "ptb.shared", f_);
   BasicBlock *miss = BasicBlock::Create(ctx_, "ptb.decode", f_);
+  BasicBlock *set = BasicBlock::Create(ctx_, "ptb.cached", f_);
   BasicBlock *join = BasicBlock::Create(ctx_, "ptb.ready", f_);
-  b_.CreateCondBr(hit, join, miss);
+  b_.CreateCondBr(hit, join, check);
+  // Not decoded in this invocation: the thread's last decode may hold these very bytes (an
+  // earlier core of the multicast cohort, or this core in an earlier phase).
+  b_.SetInsertPoint(check);
+  Value *lxB = lxAddr(in.lx3);
+  FunctionCallee reuse = m_.getOrInsertFunction("spyre_jit_b_reuse", FunctionType::get(i32_, {ptr_, i64_, i64_}, false));
+  Value *same = b_.CreateCall(reuse, {lx_, bOff, b_.getInt64(bSticks * 128)});
+  b_.CreateCondBr(b_.CreateICmpNE(same, b_.getInt32(0)), set, miss);
   b_.SetInsertPoint(miss);
   Function *dec = outlined("spyre_dl16_decode_" + std::to_string(bSticks), 2, [&](ArrayRef<Value *> a) {
     countedLoop(bSticks, "dec", [&](Value *s) {
@@ -89,7 +104,10 @@ void FunctionLowering::lowerPtMm(const Instr &in) {
       b_.CreateAlignedStore(decode(b_.CreateAlignedLoad(vi16_, src, Align(2))), dst, Align(64));
     });
   });
-  b_.CreateCall(dec, {bDec, lxAddr(in.lx3)});
+  b_.CreateCall(dec, {bDec, lxB});
+  b_.CreateCall(helper("spyre_jit_b_decoded", {ptr_, i64_, i64_}), {lx_, bOff, b_.getInt64(bSticks * 128)});
+  b_.CreateBr(set);
+  b_.SetInsertPoint(set);
   b_.CreateStore(bOff, bLo_);
   b_.CreateStore(bEnd, bHi_);
   b_.CreateBr(join);

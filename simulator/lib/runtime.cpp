@@ -1,5 +1,6 @@
 #include "spyre/sim/runtime.h"
 #include "spyre/isa/error.h"
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -26,6 +27,22 @@ template <typename F> bool spinUntil(F done) {
     if ((i & 63) == 63 && Clock::now() > until)
       return false;
   }
+}
+/// The host task size of kernel k on `threads` host threads: its largest multicast cohort
+/// (`dma.mc cohort=k`: the cohort's cores stage the same bytes at the same LX offsets, so a
+/// thread that runs them in a row decodes a shared matmul B once), halved while that would
+/// leave fewer than two tasks per thread. Any grouping gives the same results.
+int coreGroupOf(const isa::Kernel &k, int threads) {
+  int g = 1;
+  for (const isa::CoreProgram &p : k.programs)
+    isa::forEachNested(p.body, 0, [&](const isa::Instr &in, int, int, int &) {
+      if (in.op == isa::Opcode::DmaMc)
+        g = std::max(g, static_cast<int>(in.imm));
+      return in.op == isa::Opcode::Loop;
+    });
+  while (g > 1 && (k.numCores + g - 1) / g < 2 * threads)
+    g /= 2;
+  return g;
 }
 } // namespace
 
@@ -156,9 +173,22 @@ void Runtime::launch(const PreparedKernel &pk, const LaunchArgs &args) {
     pk.runPhase(p, core, cores_[core], args);
     coreNs += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - s).count();
   };
+  int group = pk.coreGroup.load(std::memory_order_relaxed);
+  if (group == 0) {
+    group = coreGroupOf(k, pool_.threads());
+    pk.coreGroup.store(group, std::memory_order_relaxed);
+  }
+  const int tasks = (k.numCores + group - 1) / group;
   for (int p = 0; p < phases; ++p) {
     ring_.beginPhase(p);
-    pool_.parallelFor(k.numCores, [&](int core) { runCore(p, core); }, inlineOnly);
+    if (group == 1) {
+      pool_.parallelFor(k.numCores, [&](int core) { runCore(p, core); }, inlineOnly);
+    } else {
+      pool_.parallelFor(tasks, [&](int t) {
+        for (int core = t * group; core < std::min(k.numCores, (t + 1) * group); ++core)
+          runCore(p, core);
+      }, inlineOnly);
+    }
     if (!ring_.error.empty())
       throw Error("kernel " + k.name + ": " + ring_.error);
   }
