@@ -129,8 +129,12 @@ extern "C" int32_t spyre_jit_b_reuse(const uint8_t *lx, int64_t off, int64_t byt
          std::memcmp(lx + off, d.raw.get() + off, static_cast<size_t>(bytes)) == 0;
 }
 
-extern "C" void spyre_jit_b_decoded(const uint8_t *lx, int64_t off, int64_t bytes) {
+extern "C" void spyre_jit_b_decoded(const uint8_t *lx, int64_t off, int64_t bytes, int32_t keep) {
   DecodedB &d = decodedB();
+  if (!keep) { // the mirror no longer holds a recorded decode
+    d.lo = d.hi = 0;
+    return;
+  }
   std::memcpy(d.raw.get() + off, lx + off, static_cast<size_t>(bytes));
   d.lo = off;
   d.hi = off + bytes;
