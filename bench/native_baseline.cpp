@@ -63,6 +63,16 @@ Fn makeOp(const NativeSpec &s, at::ScalarType dt) {
     at::Tensor x = in[0], w = in[1], b = in[2];
     return [x, w, b] { return at::gelu(at::addmm(b, x, w)); };
   }
+  if (k == "linear") { // x [M, K], w [N, K], bias [N]: x @ w^T + b, as the graph
+    need(3);
+    at::Tensor x = in[0], w = in[1], b = in[2];
+    return [x, w, b] { return at::linear(x, w, b); };
+  }
+  if (k == "experts") { // x [E, T, K], w [E, N, K]: x @ w^T per expert, as the graph
+    need(2);
+    at::Tensor x = in[0], w = in[1];
+    return [x, w] { return at::bmm(x, w.transpose(1, 2)); };
+  }
   if (k == "swiglu") { // x, w_gate, w_up, w_down
     need(4);
     at::Tensor x = in[0], w1 = in[1], w3 = in[2], w2 = in[3];

@@ -12,8 +12,9 @@
 namespace spyre::bench {
 
 struct NativeSpec {
-  /// "add", "softmax", "layernorm", "rmsnorm", "mm", "swiglu", "rope", or a single ATen op name
-  /// (add sub mul div maximum minimum relu neg abs clone exp sigmoid tanh silu sqrt rsqrt).
+  /// "add", "softmax", "layernorm", "rmsnorm", "mm", "linear", "experts", "swiglu", "rope", or a
+  /// single ATen op name (add sub mul div maximum minimum relu neg abs clone exp sigmoid tanh silu
+  /// sqrt rsqrt).
   std::string kind;
   /// Operand shapes in graph-input order.
   std::vector<std::vector<int64_t>> shapes;

@@ -87,8 +87,10 @@ int main(int argc, char **argv) {
         printCompiles(compiles, compileReps);
         return 0;
       }
-      bench::NativeSpec ns{op, {}};
+      // --op matmul is libtorch's mm, also timed in fp32 (this host's fp16 GEMM is ~250x slower).
+      bench::NativeSpec ns{op == "matmul" ? "mm" : op, {}};
       ns.f16 = dt == HostType::F16;
+      ns.alsoF32 = op == "matmul";
       for (const auto &in : g.inputs)
         ns.shapes.push_back(g.values[in].shape);
       results.push_back(runWorkload(op + "_" + vm["shape"].as<std::string>() + "_" + dts, g, &ns, o));

@@ -75,6 +75,26 @@ frontend::Graph normGraph(int64_t rows, int64_t cols, bool centred) {
   return g;
 }
 
+/// nn.Linear with bias as a model stores it: the weight [N, K] (x @ w^T), read sticked on K by
+/// the matmul (transb) and the bias add fused into it (matmul-fusion): BERT's and ViT's
+/// projections.
+constexpr const char *kLinearBias = R"(graph(%x: f16[$M, $K], %w: f16[$N, $K], %b: f16[$N]) {
+  %wt = transpose(%w) : f16[$K, $N]
+  %m = matmul(%x, %wt) : f16[$M, $N]
+  %y = add(%m, %b) : f16[$M, $N]
+  return (%y)
+}
+)";
+
+/// Batched expert matmuls as a MoE model runs them: x [E, T, K] @ w[E]^T with the expert weights
+/// stored [E, N, K] (read sticked on K).
+constexpr const char *kExperts = R"(graph(%x: f16[$E, $T, $K], %w: f16[$E, $N, $K]) {
+  %wt = transpose(%w) : f16[$E, $K, $N]
+  %y = matmul(%x, %wt) : f16[$E, $T, $N]
+  return (%y)
+}
+)";
+
 constexpr const char *kMatmul = R"(graph(%a: f16[$M, $K], %b: f16[$K, $N]) {
   %c = matmul(%a, %b) : f16[$M, $N]
   return (%c)
@@ -138,6 +158,24 @@ std::vector<Workload> workloads() {
     ns.alsoF32 = true;
     w.push_back({"linear_bias_gelu_256x1024x1024", "nn.Linear + bias + GELU: gelu(f16[256, 1024] @ f16[1024, 1024] + b)",
                  [] { return graphOf(kLinearGelu, {{'M', 256}, {'K', 1024}, {'N', 1024}}); }, ns});
+  }
+  // Model-shaped linears with a transposed weight and bias (M x K x N): BERT's attention
+  // projections and its FFN's second linear.
+  for (auto [m, k, n] : {std::array<int64_t, 3>{64, 256, 256}, std::array<int64_t, 3>{64, 512, 256}}) {
+    bench::NativeSpec ns{"linear", {{m, k}, {n, k}, {n}}};
+    ns.alsoF32 = true;
+    w.push_back({"linear_" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n),
+                 "nn.Linear as stored: f16[M, K] @ f16[N, K]^T + b[N] (name: M x K x N)",
+                 [m, k, n] { return graphOf(kLinearBias, {{'M', m}, {'K', k}, {'N', n}}); }, ns});
+  }
+  // GraniteMoE's two expert matmuls per layer (4 experts, 128 rows each; hidden 256, 2 x 512).
+  for (auto [e, t, k, n] : {std::array<int64_t, 4>{4, 128, 256, 1024}, std::array<int64_t, 4>{4, 128, 512, 256}}) {
+    bench::NativeSpec ns{"experts", {{e, t, k}, {e, n, k}}};
+    ns.alsoF32 = true;
+    w.push_back({"experts_" + std::to_string(e) + "x" + std::to_string(t) + "x" + std::to_string(k) + "x" +
+                     std::to_string(n),
+                 "batched expert matmul: f16[E, T, K] @ f16[E, N, K]^T (name: E x T x K x N)",
+                 [e, t, k, n] { return graphOf(kExperts, {{'E', e}, {'T', t}, {'K', k}, {'N', n}}); }, ns});
   }
   {
     bench::NativeSpec ns{"swiglu", {{4, 256}, {256, 1024}, {256, 1024}, {1024, 256}}};

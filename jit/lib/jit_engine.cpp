@@ -418,6 +418,9 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
     syms[impl_->jit->mangleAndIntern("spyre_jit_pt_mm")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_pt_mm), flags};
     syms[impl_->jit->mangleAndIntern("spyre_jit_decoded_lx")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_decoded_lx),
                                                                   flags};
+    syms[impl_->jit->mangleAndIntern("spyre_jit_b_reuse")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_b_reuse), flags};
+    syms[impl_->jit->mangleAndIntern("spyre_jit_b_decoded")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_b_decoded),
+                                                                 flags};
     syms[impl_->jit->mangleAndIntern("spyre_jit_pt_out")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_pt_out), flags};
     syms[impl_->jit->mangleAndIntern("spyre_jit_pt_tr")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_pt_tr), flags};
     syms[impl_->jit->mangleAndIntern("spyre_ring_send")] = {orc::ExecutorAddr::fromPtr(&spyre_ring_send), flags};

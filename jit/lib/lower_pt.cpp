@@ -31,6 +31,40 @@ std::optional<std::pair<int64_t, int64_t>> lxWriteExtent(const Instr &in) {
   }
 }
 
+/// Whether pt.mm `mm` may read B bytes that the cores of a multicast cohort share, so that
+/// another core's decode on the same host thread may serve it: its B lies at a fixed LX address
+/// that a dma.mc of the kernel writes (at a fixed address too), directly or through a pt.tr
+/// from such a range. Only a cost heuristic (whether to compare with and record the thread's
+/// last decode: for a B no other core stages, that is a 2-byte-per-lane copy for nothing); the
+/// reuse itself is decided by comparing the bytes.
+bool bMayBeShared(const isa::Kernel &k, const Instr &mm) {
+  if (mm.lx3.base >= 0)
+    return false;
+  using Range = std::pair<int64_t, int64_t>;
+  std::vector<Range> mc;                     // fixed dma.mc destinations
+  std::vector<std::pair<Range, Range>> trs; // pt.tr (source, destination)
+  for (const isa::CoreProgram &p : k.programs)
+    isa::forEachNested(p.body, 0, [&](const Instr &in, int, int, int &) {
+      if (in.op == Opcode::DmaMc && in.lx.base < 0) {
+        auto [lo, hi] = isa::dmaLxExtent(in);
+        mc.push_back({in.lx.offset + lo, in.lx.offset + hi});
+      } else if (in.op == Opcode::PtTr && in.lx.base < 0 && in.lx2.base < 0) {
+        const int64_t bytes = in.imm * in.imms[0] * 2;
+        trs.push_back({{in.lx2.offset, in.lx2.offset + bytes}, {in.lx.offset, in.lx.offset + bytes}});
+      }
+      return in.op == Opcode::Loop;
+    });
+  auto overlaps = [](const Range &a, const Range &b) { return a.first < b.second && b.first < a.second; };
+  for (const auto &[src, dst] : trs)
+    for (size_t i = 0, n = mc.size(); i < n; ++i)
+      if (overlaps(src, mc[i])) {
+        mc.push_back(dst);
+        break;
+      }
+  const Range b{mm.lx3.offset, mm.lx3.offset + mm.imms[0] / 64 * mm.imms[1] * 128};
+  return std::any_of(mc.begin(), mc.end(), [&](const Range &r) { return overlaps(r, b); });
+}
+
 } // namespace
 
 /// The decoded-B cache starts empty in every invocation of the phase function: within a
@@ -66,6 +100,12 @@ void FunctionLowering::invalidateDecodedB(const Instr &in) {
 // decodes its B there first. Every LX write of the phase empties an overlapping cache
 // (invalidateDecodedB), so results stay those of the interpreter.
 //
+// Across invocations (cores, phases, kernels) the mirror is reused by content: before
+// decoding, spyre_jit_b_reuse compares the B bytes with the copy the thread's last decode kept
+// (an exact memcmp, so no provenance is needed). The cores of a multicast cohort stage the same
+// weight slice at the same LX offsets (an M split: 4 cores of a BERT linear), so one decode per
+// host thread serves them all; a mismatch usually shows in the first bytes.
+//
 // The micro-kernel is one internal function per (M, N, K, acc) and module, called with the
 // tile addresses: kernels with one program per core (K-split matmuls: 32 pt.mm of the same
 // shape) compile it once instead of once per core.
@@ -78,9 +118,24 @@ void FunctionLowering::lowerPtMm(const Instr &in) {
   Value *bDec = b_.CreateInBoundsGEP(i8_, decodedLx_, b_.CreateShl(bOff, 1)); // 4 bytes per 2
   Value *hit = b_.CreateAnd(b_.CreateICmpSLE(b_.CreateLoad(i64_, bLo_), bOff),
                             b_.CreateICmpSLE(bEnd, b_.CreateLoad(i64_, bHi_)));
+  BasicBlock *check = BasicBlock::Create(ctx_, "ptb.shared", f_);
   BasicBlock *miss = BasicBlock::Create(ctx_, "ptb.decode", f_);
+  BasicBlock *set = BasicBlock::Create(ctx_, "ptb.cached", f_);
   BasicBlock *join = BasicBlock::Create(ctx_, "ptb.ready", f_);
-  b_.CreateCondBr(hit, join, miss);
+  b_.CreateCondBr(hit, join, check);
+  // Not decoded in this invocation: the thread's last decode may hold these very bytes (an
+  // earlier core of the multicast cohort).
+  b_.SetInsertPoint(check);
+  Value *lxB = lxAddr(in.lx3);
+  const bool shared = bMayBeShared(k_, in);
+  if (shared) {
+    FunctionCallee reuse =
+        m_.getOrInsertFunction("spyre_jit_b_reuse", FunctionType::get(i32_, {ptr_, i64_, i64_}, false));
+    Value *same = b_.CreateCall(reuse, {lx_, bOff, b_.getInt64(bSticks * 128)});
+    b_.CreateCondBr(b_.CreateICmpNE(same, b_.getInt32(0)), set, miss);
+  } else {
+    b_.CreateBr(miss);
+  }
   b_.SetInsertPoint(miss);
   Function *dec = outlined("spyre_dl16_decode_" + std::to_string(bSticks), 2, [&](ArrayRef<Value *> a) {
     countedLoop(bSticks, "dec", [&](Value *s) {
@@ -89,7 +144,13 @@ void FunctionLowering::lowerPtMm(const Instr &in) {
       b_.CreateAlignedStore(decode(b_.CreateAlignedLoad(vi16_, src, Align(2))), dst, Align(64));
     });
   });
-  b_.CreateCall(dec, {bDec, lxAddr(in.lx3)});
+  b_.CreateCall(dec, {bDec, lxB});
+  // Every decode into the mirror is recorded (the thread's record must describe the mirror),
+  // with its bytes only where another core may reuse it.
+  b_.CreateCall(helper("spyre_jit_b_decoded", {ptr_, i64_, i64_, i32_}),
+                {lx_, bOff, b_.getInt64(bSticks * 128), b_.getInt32(shared ? 1 : 0)});
+  b_.CreateBr(set);
+  b_.SetInsertPoint(set);
   b_.CreateStore(bOff, bLo_);
   b_.CreateStore(bEnd, bHi_);
   b_.CreateBr(join);

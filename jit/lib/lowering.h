@@ -32,6 +32,14 @@ extern "C" void spyre_jit_pt_mm(uint8_t *C, const uint8_t *A, const uint8_t *B, 
 /// This host thread's fp32 mirror of LX (one float per DL16 lane, at float index = LX byte
 /// offset / 2), where the O2 tier keeps the decoded B tiles of pt.mm (lower_pt.cpp).
 extern "C" float *spyre_jit_decoded_lx();
+/// 1 if this host thread's mirror holds the decode of lx[off, off + bytes) as it is now: the
+/// last decode recorded there covered the range and the bytes it decoded equal these (whichever
+/// core, phase or kernel decoded them). The cores of a multicast cohort stage the same B at the
+/// same LX offsets, so each decode serves the cohort's later cores on this thread.
+extern "C" int32_t spyre_jit_b_reuse(const uint8_t *lx, int64_t off, int64_t bytes);
+/// Records that the mirror now holds the decode of lx[off, off + bytes): a copy of those bytes if
+/// `keep` (another core may stage the same B), else only that the thread's record is void.
+extern "C" void spyre_jit_b_decoded(const uint8_t *lx, int64_t off, int64_t bytes, int32_t keep);
 extern "C" void spyre_jit_pt_out(uint8_t *D, const uint8_t *C, int64_t M, int64_t N);
 extern "C" void spyre_jit_pt_tr(uint8_t *D, const uint8_t *S, int64_t R, int64_t C);
 /// Adds the phase functions of `k` to `m` (several kernels with distinct names may share one

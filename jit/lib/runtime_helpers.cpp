@@ -123,18 +123,59 @@ extern "C" void spyre_jit_pt_mm(uint8_t *C, const uint8_t *A, const uint8_t *B, 
   isa::ptMm(C, A, B, M, N, K, acc != 0);
 }
 
-extern "C" float *spyre_jit_decoded_lx() {
-  // Only the pages under decoded B tiles are ever touched.
+namespace {
+/// This host thread's decoded-B state (lower_pt.cpp): the fp32 mirror of LX and, for the range
+/// [lo, hi) the last decode filled, a copy of the DL16 bytes it decoded (`raw`, at the same LX
+/// offsets). mirror[lo, hi) == decode(raw[lo, hi)) always holds: only the pt.mm lowering writes
+/// the mirror, and it records every decode (spyre_jit_b_decoded).
+struct DecodedB {
   struct Free {
-    void operator()(float *p) const { std::free(p); }
+    void operator()(void *p) const { std::free(p); }
   };
-  thread_local std::unique_ptr<float, Free> mirror(
-      static_cast<float *>(std::aligned_alloc(4096, sim::kLxBytes / 2 * sizeof(float))));
-  if (!mirror) { // JIT frames are nounwind: an exception could not pass them
-    std::fputs("spyre-jit: out of memory for the decoded-LX mirror (4 MiB)\n", stderr);
-    std::abort();
+  std::unique_ptr<float, Free> mirror;
+  std::unique_ptr<uint8_t, Free> raw;
+  int64_t lo = 0, hi = 0;
+};
+DecodedB &decodedB() {
+  // Only the pages under decoded B tiles are ever touched.
+  thread_local DecodedB d = [] {
+    DecodedB n;
+    n.mirror.reset(static_cast<float *>(std::aligned_alloc(4096, sim::kLxBytes / 2 * sizeof(float))));
+    n.raw.reset(static_cast<uint8_t *>(std::aligned_alloc(4096, sim::kLxBytes)));
+    if (!n.mirror || !n.raw) { // JIT frames are nounwind: an exception could not pass them
+      std::fputs("spyre-jit: out of memory for the decoded-LX mirror (6 MiB)\n", stderr);
+      std::abort();
+    }
+    return n;
+  }();
+  return d;
+}
+} // namespace
+
+extern "C" float *spyre_jit_decoded_lx() { return decodedB().mirror.get(); }
+
+extern "C" int32_t spyre_jit_b_reuse(const uint8_t *lx, int64_t off, int64_t bytes) {
+  // SPYRE_JIT_SHARE_B=0: every invocation decodes its own B (before/after host measurements).
+  static const bool disabled = [] {
+    const char *e = std::getenv("SPYRE_JIT_SHARE_B");
+    return e && std::strcmp(e, "0") == 0;
+  }();
+  if (disabled)
+    return 0;
+  DecodedB &d = decodedB();
+  return d.lo <= off && off + bytes <= d.hi &&
+         std::memcmp(lx + off, d.raw.get() + off, static_cast<size_t>(bytes)) == 0;
+}
+
+extern "C" void spyre_jit_b_decoded(const uint8_t *lx, int64_t off, int64_t bytes, int32_t keep) {
+  DecodedB &d = decodedB();
+  if (!keep) { // the mirror no longer holds a recorded decode
+    d.lo = d.hi = 0;
+    return;
   }
-  return mirror.get();
+  std::memcpy(d.raw.get() + off, lx + off, static_cast<size_t>(bytes));
+  d.lo = off;
+  d.hi = off + bytes;
 }
 
 extern "C" void spyre_jit_pt_out(uint8_t *D, const uint8_t *C, int64_t M, int64_t N) { isa::ptOut(D, C, M, N); }

@@ -1,5 +1,6 @@
 #include "spyre/sim/runtime.h"
 #include "spyre/isa/error.h"
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -27,6 +28,48 @@ template <typename F> bool spinUntil(F done) {
       return false;
   }
 }
+/// The largest multicast cohort of kernel k (`dma.mc cohort=k`): the cohort's cores stage the
+/// same bytes at the same LX offsets, so a host thread that runs them in a row decodes a shared
+/// matmul B once (jit/lib/lower_pt.cpp).
+int cohortOf(const isa::Kernel &k) {
+  int g = 1;
+  for (const isa::CoreProgram &p : k.programs)
+    isa::forEachNested(p.body, 0, [&](const isa::Instr &in, int, int, int &) {
+      if (in.op == isa::Opcode::DmaMc)
+        g = std::max(g, static_cast<int>(in.imm));
+      return in.op == isa::Opcode::Loop;
+    });
+  return g;
+}
+
+/// Which core a host thread runs next in a phase of a kernel with multicast cohorts of `group`
+/// cores: the next core of the cohort it ran last if nobody took it, else the first core of a
+/// cohort nobody has started, else any core left (so a late or descheduled thread still leaves
+/// the others work at core granularity). `claimed` marks the taken cores; -1 if none is left.
+int claimCore(std::vector<std::atomic<uint8_t>> &claimed, int group, int last) {
+  const int n = static_cast<int>(claimed.size());
+  auto take = [&](int c) {
+    uint8_t free = 0;
+    return claimed[c].load(std::memory_order_relaxed) == 0 && claimed[c].compare_exchange_strong(free, 1);
+  };
+  if (last >= 0 && last + 1 < n && (last + 1) % group != 0 && take(last + 1))
+    return last + 1;
+  for (int first = 0; first < n; first += group) {
+    bool fresh = true;
+    for (int c = first; c < std::min(n, first + group) && fresh; ++c)
+      fresh = claimed[c].load(std::memory_order_relaxed) == 0;
+    if (fresh && take(first))
+      return first;
+  }
+  for (int c = 0; c < n; ++c)
+    if (take(c))
+      return c;
+  return -1;
+}
+
+/// Numbers the phases of every launch (process-wide), so that a host thread's record of the
+/// core it ran last is recognised as stale in the next phase.
+std::atomic<uint64_t> phaseSeq{0};
 } // namespace
 
 ThreadPool::ThreadPool(int threads) {
@@ -156,9 +199,30 @@ void Runtime::launch(const PreparedKernel &pk, const LaunchArgs &args) {
     pk.runPhase(p, core, cores_[core], args);
     coreNs += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - s).count();
   };
+  int group = pk.coreGroup.load(std::memory_order_relaxed);
+  if (group == 0) {
+    group = cohortOf(k);
+    pk.coreGroup.store(group, std::memory_order_relaxed);
+  }
   for (int p = 0; p < phases; ++p) {
     ring_.beginPhase(p);
-    pool_.parallelFor(k.numCores, [&](int core) { runCore(p, core); }, inlineOnly);
+    if (group == 1) {
+      pool_.parallelFor(k.numCores, [&](int core) { runCore(p, core); }, inlineOnly);
+    } else {
+      // The cores in cohort order per thread (claimCore): each task runs one core.
+      std::vector<std::atomic<uint8_t>> claimed(k.numCores);
+      const uint64_t seq = phaseSeq.fetch_add(1, std::memory_order_relaxed) + 1;
+      pool_.parallelFor(k.numCores, [&](int) {
+        thread_local uint64_t lastSeq = 0;
+        thread_local int last = -1;
+        const int core = claimCore(claimed, group, lastSeq == seq ? last : -1);
+        if (core < 0) // cannot happen: one claim per task, as many tasks as cores
+          throw Error("kernel " + k.name + ": no core left to claim");
+        lastSeq = seq;
+        last = core;
+        runCore(p, core);
+      }, inlineOnly);
+    }
     if (!ring_.error.empty())
       throw Error("kernel " + k.name + ": " + ring_.error);
   }

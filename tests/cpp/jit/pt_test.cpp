@@ -161,4 +161,46 @@ TEST(PtTile, DecodedBServesSubTilesAndFollowsTheBRegister) {
                          ri.lx.begin() + 0x48000));
 }
 
+// The decoded B also serves later cores, phases and kernels on the same host thread when
+// their B bytes at the same LX offsets equal the ones decoded (spyre_jit_b_reuse compares
+// them). Two cohorts of two cores on one thread, in order, multicast B0 and B1; B1 differs from
+// B0 only in its last DL16 value. Then the kernel again with B0 = B1 but for its first value
+// (the thread's last decode, B1, sits at the same offsets). Both engines must agree byte for
+// byte on all of LX each time.
+TEST(PtTile, DecodedBIsSharedOnlyWhenTheBytesAgree) {
+  const std::string text = ".kernel bshare cores=4\n.args x\n.core 0..3\n"
+                           "    tbl       r2, [0x400, 0x400, 0x8400, 0x8400]\n"
+                           "    dma.in    lx[0x0], ddr[x], shape=(1,1,8) -> t0\n"
+                           "    dma.mc    lx[0x10000], ddr[x+r2], shape=(1,1,256), cohort=2 -> t1\n"
+                           "    wait      t0, t1\n"
+                           "    pt.mm     lx[0x40000], lx[0x0], lx[0x10000], 4, 128, 128, 0\n";
+  isa::Kernel k = isa::parseKernel(text);
+  // x: A (8 sticks), then B0 and B1 (256 sticks each).
+  std::vector<uint8_t> x = spyre::testing::randomDl16((0x400 + 2 * 0x8000) / 2, 9);
+  std::copy(x.begin() + 0x400, x.begin() + 0x8400, x.begin() + 0x8400);
+  auto setWord = [](std::vector<uint8_t> &v, size_t at, float f) {
+    const uint16_t h = dl16::fromFloat(f);
+    std::memcpy(&v[at], &h, 2);
+  };
+  setWord(x, 0x8400 + 0x8000 - 2, 1000.0f); // B1: B0 but for its last value
+  std::vector<uint8_t> x2 = x;               // the second run: B0 = B1 but for its first value
+  std::copy(x.begin() + 0x8400, x.begin() + 0x10400, x2.begin() + 0x400);
+  setWord(x2, 0x400, -1000.0f);
+  isa::verifyKernel(k, {x.size()});
+  auto interp = sim::makeInterpreter();
+  jit::JitEngine jit; // O2: the tier with the cache
+  auto pkI = interp->prepare(k), pkJ = jit.prepare(k);
+  const size_t lx = 0x48000, product = 0x40000, bytes = 2 * 4 * 128 * 4; // C: 4 rows x 128 fp32
+  for (const std::vector<uint8_t> *in : {&x, &x2}) {
+    auto ri = spyre::testing::runPrepared(*pkI, {*in}, 1, lx);
+    auto rj = spyre::testing::runPrepared(*pkJ, {*in}, 1, lx);
+    EXPECT_TRUE(ri.lx == rj.lx);
+    EXPECT_TRUE(ri.regs == rj.regs);
+    auto productOf = [&](int core) { return ri.lx.begin() + core * lx + product; };
+    EXPECT_TRUE(std::equal(productOf(0), productOf(0) + bytes, productOf(1)));
+    EXPECT_TRUE(std::equal(productOf(2), productOf(2) + bytes, productOf(3)));
+    EXPECT_FALSE(std::equal(productOf(0), productOf(0) + bytes, productOf(2)));
+  }
+}
+
 } // namespace

@@ -28,6 +28,10 @@ public:
   /// than Runtime::kInlineNs run on the launching thread alone (no worker wake-ups).
   mutable std::atomic<int64_t> hostThreadNs{-1};
   mutable std::atomic<uint32_t> launchCount{0};
+  /// The kernel's largest multicast cohort, 0 until Runtime::launch computed it: a host thread
+  /// runs a cohort's cores one after another where it can, so that the later ones find the
+  /// first one's decoded B in the thread's cache (jit/lib/lower_pt.cpp).
+  mutable std::atomic<int> coreGroup{0};
 };
 
 class Engine {
