@@ -81,6 +81,10 @@ private:
   // DL16-rounded values -> the value before rounding (encode(round(y)) == encode(y)), so a
   // rounded result that is only stored is encoded once and the rounding itself is dead code.
   llvm::DenseMap<Value *, Value *> preRound_;
+  // Values known to be DL16 values (table lookups: unaryByTable), besides codeOf_'s and the
+  // rounded results in preRound_: rounding them to DL16 is the identity.
+  llvm::DenseMap<Value *, bool> exact_;
+  bool isDl16(Value *v) const { return codeOf_.count(v) || preRound_.count(v) || exact_.count(v); }
   int tblCount_ = 0;
   struct {
     llvm::AllocaInst *aDec = nullptr, *accs[3][8] = {}; // accs[width index][row]
@@ -154,6 +158,7 @@ private:
   llvm::Constant *ic(Value *like, uint32_t x);
   Value *nanMaxMin(Value *a, Value *b, bool isMax);
   Value *expApprox(Value *x);
+  Value *unaryByTable(unsigned row, Value *x);
   Value *reduceStick(isa::Opcode op, isa::Format f, Value *a);
   void callSfp(const Instr &in, int d, int d2, int a, int b, int c);
   void lowerSfpBinary(const Instr &in);

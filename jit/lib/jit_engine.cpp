@@ -314,6 +314,9 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
     syms[impl_->jit->mangleAndIntern("spyre_jit_pt_mm")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_pt_mm), flags};
     syms[impl_->jit->mangleAndIntern("spyre_jit_decoded_lx")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_decoded_lx),
                                                                   flags};
+    ensureUnaryTables();
+    syms[impl_->jit->mangleAndIntern("spyre_jit_dl16_unary")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_dl16_unary),
+                                                                  JITSymbolFlags::Exported};
     syms[impl_->jit->mangleAndIntern("spyre_jit_pt_out")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_pt_out), flags};
     syms[impl_->jit->mangleAndIntern("spyre_jit_pt_tr")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_pt_tr), flags};
     syms[impl_->jit->mangleAndIntern("spyre_ring_send")] = {orc::ExecutorAddr::fromPtr(&spyre_ring_send), flags};

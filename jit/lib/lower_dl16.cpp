@@ -58,7 +58,7 @@ Value *FunctionLowering::encode(Value *x) {
 
 Value *FunctionLowering::roundTo(Format f, Value *x) {
   if (f == Format::DL16) {
-    if (codeOf_.count(x)) // already a DL16 value
+    if (codeOf_.count(x) || exact_.count(x)) // already a DL16 value
       return x;
     Value *u = b_.CreateBitCast(x, vi32_);
     Value *mag = b_.CreateAnd(u, splat(0x7FFFFFFF));

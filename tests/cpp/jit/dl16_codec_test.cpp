@@ -1,7 +1,9 @@
 // The JIT's DL16 codec (jit/lib/lowering.cpp: decode, encode, fp32-domain rounding) against the
 // interpreter (dl16::toFloat / fromFloat) on every DL16 code and on fp32 patterns around every
 // rounding, flush and overflow boundary, NaNs and infinities, at both tiers; and the inline
-// exp/sigmoid/silu (isa::sfpExp as IR) and stick reductions on a dense sweep of the exp range.
+// exp/sigmoid/silu (isa::sfpExp as IR) and stick reductions on a dense sweep of the exp range;
+// the DL16 exp/sigmoid/silu of DL16 values (the table lookup: every code, a decoded register and
+// a rounded result) and of fp32 values (the computed path).
 #include "jit_test_util.h"
 #include "spyre/isa/listing.h"
 #include "spyre/isa/verifier.h"
@@ -64,15 +66,25 @@ const char *kTransKernel = R"(.kernel trans cores=1
         st.dl16   lx[r2+0x200], v5
         silu.dl16 v5, v0
         st.dl16   lx[r2+0x280], v5
+        exp.dl16  v5, v3
+        st.dl16   lx[r2+0x300], v5
+        sigmoid.dl16 v5, v3
+        st.dl16   lx[r2+0x380], v5
+        silu.dl16 v5, v3
+        st.dl16   lx[r2+0x400], v5
+        add.dl16  v10, v0, v0
+        exp.dl16  v11, v10
+        add.f32   v12, v11, v11
+        st.f32    lx[r2+0x480], v12
         rsum.f32  v6, v3
         rmax.f32  v7, v3
         rmin.dl16 v8, v0
         rsum.dl16 v9, v0
         addi      r1, r1, 128
-        addi      r2, r2, 768
+        addi      r2, r2, 1280
     }
     li        r1, 0
-    dma.out   ddr[out+r1], lx[0x40000], shape=(1,1,6144) -> t2
+    dma.out   ddr[out+r1], lx[0x40000], shape=(1,1,10240) -> t2
     wait      t2
 )";
 
@@ -137,5 +149,5 @@ TEST(Dl16Codec, JitMatchesInterpreterOnEveryCode) {
 }
 
 TEST(Dl16Codec, InlineExpAndReductionsMatchInterpreter) {
-  expectSame(kTransKernel, {allCodes(), sweepFloats(boundaryFloats()), std::vector<uint8_t>(6144 * 128)});
+  expectSame(kTransKernel, {allCodes(), sweepFloats(boundaryFloats()), std::vector<uint8_t>(10240 * 128)});
 }
