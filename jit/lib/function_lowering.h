@@ -174,7 +174,7 @@ private:
 
   // --- DL16 codec (lower_dl16.cpp) -----------------------------------------------------------
   Value *decode(Value *h16);
-  Value *signUnlessNaN(Value *u, Value *mag, unsigned shift);
+  Value *signUnlessNaN(Value *x, Value *u, unsigned shift);
   Value *encode(Value *x);
   Value *roundTo(isa::Format f, Value *x);
 
