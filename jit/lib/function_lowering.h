@@ -85,6 +85,18 @@ private:
   // rounded results in preRound_: rounding them to DL16 is the identity.
   llvm::DenseMap<Value *, bool> exact_;
   bool isDl16(Value *v) const { return codeOf_.count(v) || preRound_.count(v) || exact_.count(v); }
+  // The vector registers that hold DL16 values on every path to each instruction of this
+  // function (bit v: register v), from a walk of the structured program (analyseDl16): what a
+  // value cached per basic block cannot tell, e.g. softmax's row sum read inside the next loop.
+  llvm::DenseMap<const Instr *, uint32_t> dl16Before_;
+  uint32_t analyseDl16(llvm::ArrayRef<Instr> instrs, uint32_t state);
+  /// Operand `k` of `in` (read as `val`) holds DL16 values.
+  bool dl16Operand(const Instr &in, int k, Value *val) const {
+    if (isDl16(val))
+      return true;
+    auto it = dl16Before_.find(&in);
+    return it != dl16Before_.end() && in.v[k] >= 0 && (it->second >> in.v[k] & 1u);
+  }
   int tblCount_ = 0;
   struct {
     llvm::AllocaInst *aDec = nullptr, *accs[3][8] = {}; // accs[width index][row]

@@ -8,7 +8,9 @@
 #include "spyre/isa/listing.h"
 #include "spyre/isa/verifier.h"
 #include "spyre/jit/jit_engine.h"
+#include "spyre/isa/dl16.h"
 #include <gtest/gtest.h>
+#include <random>
 
 using namespace spyre;
 using namespace spyre::testing;
@@ -74,8 +76,8 @@ const char *kTransKernel = R"(.kernel trans cores=1
         st.dl16   lx[r2+0x400], v5
         add.dl16  v10, v0, v0
         exp.dl16  v11, v10
-        add.f32   v12, v11, v11
-        st.f32    lx[r2+0x480], v12
+        div.dl16  v12, v11, v10
+        st.dl16   lx[r2+0x480], v12
         rsum.f32  v6, v3
         rmax.f32  v7, v3
         rmin.dl16 v8, v0
@@ -150,4 +152,41 @@ TEST(Dl16Codec, JitMatchesInterpreterOnEveryCode) {
 
 TEST(Dl16Codec, InlineExpAndReductionsMatchInterpreter) {
   expectSame(kTransKernel, {allCodes(), sweepFloats(boundaryFloats()), std::vector<uint8_t>(10240 * 128)});
+}
+
+// The JIT divides two DL16 values as a · fl(1/b) (lower_sfp.cpp, Div). Rounded to DL16 this
+// equals fl(a / b) rounded to DL16 for every pair: both are fp32 values within one ulp of the
+// exact quotient, DL16 rounding (ties away at 10 significant bits, flush and overflow limits
+// at midpoints of that grid) can tell them apart only if a rounding midpoint lies between them,
+// and for DL16 operands every quotient, reciprocal and product is a normal fp32 number
+// (2^-66 .. 2^66), so fl, the reciprocal and the rounding all scale exactly with the exponents:
+// whether two roundings agree depends on the 10-bit significands alone. Checked here on all
+// 512 x 512 significand pairs at several exponent offsets (the relation must not depend on
+// them), zeros, infinities against every code, and random code pairs.
+TEST(Dl16Codec, QuotientOfDl16ValuesIsTheProductWithTheReciprocal) {
+  auto same = [](float a, float b) {
+    volatile float va = a, vb = b;
+    float q = va / vb, r = 1.0f / vb, p = va * r;
+    return dl16::floatBits(dl16::round(q)) == dl16::floatBits(dl16::round(p));
+  };
+  for (int ea : {-31, -3, 0, 5, 32})
+    for (int eb : {-31, 0, 7, 32})
+      for (uint32_t ma = 0; ma < 512; ++ma)
+        for (uint32_t mb = 0; mb < 512; ++mb) {
+          float a = std::ldexp(1.0f + static_cast<float>(ma) / 512.0f, ea);
+          float b = std::ldexp(1.0f + static_cast<float>(mb) / 512.0f, eb);
+          ASSERT_TRUE(same(a, b) && same(-a, b)) << a << " / " << b;
+        }
+  for (uint32_t c = 0; c < 65536; ++c) {
+    float x = dl16::toFloat(static_cast<uint16_t>(c));
+    for (uint16_t s : {0x0000, 0x8000, 0x7FFF, 0xFFFF}) { // +-0, +-inf
+      float y = dl16::toFloat(s);
+      ASSERT_TRUE(same(x, y) && same(y, x)) << c << " " << s;
+    }
+  }
+  std::mt19937 g(19);
+  for (int i = 0; i < 4000000; ++i) {
+    float a = dl16::toFloat(static_cast<uint16_t>(g())), b = dl16::toFloat(static_cast<uint16_t>(g()));
+    ASSERT_TRUE(same(a, b)) << a << " / " << b;
+  }
 }
