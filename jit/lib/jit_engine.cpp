@@ -102,6 +102,20 @@ struct Host {
   }
 };
 
+/// Defines the unary DL16 tables' symbols (lowering.h) on their first lookup, filling the row.
+class UnaryTableGenerator : public orc::DefinitionGenerator {
+public:
+  llvm::Error tryToGenerate(orc::LookupState &, orc::LookupKind, orc::JITDylib &jd, orc::JITDylibLookupFlags,
+                      const orc::SymbolLookupSet &names) override {
+    orc::SymbolMap syms;
+    for (const auto &kv : names)
+      for (unsigned row = 0; row < kUnaryTableRows; ++row)
+        if (*kv.first == unaryTableSymbol(row))
+          syms[kv.first] = {orc::ExecutorAddr::fromPtr(unaryTableRow(row)), JITSymbolFlags::Exported};
+    return syms.empty() ? llvm::Error::success() : jd.define(orc::absoluteSymbols(std::move(syms)));
+  }
+};
+
 /// The kernel as compiled: name, comment and argument names do not change the generated code,
 /// so the cache key (appendKernelKey) and the symbols use a normalised name.
 isa::Kernel normalised(const isa::Kernel &k, const std::string &name) {
@@ -314,15 +328,13 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
     syms[impl_->jit->mangleAndIntern("spyre_jit_pt_mm")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_pt_mm), flags};
     syms[impl_->jit->mangleAndIntern("spyre_jit_decoded_lx")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_decoded_lx),
                                                                   flags};
-    ensureUnaryTables();
-    syms[impl_->jit->mangleAndIntern("spyre_jit_dl16_unary")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_dl16_unary),
-                                                                  JITSymbolFlags::Exported};
     syms[impl_->jit->mangleAndIntern("spyre_jit_pt_out")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_pt_out), flags};
     syms[impl_->jit->mangleAndIntern("spyre_jit_pt_tr")] = {orc::ExecutorAddr::fromPtr(&spyre_jit_pt_tr), flags};
     syms[impl_->jit->mangleAndIntern("spyre_ring_send")] = {orc::ExecutorAddr::fromPtr(&spyre_ring_send), flags};
     syms[impl_->jit->mangleAndIntern("spyre_ring_recv")] = {orc::ExecutorAddr::fromPtr(&spyre_ring_recv), flags};
     syms[impl_->jit->mangleAndIntern("spyre_dma_gather")] = {orc::ExecutorAddr::fromPtr(&spyre_dma_gather), flags};
     syms[impl_->jit->mangleAndIntern("spyre_dma_scatter")] = {orc::ExecutorAddr::fromPtr(&spyre_dma_scatter), flags};
+    jd.addGenerator(std::make_unique<UnaryTableGenerator>());
     if (auto err = jd.define(orc::absoluteSymbols(std::move(syms))))
       throw spyre::Error("JIT: defining runtime symbols: " + toError(std::move(err)));
   }

@@ -219,7 +219,7 @@ void FunctionLowering::lowerSilu(const Instr &in) {
   writeV(in.v[0], roundTo(in.fmt, b_.CreateFDiv(a, b_.CreateFAdd(fsplat(1.0f), e))));
 }
 
-/// Row `row` of spyre_jit_dl16_unary (lowering.h) at the 64 DL16 values `x`: a DL16 value has
+/// Row `row` of the unary tables (lowering.h) at the 64 DL16 values `x`: a DL16 value has
 /// 65,536 possible inputs, so the op rounded to DL16 is a lookup of what isa::sfpApply gives
 /// (bit-identical by construction). The index is the fp32 bits >> 14 (sign, exponent, 9
 /// fraction bits). AVX2 hosts without AVX-512 gather with vgatherdps explicitly (LLVM would
@@ -229,12 +229,11 @@ Value *FunctionLowering::unaryByTable(unsigned row, Value *x) {
     auto f = sys::getHostCPUFeatures();
     return f.lookup("avx2") && !f.lookup("avx512f");
   }();
-  auto *tableTy = ArrayType::get(ArrayType::get(f32_, 1u << kUnaryTableBits), 3);
-  GlobalVariable *table = m_.getNamedGlobal("spyre_jit_dl16_unary");
-  if (!table)
-    table = new GlobalVariable(m_, tableTy, /*isConstant=*/true, GlobalValue::ExternalLinkage, nullptr,
-                               "spyre_jit_dl16_unary");
-  Value *base = b_.CreateConstInBoundsGEP2_64(tableTy, table, 0, row);
+  auto *tableTy = ArrayType::get(f32_, 1u << kUnaryTableBits);
+  std::string name = unaryTableSymbol(row);
+  GlobalVariable *base = m_.getNamedGlobal(name);
+  if (!base)
+    base = new GlobalVariable(m_, tableTy, /*isConstant=*/true, GlobalValue::ExternalLinkage, nullptr, name);
   Value *idx = b_.CreateLShr(asInt(x), splat(14));
   Value *y;
   if (avx2Gather) {
@@ -283,15 +282,28 @@ void FunctionLowering::lowerRmin(const Instr &in) {
                         : writeV(in.v[0], reduceStick(in.op, in.fmt, readV(in.v[1])));
 }
 
-// log, tanh, sin, cos, tan, erf, gelu, gelu.erf, softplus use the host libm: the shared implementation.
+// log, tanh, sin, cos, tan, erf, gelu, gelu.erf, softplus use the host libm: the shared
+// implementation; tanh, gelu and gelu.erf of DL16 values in DL16 are table lookups.
 void FunctionLowering::lowerLog(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
-void FunctionLowering::lowerTanh(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
+void FunctionLowering::lowerTanh(const Instr &in) {
+  if (Value *a = readV(in.v[1]); in.fmt == Format::DL16 && !outOfLine_ && dl16Operand(in, 1, a))
+    return writeV(in.v[0], unaryByTable(3, a));
+  callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]);
+}
 void FunctionLowering::lowerSin(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
 void FunctionLowering::lowerCos(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
 void FunctionLowering::lowerTan(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
 void FunctionLowering::lowerErf(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
-void FunctionLowering::lowerGelu(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
-void FunctionLowering::lowerGeluErf(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
+void FunctionLowering::lowerGelu(const Instr &in) {
+  if (Value *a = readV(in.v[1]); in.fmt == Format::DL16 && !outOfLine_ && dl16Operand(in, 1, a))
+    return writeV(in.v[0], unaryByTable(4, a));
+  callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]);
+}
+void FunctionLowering::lowerGeluErf(const Instr &in) {
+  if (Value *a = readV(in.v[1]); in.fmt == Format::DL16 && !outOfLine_ && dl16Operand(in, 1, a))
+    return writeV(in.v[0], unaryByTable(5, a));
+  callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]);
+}
 void FunctionLowering::lowerSoftplus(const Instr &in) { callSfp(in, in.v[0], -1, in.v[1], in.v[2], in.v[3]); }
 
 /// An i32 constant shaped like the float value `like`.

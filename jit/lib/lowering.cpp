@@ -96,7 +96,8 @@ uint32_t FunctionLowering::analyseDl16(ArrayRef<Instr> instrs, uint32_t state) {
     case Opcode::Add: case Opcode::Sub: case Opcode::Mul: case Opcode::Div: case Opcode::Max: case Opcode::Min:
     case Opcode::Fma: case Opcode::Neg: case Opcode::Abs: case Opcode::Relu: case Opcode::Floor: case Opcode::Sqrt:
     case Opcode::Rsqrt: case Opcode::Recip: case Opcode::Clip: case Opcode::Exp: case Opcode::Sigmoid:
-    case Opcode::Silu: case Opcode::Rsum: case Opcode::Rmax: case Opcode::Rmin:
+    case Opcode::Silu: case Opcode::Tanh: case Opcode::Gelu: case Opcode::GeluErf: case Opcode::Rsum:
+    case Opcode::Rmax: case Opcode::Rmin:
       if (in.fmt == Format::DL16 && in.v[0] >= 0) {
         state |= 1u << in.v[0];
         continue;

@@ -27,14 +27,20 @@ extern "C" void spyre_jit_pt_mm(uint8_t *C, const uint8_t *A, const uint8_t *B, 
 /// This host thread's fp32 mirror of LX (one float per DL16 lane, at float index = LX byte
 /// offset / 2), where the O2 tier keeps the decoded B tiles of pt.mm (lower_pt.cpp).
 extern "C" float *spyre_jit_decoded_lx();
-/// The exp-based unary ops on DL16 values, rounded to DL16, by table (lower_sfp.cpp,
-/// FunctionLowering::unaryByTable): row 0 exp, 1 sigmoid, 2 silu; the entry of a DL16 value x
-/// (an fp32 value whose low 14 bits are 0) is at index bits(x) >> 14 and holds what
-/// isa::sfpApply gives for x. Filled by ensureUnaryTables() (every JitEngine calls it before
-/// any code runs); the entries no DL16 value maps to stay 0 and their pages untouched.
+/// Unary SFP ops on DL16 values, rounded to DL16, by table (lower_sfp.cpp,
+/// FunctionLowering::unaryByTable): rows kUnaryTableOps (exp, sigmoid, silu, tanh, gelu,
+/// gelu.erf); the entry of a DL16 value x (an fp32 value whose low 14 bits are 0) is at index
+/// bits(x) >> 14 and holds what isa::sfpApply gives for x. JIT code names row k as the symbol
+/// unaryTableSymbol(k); the engine defines it on the first lookup (jit_engine.cpp), filling the
+/// row then (1–10 ms each, libm rows the slowest), so a process pays only for the ops its
+/// kernels use. Entries no DL16 value maps to stay 0 and their pages untouched.
 inline constexpr unsigned kUnaryTableBits = 18;
-extern "C" float spyre_jit_dl16_unary[3][1u << kUnaryTableBits];
-void ensureUnaryTables();
+inline constexpr isa::Opcode kUnaryTableOps[] = {isa::Opcode::Exp,  isa::Opcode::Sigmoid, isa::Opcode::Silu,
+                                                 isa::Opcode::Tanh, isa::Opcode::Gelu,    isa::Opcode::GeluErf};
+inline constexpr unsigned kUnaryTableRows = sizeof kUnaryTableOps / sizeof kUnaryTableOps[0];
+inline std::string unaryTableSymbol(unsigned row) { return "spyre_jit_dl16_unary_" + std::to_string(row); }
+/// Row `row`, filled on the first call (thread-safe).
+const float *unaryTableRow(unsigned row);
 extern "C" void spyre_jit_pt_out(uint8_t *D, const uint8_t *C, int64_t M, int64_t N);
 extern "C" void spyre_jit_pt_tr(uint8_t *D, const uint8_t *S, int64_t R, int64_t C);
 /// Adds the phase functions of `k` to `m` (several kernels with distinct names may share one

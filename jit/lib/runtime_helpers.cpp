@@ -100,23 +100,23 @@ extern "C" float *spyre_jit_decoded_lx() {
   return mirror.get();
 }
 
-alignas(64) float spyre_jit_dl16_unary[3][1u << kUnaryTableBits];
+namespace {
+alignas(64) float unaryTables[kUnaryTableRows][1u << kUnaryTableBits];
+std::once_flag unaryFilled[kUnaryTableRows];
+} // namespace
 
-void ensureUnaryTables() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const isa::Opcode ops[3] = {isa::Opcode::Exp, isa::Opcode::Sigmoid, isa::Opcode::Silu};
+const float *unaryTableRow(unsigned row) {
+  std::call_once(unaryFilled[row], [row] {
     float x[isa::kLanes], y[isa::kLanes], unused[isa::kLanes];
     for (uint32_t c0 = 0; c0 < 0x10000; c0 += isa::kLanes) {
       for (unsigned l = 0; l < isa::kLanes; ++l)
         x[l] = dl16::toFloat(static_cast<uint16_t>(c0 + l));
-      for (int t = 0; t < 3; ++t) {
-        isa::sfpApply(ops[t], isa::Format::DL16, y, unused, x, x, x, 0.0f, 0.0f);
-        for (unsigned l = 0; l < isa::kLanes; ++l)
-          spyre_jit_dl16_unary[t][dl16::floatBits(x[l]) >> 14] = y[l];
-      }
+      isa::sfpApply(kUnaryTableOps[row], isa::Format::DL16, y, unused, x, x, x, 0.0f, 0.0f);
+      for (unsigned l = 0; l < isa::kLanes; ++l)
+        unaryTables[row][dl16::floatBits(x[l]) >> 14] = y[l];
     }
   });
+  return unaryTables[row];
 }
 
 extern "C" void spyre_jit_pt_out(uint8_t *D, const uint8_t *C, int64_t M, int64_t N) { isa::ptOut(D, C, M, N); }

@@ -90,6 +90,39 @@ const char *kTransKernel = R"(.kernel trans cores=1
     wait      t2
 )";
 
+// tanh, gelu, gelu.erf in DL16: a table lookup for DL16 inputs (every code), the shared
+// implementation for fp32 inputs.
+const char *kLibmKernel = R"(.kernel libm cores=1
+.args codes floats out
+.core 0
+    li        r1, 0
+    dma.in    lx[0x0], ddr[codes+r1], shape=(1,1,1024) -> t0
+    dma.in    lx[0x20000], ddr[floats+r1], shape=(1,1,1024) -> t1
+    wait      t0, t1
+    li        r2, 0x40000
+    loop 1024 {
+        ld.dl16   v0, lx[r1]
+        ld.f32    v3, lx[r1+0x20000]
+        tanh.dl16 v5, v0
+        st.dl16   lx[r2], v5
+        gelu.dl16 v5, v0
+        st.dl16   lx[r2+0x80], v5
+        gelu.erf.dl16 v5, v0
+        st.dl16   lx[r2+0x100], v5
+        tanh.dl16 v5, v3
+        st.dl16   lx[r2+0x180], v5
+        gelu.dl16 v5, v3
+        st.dl16   lx[r2+0x200], v5
+        gelu.erf.dl16 v5, v3
+        st.dl16   lx[r2+0x280], v5
+        addi      r1, r1, 128
+        addi      r2, r2, 768
+    }
+    li        r1, 0
+    dma.out   ddr[out+r1], lx[0x40000], shape=(1,1,6144) -> t2
+    wait      t2
+)";
+
 /// fp32 values densely covering the exp range [-100, 100] (where the clamps and the subnormal
 /// flush are), plus the boundary patterns.
 std::vector<uint8_t> sweepFloats(const std::vector<uint8_t> &boundary) {
@@ -148,6 +181,10 @@ void expectSame(const char *listing, std::vector<std::vector<uint8_t>> args) {
 
 TEST(Dl16Codec, JitMatchesInterpreterOnEveryCode) {
   expectSame(kCodecKernel, {allCodes(), boundaryFloats(), std::vector<uint8_t>(5120 * 128)});
+}
+
+TEST(Dl16Codec, TableLookupsOfLibmOpsMatchInterpreter) {
+  expectSame(kLibmKernel, {allCodes(), sweepFloats(boundaryFloats()), std::vector<uint8_t>(6144 * 128)});
 }
 
 TEST(Dl16Codec, InlineExpAndReductionsMatchInterpreter) {
