@@ -123,6 +123,52 @@ const char *kLibmKernel = R"(.kernel libm cores=1
     wait      t2
 )";
 
+// Registers read in another block than the one that wrote them (analyseDl16): a DL16 row sum
+// and an fp32 sum as divisor and exp input inside inner loops, and a DL16 register that the
+// loop body itself turns into fp32 (its second iteration must divide and exp as fp32).
+const char *kCrossBlockKernel = R"(.kernel crossblock cores=1
+.args codes floats out
+.core 0
+    li        r1, 0
+    dma.in    lx[0x0], ddr[codes+r1], shape=(1,1,1024) -> t0
+    dma.in    lx[0x20000], ddr[floats+r1], shape=(1,1,1024) -> t1
+    wait      t0, t1
+    li        r2, 0x40000
+    loop 1024 {
+        ld.f32    v3, lx[r1+0x20000]
+        add.f32   v4, v3, v3
+        ld.dl16   v0, lx[r1]
+        rsum.dl16 v6, v0
+        bcast.dl16 v7, 3
+        loop 1 {
+            ld.dl16   v1, lx[r1]
+            div.dl16  v2, v1, v4
+            st.dl16   lx[r2], v2
+            div.dl16  v2, v1, v6
+            st.dl16   lx[r2+0x80], v2
+            exp.dl16  v5, v4
+            st.dl16   lx[r2+0x100], v5
+            exp.dl16  v5, v6
+            st.dl16   lx[r2+0x180], v5
+        }
+        addi      r3, r2, 512
+        loop 2 {
+            ld.dl16   v1, lx[r1]
+            div.dl16  v2, v1, v7
+            st.dl16   lx[r3], v2
+            exp.dl16  v8, v7
+            st.dl16   lx[r3+0x80], v8
+            add.f32   v7, v7, v3
+            addi      r3, r3, 256
+        }
+        addi      r1, r1, 128
+        addi      r2, r2, 1024
+    }
+    li        r1, 0
+    dma.out   ddr[out+r1], lx[0x40000], shape=(1,1,8192) -> t2
+    wait      t2
+)";
+
 /// fp32 values densely covering the exp range [-100, 100] (where the clamps and the subnormal
 /// flush are), plus the boundary patterns.
 std::vector<uint8_t> sweepFloats(const std::vector<uint8_t> &boundary) {
@@ -185,6 +231,10 @@ TEST(Dl16Codec, JitMatchesInterpreterOnEveryCode) {
 
 TEST(Dl16Codec, TableLookupsOfLibmOpsMatchInterpreter) {
   expectSame(kLibmKernel, {allCodes(), sweepFloats(boundaryFloats()), std::vector<uint8_t>(6144 * 128)});
+}
+
+TEST(Dl16Codec, Dl16KnowledgeAcrossBlocksMatchesInterpreter) {
+  expectSame(kCrossBlockKernel, {allCodes(), sweepFloats(boundaryFloats()), std::vector<uint8_t>(8192 * 128)});
 }
 
 TEST(Dl16Codec, InlineExpAndReductionsMatchInterpreter) {
