@@ -89,6 +89,22 @@ private:
   // DL16-rounded values -> the value before rounding (encode(round(y)) == encode(y)), so a
   // rounded result that is only stored is encoded once and the rounding itself is dead code.
   llvm::DenseMap<Value *, Value *> preRound_;
+  // Values known to be DL16 values (table lookups: unaryByTable), besides codeOf_'s and the
+  // rounded results in preRound_: rounding them to DL16 is the identity.
+  llvm::DenseMap<Value *, bool> exact_;
+  bool isDl16(Value *v) const { return codeOf_.count(v) || preRound_.count(v) || exact_.count(v); }
+  // The vector registers that hold DL16 values on every path to each instruction of this
+  // function (bit v: register v), from a walk of the structured program (analyseDl16): what a
+  // value cached per basic block cannot tell, e.g. softmax's row sum read inside the next loop.
+  llvm::DenseMap<const Instr *, uint32_t> dl16Before_;
+  uint32_t analyseDl16(llvm::ArrayRef<Instr> instrs, uint32_t state);
+  /// Operand `k` of `in` (read as `val`) holds DL16 values.
+  bool dl16Operand(const Instr &in, int k, Value *val) const {
+    if (isDl16(val))
+      return true;
+    auto it = dl16Before_.find(&in);
+    return it != dl16Before_.end() && in.v[k] >= 0 && (it->second >> in.v[k] & 1u);
+  }
   int tblCount_ = 0;
   struct {
     llvm::AllocaInst *aDec = nullptr, *accs[3][8] = {}; // accs[width index][row]
@@ -175,6 +191,7 @@ private:
   Value *erfApprox(Value *x);
   Value *horner(Value *x, std::initializer_list<float> coeffs);
   Value *copySign(Value *m, Value *x);
+  Value *unaryByTable(unsigned row, Value *x);
   Value *reduceStick(isa::Opcode op, isa::Format f, Value *a);
   void callSfp(const Instr &in, int d, int d2, int a, int b, int c);
   void lowerSfpBinary(const Instr &in);
@@ -190,7 +207,7 @@ private:
 
   // --- DL16 codec (lower_dl16.cpp) -----------------------------------------------------------
   Value *decode(Value *h16);
-  Value *signUnlessNaN(Value *u, Value *mag, unsigned shift);
+  Value *signUnlessNaN(Value *x, Value *u, unsigned shift);
   Value *encode(Value *x);
   Value *roundTo(isa::Format f, Value *x);
 

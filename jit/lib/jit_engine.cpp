@@ -104,6 +104,20 @@ struct Host {
   }
 };
 
+/// Defines the unary DL16 tables' symbols (lowering.h) on their first lookup, filling the row.
+class UnaryTableGenerator : public orc::DefinitionGenerator {
+public:
+  llvm::Error tryToGenerate(orc::LookupState &, orc::LookupKind, orc::JITDylib &jd, orc::JITDylibLookupFlags,
+                      const orc::SymbolLookupSet &names) override {
+    orc::SymbolMap syms;
+    for (const auto &kv : names)
+      for (unsigned row = 0; row < kUnaryTableRows; ++row)
+        if (*kv.first == unaryTableSymbol(row))
+          syms[kv.first] = {orc::ExecutorAddr::fromPtr(unaryTableRow(row)), JITSymbolFlags::Exported};
+    return syms.empty() ? llvm::Error::success() : jd.define(orc::absoluteSymbols(std::move(syms)));
+  }
+};
+
 /// The kernel as compiled: name, comment and argument names do not change the generated code,
 /// so the cache key (appendKernelKey) and the symbols use a normalised name.
 isa::Kernel normalised(const isa::Kernel &k, const std::string &name) {
@@ -427,6 +441,7 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
     syms[impl_->jit->mangleAndIntern("spyre_ring_recv")] = {orc::ExecutorAddr::fromPtr(&spyre_ring_recv), flags};
     syms[impl_->jit->mangleAndIntern("spyre_dma_gather")] = {orc::ExecutorAddr::fromPtr(&spyre_dma_gather), flags};
     syms[impl_->jit->mangleAndIntern("spyre_dma_scatter")] = {orc::ExecutorAddr::fromPtr(&spyre_dma_scatter), flags};
+    jd.addGenerator(std::make_unique<UnaryTableGenerator>());
     if (auto err = jd.define(orc::absoluteSymbols(std::move(syms))))
       throw spyre::Error("JIT: defining runtime symbols: " + toError(std::move(err)));
   }

@@ -19,7 +19,7 @@ using isa::Opcode;
 //  encode:  rel = ((mag + 0x2000 - (96 << 23)) >>s 14) clamped to [0, 0x7FFF] is the code
 //           body (flush to zero below, the inf/NaN code above), sign kept unless NaN;
 //  round:   decode(encode(x)) directly in fp32: mag rounded = (mag + 0x2000) & ~0x3FFF, then
-//           the same flush/overflow limits.
+//           the same flush/overflow limits (as float compares of |x|).
 
 /// DL16 -> fp32 on 64 lanes (or one scalar i16).
 Value *FunctionLowering::decode(Value *h16) {
@@ -35,11 +35,12 @@ Value *FunctionLowering::decode(Value *h16) {
   return f;
 }
 
-/// The sign bit of fp32 lanes `u` (shifted right by `shift`), cleared for NaN (which encodes
-/// to the positive inf/NaN code).
-Value *FunctionLowering::signUnlessNaN(Value *u, Value *mag, unsigned shift) {
+/// The sign bit of the fp32 lanes `x` (bits `u`, shifted right by `shift`), cleared for NaN
+/// (which encodes to the positive inf/NaN code). NaN is tested in the float domain (one
+/// compare; an unsigned integer compare is two instructions on AVX2).
+Value *FunctionLowering::signUnlessNaN(Value *x, Value *u, unsigned shift) {
   Value *s = b_.CreateAnd(b_.CreateLShr(u, c32(u, shift)), c32(u, 0x80000000u >> shift));
-  return b_.CreateSelect(b_.CreateICmpULE(mag, c32(u, 0x7F800000)), s, c32(u, 0));
+  return b_.CreateSelect(b_.CreateFCmpORD(x, x), s, c32(u, 0));
 }
 
 /// fp32 -> DL16 codes on 64 lanes.
@@ -53,19 +54,26 @@ Value *FunctionLowering::encode(Value *x) {
   Value *rel = b_.CreateAShr(b_.CreateAdd(mag, splat(0x2000u - (96u << 23))), splat(14));
   rel = intrinsic(Intrinsic::smax, {rel, splat(0)}, {vi32_});
   rel = intrinsic(Intrinsic::smin, {rel, splat(0x7FFF)}, {vi32_});
-  return b_.CreateTrunc(b_.CreateOr(rel, signUnlessNaN(u, mag, 16)), vi16_);
+  return b_.CreateTrunc(b_.CreateOr(rel, signUnlessNaN(x, u, 16)), vi16_);
 }
 
 Value *FunctionLowering::roundTo(Format f, Value *x) {
   if (f == Format::DL16) {
-    if (codeOf_.count(x)) // already a DL16 value
+    if (codeOf_.count(x) || exact_.count(x)) // already a DL16 value
       return x;
+    // The flush and overflow limits on the rounded magnitude r = (mag + 0x2000) & ~0x3FFF
+    // (r < 0x30004000: zero; r >= 0x4FFFC000: inf), tested on |x| before rounding, where they
+    // are |x| < bits 0x30002000 and |x| >= bits 0x4FFFA000 (NaN included): float compares,
+    // one instruction each on AVX2 (unsigned integer compares are two).
     Value *u = b_.CreateBitCast(x, vi32_);
-    Value *mag = b_.CreateAnd(u, splat(0x7FFFFFFF));
-    Value *r = b_.CreateAnd(b_.CreateAdd(mag, splat(0x2000)), splat(0xFFFFC000u));
-    r = b_.CreateSelect(b_.CreateICmpULT(r, splat((96u << 23) | 0x4000)), splat(0), r);
-    r = b_.CreateSelect(b_.CreateICmpUGE(r, splat(0x4FFFC000)), splat(0x7F800000), r);
-    Value *res = asFloat(b_.CreateOr(r, signUnlessNaN(u, mag, 0)));
+    Value *ax = intrinsic(Intrinsic::fabs, {x}, {vf_});
+    Value *r = b_.CreateAnd(b_.CreateAdd(asInt(ax), splat(0x2000)), splat(0xFFFFC000u));
+    auto limit = [&](uint32_t bits) {
+      return ConstantVector::getSplat(ElementCount::getFixed(kLanes), ConstantFP::get(f32_, dl16::bitsFloat(bits)));
+    };
+    r = b_.CreateSelect(b_.CreateFCmpOLT(ax, limit(0x30002000)), splat(0), r);
+    r = b_.CreateSelect(b_.CreateFCmpUGE(ax, limit(0x4FFFA000)), splat(0x7F800000), r);
+    Value *res = asFloat(b_.CreateOr(r, signUnlessNaN(x, u, 0)));
     preRound_[res] = x;
     return res;
   }

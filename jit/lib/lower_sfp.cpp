@@ -2,8 +2,11 @@
 // so results are bit-identical; log, sin, cos, tan and softplus call the shared implementation
 // (they use the host libm).
 #include "function_lowering.h"
+#include "lowering.h"
 #include "spyre/isa/semantics.h"
 #include <cmath>
+#include <llvm/IR/IntrinsicsX86.h>
+#include <llvm/TargetParser/Host.h>
 
 namespace spyre::jit {
 
@@ -143,7 +146,15 @@ void FunctionLowering::lowerSfpBinary(const Instr &in) {
   case Opcode::Add: r = b_.CreateFAdd(a, b); break;
   case Opcode::Sub: r = b_.CreateFSub(a, b); break;
   case Opcode::Mul: r = b_.CreateFMul(a, b); break;
-  case Opcode::Div: r = b_.CreateFDiv(a, b); break;
+  case Opcode::Div:
+    // DL16 / DL16 rounded to DL16 equals DL16 · fl(1/DL16) rounded to DL16 for every pair of
+    // DL16 values (Dl16Codec.QuotientOfDl16ValuesIsTheProductWithTheReciprocal: the rounding
+    // depends on the 10-bit significands only, all 512 x 512 pairs and every special value
+    // checked), and a loop-invariant divisor's reciprocal is hoisted: softmax's row division.
+    r = in.fmt == Format::DL16 && dl16Operand(in, 1, a) && dl16Operand(in, 2, b)
+            ? b_.CreateFMul(a, b_.CreateFDiv(fsplat(1.0f), b))
+            : b_.CreateFDiv(a, b);
+    break;
   case Opcode::Max: r = nanMaxMin(a, b, true); break;
   default: r = nanMaxMin(a, b, false); break;
   }
@@ -185,14 +196,77 @@ void FunctionLowering::lowerClip(const Instr &in) {
   Value *r = nanMaxMin(nanMaxMin(readV(in.v[1]), fsplat(in.fimm), true), fsplat(in.fimm2), false);
   writeV(in.v[0], roundTo(in.fmt, r));
 }
-void FunctionLowering::lowerExp(const Instr &in) { writeV(in.v[0], roundTo(in.fmt, expApprox(readV(in.v[1])))); }
+// exp, sigmoid, silu of a DL16 value into DL16 (the common case: softmax's exp(x - max) of a
+// rounded difference) are one table lookup (unaryByTable); otherwise the fp32 computation.
+void FunctionLowering::lowerExp(const Instr &in) {
+  Value *a = readV(in.v[1]);
+  if (in.fmt == Format::DL16 && dl16Operand(in, 1, a))
+    return writeV(in.v[0], unaryByTable(0, a));
+  writeV(in.v[0], roundTo(in.fmt, expApprox(a)));
+}
 void FunctionLowering::lowerSigmoid(const Instr &in) {
-  Value *e = expApprox(b_.CreateFNeg(readV(in.v[1])));
+  Value *a = readV(in.v[1]);
+  if (in.fmt == Format::DL16 && dl16Operand(in, 1, a))
+    return writeV(in.v[0], unaryByTable(1, a));
+  Value *e = expApprox(b_.CreateFNeg(a));
   writeV(in.v[0], roundTo(in.fmt, b_.CreateFDiv(fsplat(1.0f), b_.CreateFAdd(fsplat(1.0f), e))));
 }
 void FunctionLowering::lowerSilu(const Instr &in) {
-  Value *a = readV(in.v[1]), *e = expApprox(b_.CreateFNeg(a));
+  Value *a = readV(in.v[1]);
+  if (in.fmt == Format::DL16 && dl16Operand(in, 1, a))
+    return writeV(in.v[0], unaryByTable(2, a));
+  Value *e = expApprox(b_.CreateFNeg(a));
   writeV(in.v[0], roundTo(in.fmt, b_.CreateFDiv(a, b_.CreateFAdd(fsplat(1.0f), e))));
+}
+
+/// Row `row` of the unary tables (lowering.h) at the 64 DL16 values `x`: a DL16 value has
+/// 65,536 possible inputs, so the op rounded to DL16 is a lookup of what isa::sfpApply gives
+/// (bit-identical by construction). The index is the fp32 bits >> 14 (sign, exponent, 9
+/// fraction bits). AVX2 hosts without AVX-512 gather with vgatherdps explicitly (LLVM would
+/// scalarise a generic gather there: no "fast gather" on AMD); others use llvm.masked.gather.
+Value *FunctionLowering::unaryByTable(unsigned row, Value *x) {
+  static const bool avx2Gather = [] {
+    auto f = sys::getHostCPUFeatures();
+    return f.lookup("avx2") && !f.lookup("avx512f");
+  }();
+  auto *tableTy = ArrayType::get(f32_, 1u << kUnaryTableBits);
+  std::string name = unaryTableSymbol(row);
+  GlobalVariable *base = m_.getNamedGlobal(name);
+  if (!base)
+    base = new GlobalVariable(m_, tableTy, /*isConstant=*/true, GlobalValue::ExternalLinkage, nullptr, name);
+  Value *idx = b_.CreateLShr(asInt(x), splat(14));
+  Value *y;
+  if (avx2Gather) {
+    Function *g = Intrinsic::getDeclaration(&m_, Intrinsic::x86_avx2_gather_d_ps_256);
+    auto *v8f = FixedVectorType::get(f32_, 8);
+    // vgatherdps loads the lanes whose mask sign bit is set: all of them.
+    Value *all = ConstantExpr::getBitCast(ConstantVector::getSplat(ElementCount::getFixed(8), b_.getInt32(~0u)), v8f);
+    SmallVector<Value *, 8> parts;
+    for (unsigned c = 0; c < kLanes / 8; ++c) {
+      SmallVector<int, 8> mask;
+      for (unsigned k = 0; k < 8; ++k)
+        mask.push_back(static_cast<int>(8 * c + k));
+      parts.push_back(b_.CreateCall(g, {PoisonValue::get(v8f), base, b_.CreateShuffleVector(idx, mask), all,
+                                        b_.getInt8(4)}));
+    }
+    while (parts.size() > 1) {
+      unsigned w = static_cast<unsigned>(cast<FixedVectorType>(parts[0]->getType())->getNumElements());
+      SmallVector<int, 64> mask;
+      for (unsigned k = 0; k < 2 * w; ++k)
+        mask.push_back(static_cast<int>(k));
+      SmallVector<Value *, 8> next;
+      for (size_t k = 0; k + 1 < parts.size(); k += 2)
+        next.push_back(b_.CreateShuffleVector(parts[k], parts[k + 1], mask));
+      parts = std::move(next);
+    }
+    y = parts[0];
+  } else {
+    Value *ptrs = b_.CreateInBoundsGEP(f32_, base, idx);
+    Value *allTrue = ConstantVector::getSplat(ElementCount::getFixed(kLanes), b_.getTrue());
+    y = b_.CreateMaskedGather(vf_, ptrs, Align(4), allTrue, PoisonValue::get(vf_));
+  }
+  exact_[y] = true;
+  return y;
 }
 // i32 stick reductions (wrapping adds, signed max / min) call the shared implementation.
 void FunctionLowering::lowerRsum(const Instr &in) {
@@ -208,12 +282,20 @@ void FunctionLowering::lowerRmin(const Instr &in) {
                         : writeV(in.v[0], reduceStick(in.op, in.fmt, readV(in.v[1])));
 }
 
-// tanh, erf and the gelus: isa/lib/sfp.cpp's tanhApprox / erfApprox inlined (below).
-void FunctionLowering::lowerTanh(const Instr &in) { writeV(in.v[0], roundTo(in.fmt, tanhApprox(readV(in.v[1])))); }
+// tanh, erf and the gelus: isa/lib/sfp.cpp's tanhApprox / erfApprox inlined (below); tanh,
+// gelu and gelu.erf of DL16 values in DL16 are table lookups (unaryByTable).
+void FunctionLowering::lowerTanh(const Instr &in) {
+  Value *a = readV(in.v[1]);
+  if (in.fmt == Format::DL16 && !outOfLine_ && dl16Operand(in, 1, a))
+    return writeV(in.v[0], unaryByTable(3, a));
+  writeV(in.v[0], roundTo(in.fmt, tanhApprox(a)));
+}
 void FunctionLowering::lowerErf(const Instr &in) { writeV(in.v[0], roundTo(in.fmt, erfApprox(readV(in.v[1])))); }
 // 0.5 x (1 + tanh(0.79788456 (x + 0.044715 x x x))), the operations in isa::sfpApply's order.
 void FunctionLowering::lowerGelu(const Instr &in) {
   Value *x = readV(in.v[1]);
+  if (in.fmt == Format::DL16 && !outOfLine_ && dl16Operand(in, 1, x))
+    return writeV(in.v[0], unaryByTable(4, x));
   Value *cube = b_.CreateFMul(b_.CreateFMul(b_.CreateFMul(fsplat(0.044715f), x), x), x);
   Value *t = tanhApprox(b_.CreateFMul(fsplat(0.7978845608028654f), b_.CreateFAdd(x, cube)));
   writeV(in.v[0], roundTo(in.fmt, b_.CreateFMul(b_.CreateFMul(fsplat(0.5f), x), b_.CreateFAdd(fsplat(1.0f), t))));
@@ -221,6 +303,8 @@ void FunctionLowering::lowerGelu(const Instr &in) {
 // 0.5 x (1 + erf(x / sqrt 2)).
 void FunctionLowering::lowerGeluErf(const Instr &in) {
   Value *x = readV(in.v[1]);
+  if (in.fmt == Format::DL16 && !outOfLine_ && dl16Operand(in, 1, x))
+    return writeV(in.v[0], unaryByTable(5, x));
   Value *e = erfApprox(b_.CreateFMul(x, fsplat(0.7071067811865476f)));
   writeV(in.v[0], roundTo(in.fmt, b_.CreateFMul(b_.CreateFMul(fsplat(0.5f), x), b_.CreateFAdd(fsplat(1.0f), e))));
 }

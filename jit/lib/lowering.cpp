@@ -60,12 +60,56 @@ void FunctionLowering::lower(ArrayRef<Instr> instrs) {
   if (!outOfLine_ && std::any_of(instrs.begin(), instrs.end(), containsPtMm))
     setUpDecodedB();
   b_.SetInsertPoint(body);
+  analyseDl16(instrs, 0); // registers from CoreState: unknown
   for (const Instr &in : instrs)
     lowerInstr(in);
   // Write back what the phase wrote, so machine state matches the interpreter.
   storeWrittenRegisters();
   b_.CreateRetVoid();
   IRBuilder<>(entry_).CreateBr(body);
+}
+
+/// Forward walk: an SFP result in DL16 format (rounded by its semantics), a DL16 load or a DL16
+/// broadcast makes its register DL16; any other instruction naming a vector register, except
+/// the stores, makes all it names unknown (conservative: some of them are only read). A loop's
+/// head state is the fixpoint of (state before) ∩ (state at the end of the body).
+uint32_t FunctionLowering::analyseDl16(ArrayRef<Instr> instrs, uint32_t state) {
+  for (const Instr &in : instrs) {
+    dl16Before_[&in] = state;
+    if (in.op == Opcode::Loop) {
+      uint32_t head = state;
+      for (;;) {
+        uint32_t end = analyseDl16(in.body, head);
+        uint32_t next = state & end;
+        if (next == head) {
+          state = head & end;
+          break;
+        }
+        head = next;
+      }
+      continue;
+    }
+    switch (in.op) {
+    case Opcode::St:
+    case Opcode::Stu: continue; // reads its register
+    case Opcode::Ld: case Opcode::LdPad: case Opcode::Ldu: case Opcode::Bcast:
+    case Opcode::Add: case Opcode::Sub: case Opcode::Mul: case Opcode::Div: case Opcode::Max: case Opcode::Min:
+    case Opcode::Fma: case Opcode::Neg: case Opcode::Abs: case Opcode::Relu: case Opcode::Floor: case Opcode::Sqrt:
+    case Opcode::Rsqrt: case Opcode::Recip: case Opcode::Clip: case Opcode::Exp: case Opcode::Sigmoid:
+    case Opcode::Silu: case Opcode::Tanh: case Opcode::Gelu: case Opcode::GeluErf: case Opcode::Rsum:
+    case Opcode::Rmax: case Opcode::Rmin:
+      if (in.fmt == Format::DL16 && in.v[0] >= 0) {
+        state |= 1u << in.v[0];
+        continue;
+      }
+      break;
+    default: break;
+    }
+    for (int v : in.v)
+      if (v >= 0)
+        state &= ~(1u << v);
+  }
+  return state;
 }
 
 void FunctionLowering::lowerInstr(const Instr &in) {
