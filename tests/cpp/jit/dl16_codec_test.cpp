@@ -90,8 +90,8 @@ const char *kTransKernel = R"(.kernel trans cores=1
     wait      t2
 )";
 
-// tanh, gelu, gelu.erf in DL16: a table lookup for DL16 inputs (every code), the shared
-// implementation for fp32 inputs.
+// tanh, gelu, gelu.erf in DL16: a table lookup for DL16 inputs (every code); fp32 inputs take
+// the inline tanh / erf code (isa/lib/sfp.cpp, jit/lib/lower_sfp.cpp).
 const char *kLibmKernel = R"(.kernel libm cores=1
 .args codes floats out
 .core 0
