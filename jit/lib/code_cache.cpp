@@ -247,6 +247,48 @@ void memoryCacheStore(const CacheKey &k, ObjectBytes obj) {
     m.bytes += obj->size();
 }
 
+ObjectBytes CacheLevels::lookup(const CacheKey &k) const {
+  if (bypass)
+    return nullptr;
+  if (memory)
+    if (ObjectBytes obj = memoryCacheLookup(k)) {
+      ++counters->memoryHits;
+      return obj;
+    }
+  if (!disk)
+    return nullptr;
+  bool corrupt = false;
+  ObjectBytes obj = disk->load(k, corrupt);
+  if (obj) {
+    ++counters->diskHits;
+    if (memory)
+      memoryCacheStore(k, obj);
+  } else if (corrupt) {
+    ++counters->corrupt;
+  }
+  return obj;
+}
+
+ObjectBytes CacheLevels::fill(const CacheKey &k, std::mutex &mu, const std::function<ObjectBytes()> &compile,
+                              bool &compiled) const {
+  std::lock_guard<std::mutex> g(mu);
+  // Another thread of this engine may have compiled the same object while this one waited.
+  if (!bypass && memory)
+    if (ObjectBytes obj = memoryCacheLookup(k)) {
+      ++counters->memoryHits;
+      compiled = false;
+      return obj;
+    }
+  ++counters->misses;
+  compiled = true;
+  ObjectBytes obj = compile();
+  if (memory)
+    memoryCacheStore(k, obj);
+  if (disk && disk->store(k, *obj))
+    ++counters->diskWrites;
+  return obj;
+}
+
 void memoryCacheClear() {
   auto &m = memoryLevel();
   std::lock_guard<std::mutex> g(m.mu);

@@ -6,7 +6,9 @@
 #include "spyre/isa/program.h"
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -75,6 +77,23 @@ private:
 ObjectBytes memoryCacheLookup(const CacheKey &k);
 void memoryCacheStore(const CacheKey &k, ObjectBytes obj);
 void memoryCacheClear();
+
+/// An engine's view of both levels for one kind of object (kernels, or generic nests): the
+/// process-wide memory level when `memory`, a disk level when `disk` is set, counting into
+/// `counters`. With `bypass` (dumping), lookups miss but compiled objects are still stored.
+struct CacheLevels {
+  bool memory = true;
+  const DiskCache *disk = nullptr;
+  CacheCounters *counters = nullptr;
+  bool bypass = false;
+
+  /// The object under `k` from memory, else from disk (then copied to memory); null on a miss.
+  ObjectBytes lookup(const CacheKey &k) const;
+  /// After a miss, under `mu` (one compile at a time): the object another thread stored
+  /// meanwhile, else `compile()`'s, stored in both levels. `compiled` tells which.
+  ObjectBytes fill(const CacheKey &k, std::mutex &mu, const std::function<ObjectBytes()> &compile,
+                   bool &compiled) const;
+};
 
 /// SPYRE_CACHE_DIR, else $XDG_CACHE_HOME/spyre-jit, else ~/.cache/spyre-jit; "off" when the
 /// variable is "off" or no home directory is known (JitOptions::fromEnv).

@@ -14,6 +14,7 @@
 //   lowering.cpp           the entry points, dispatch, registers and addresses
 #pragma once
 #include "generic_nests.h"
+#include "lowering.h"
 #include "spyre/isa/program.h"
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/DenseMap.h>
@@ -46,7 +47,7 @@ public:
   using Instr = isa::Instr;
 
   FunctionLowering(llvm::Module &m, const isa::Kernel &k, const isa::CoreProgram &prog, llvm::Function *f,
-                   bool outOfLine, const LiTables &liTables, SharedLoops *sharedLoops);
+                   const LowerOptions &opts, const LiTables &liTables, SharedLoops *sharedLoops);
 
   /// Emits the body of the function: `instrs`, then the write-back of the registers written.
   void lower(llvm::ArrayRef<Instr> instrs);
@@ -118,6 +119,7 @@ private:
   // The O0 tier: vector registers stay in CoreState and ld/st/SFP instructions call the shared
   // implementations (what the interpreter runs), so the IR is small and compiles fast.
   bool outOfLine_ = false;
+  bool shareDecodedB_ = true; // LowerOptions::shareDecodedB
   // Per-core values of the `li` immediates that differ between the programs sharing this
   // function (phase_groups.h), by `li` ordinal in pre-order; nullopt: a constant.
   const LiTables &liTables_;
@@ -191,7 +193,7 @@ private:
   Value *erfApprox(Value *x);
   Value *horner(Value *x, std::initializer_list<float> coeffs);
   Value *copySign(Value *m, Value *x);
-  Value *unaryByTable(unsigned row, Value *x);
+  Value *unaryByTable(isa::Opcode op, Value *x);
   Value *reduceStick(isa::Opcode op, isa::Format f, Value *a);
   void callSfp(const Instr &in, int d, int d2, int a, int b, int c);
   void lowerSfpBinary(const Instr &in);
@@ -224,18 +226,7 @@ private:
   template <typename Fn> void countedLoop(int64_t n, const char *name, Fn body) {
     if (n <= 0)
       return;
-    llvm::BasicBlock *pre = b_.GetInsertBlock();
-    llvm::BasicBlock *loop = llvm::BasicBlock::Create(ctx_, name, f_);
-    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", f_);
-    b_.CreateBr(loop);
-    b_.SetInsertPoint(loop);
-    llvm::PHINode *iv = b_.CreatePHI(i64_, 2, std::string(name) + ".i");
-    iv->addIncoming(b_.getInt64(0), pre);
-    body(iv);
-    Value *next = b_.CreateAdd(iv, b_.getInt64(1));
-    iv->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateCondBr(b_.CreateICmpULT(next, b_.getInt64(n)), loop, exit);
-    b_.SetInsertPoint(exit);
+    loopFromZero(nullptr, name, body, [&](Value *next) { return b_.CreateICmpULT(next, b_.getInt64(n)); });
   }
 
   /// The same with a run-time count `n` (a generic nest's trip count): skipped when n <= 0.
@@ -244,17 +235,27 @@ private:
       countedLoop(c->getSExtValue(), name, body);
       return;
     }
+    loopFromZero(b_.CreateICmpSGT(n, b_.getInt64(0)), name, body,
+                 [&](Value *next) { return b_.CreateICmpSLT(next, n); });
+  }
+
+  /// The two countedLoops' shared shape: i = 0, 1, .. while `more(i + 1)`, entered if `enter`
+  /// (nullptr: always).
+  template <typename Fn, typename More> void loopFromZero(Value *enter, const char *name, Fn body, More more) {
     llvm::BasicBlock *pre = b_.GetInsertBlock();
     llvm::BasicBlock *loop = llvm::BasicBlock::Create(ctx_, name, f_);
     llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", f_);
-    b_.CreateCondBr(b_.CreateICmpSGT(n, b_.getInt64(0)), loop, exit);
+    if (enter)
+      b_.CreateCondBr(enter, loop, exit);
+    else
+      b_.CreateBr(loop);
     b_.SetInsertPoint(loop);
     llvm::PHINode *iv = b_.CreatePHI(i64_, 2, std::string(name) + ".i");
     iv->addIncoming(b_.getInt64(0), pre);
     body(iv);
     Value *next = b_.CreateAdd(iv, b_.getInt64(1));
     iv->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateCondBr(b_.CreateICmpSLT(next, n), loop, exit);
+    b_.CreateCondBr(more(next), loop, exit);
     b_.SetInsertPoint(exit);
   }
 

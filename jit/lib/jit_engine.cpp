@@ -4,6 +4,7 @@
 #include "lowering.h"
 #include "pass_pipelines.h"
 #include "tier_up.h"
+#include "unary_tables.h"
 #include "spyre/isa/limits.h"
 #include "spyre/isa/semantics.h"
 #include "spyre_jit_source_hash.h"
@@ -51,6 +52,8 @@ JitOptions JitOptions::fromEnv(const spyre::Env &env) {
   o.llvmArgs = env.string("SPYRE_JIT_LLVM_ARGS");
   o.printTimes = env.flag("SPYRE_JIT_TIMES", false);
   o.debug = env.flag("SPYRE_JIT_DEBUG", false);
+  o.genericNests = env.flag("SPYRE_JIT_GENERIC_NESTS", true);
+  o.shareDecodedB = env.flag("SPYRE_JIT_SHARE_B", true);
   return o;
 }
 
@@ -101,20 +104,6 @@ struct Host {
       return r;
     }();
     return h;
-  }
-};
-
-/// Defines the unary DL16 tables' symbols (lowering.h) on their first lookup, filling the row.
-class UnaryTableGenerator : public orc::DefinitionGenerator {
-public:
-  llvm::Error tryToGenerate(orc::LookupState &, orc::LookupKind, orc::JITDylib &jd, orc::JITDylibLookupFlags,
-                      const orc::SymbolLookupSet &names) override {
-    orc::SymbolMap syms;
-    for (const auto &kv : names)
-      for (unsigned row = 0; row < kUnaryTableRows; ++row)
-        if (*kv.first == unaryTableSymbol(row))
-          syms[kv.first] = {orc::ExecutorAddr::fromPtr(unaryTableRow(row)), JITSymbolFlags::Exported};
-    return syms.empty() ? llvm::Error::success() : jd.define(orc::absoluteSymbols(std::move(syms)));
   }
 };
 
@@ -250,7 +239,7 @@ struct JitEngine::Impl {
   std::unique_ptr<JitEngine> optimised;
   std::unique_ptr<TierUp> tierUp;
   std::string dumpTag; // "_O2" on a tiered engine's O2 engine: its dumps do not overwrite the O0 ones
-  // Shape-generic loop nests at O2 (generic_nests.h); SPYRE_JIT_GENERIC_NESTS=0 turns them off.
+  // Shape-generic loop nests (generic_nests.h): JitOptions::genericNests at O2.
   bool genericNests = true;
   CacheCounters nestCounters; // the nests' own cache traffic (cacheStats() counts kernels)
 
@@ -264,7 +253,9 @@ struct JitEngine::Impl {
     LLVMContext ctx;
     auto m = std::make_unique<Module>(dumpName, ctx);
     for (size_t i = 0; i < ks.size(); ++i)
-      lowerKernelInto(normalised(ks[i], names[i]), *m, opts.tier == OptTier::O0, genericNests);
+      lowerKernelInto(normalised(ks[i], names[i]), *m,
+                      {.outOfLine = opts.tier == OptTier::O0, .genericNests = genericNests,
+                       .shareDecodedB = opts.shareDecodedB});
     return finish(*m, dumpName, t, t0, /*mayUseFastCodegen=*/genericNests && opts.tier == OptTier::O2);
   }
 
@@ -323,40 +314,22 @@ struct JitEngine::Impl {
                    std::vector<ObjectBytes> &out, bool &allHit, size_t &compiled) {
     if (!genericNests || opts.tier == OptTier::O0)
       return true;
+    CacheLevels levels{opts.memoryCache, nestDisk.get(), &nestCounters, dumping};
     std::unordered_map<std::string, bool> seen;
     for (const isa::Kernel &k : ks) {
       for (const NestUse &use : genericNestsOf(k)) {
         if (!seen.emplace(use.identity, true).second)
           continue;
         CacheKey key = hashKey(keyPrefix + "generic nest\n" + use.identity);
-        ObjectBytes obj;
-        if (!dumping && opts.memoryCache && (obj = memoryCacheLookup(key)))
-          ++nestCounters.memoryHits;
-        if (!obj && !dumping && nestDisk) {
-          bool corrupt = false;
-          if ((obj = nestDisk->load(key, corrupt))) {
-            ++nestCounters.diskHits;
-            if (opts.memoryCache)
-              memoryCacheStore(key, obj);
-          } else if (corrupt) {
-            ++nestCounters.corrupt;
-          }
-        }
+        ObjectBytes obj = levels.lookup(key);
         if (!obj && cachedOnly)
           return false;
         if (!obj) {
-          std::lock_guard<std::mutex> g(mu);
-          if (!dumping && opts.memoryCache && (obj = memoryCacheLookup(key))) {
-            ++nestCounters.memoryHits;
-          } else {
-            ++nestCounters.misses;
+          bool fresh = false;
+          obj = levels.fill(key, mu, [&] { return compileNest(k, use, t); }, fresh);
+          if (fresh) {
             allHit = false;
             ++compiled;
-            obj = compileNest(k, use, t);
-            if (opts.memoryCache)
-              memoryCacheStore(key, obj);
-            if (nestDisk && nestDisk->store(key, *obj))
-              ++nestCounters.diskWrites;
           }
         }
         out.push_back(std::move(obj));
@@ -381,8 +354,7 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
   }
   impl_->opts = std::move(opts);
   impl_->printTimes = impl_->opts.printTimes;
-  // Developer knob (not in JitOptions, whose header half the tree includes): read here, strictly.
-  impl_->genericNests = spyre::Env(&std::getenv).flag("SPYRE_JIT_GENERIC_NESTS", true);
+  impl_->genericNests = impl_->opts.genericNests;
   const Host &host = Host::get();
   orc::JITTargetMachineBuilder jtmb = hostMachineBuilder(impl_->opts.tier, impl_->opts.llvmArgs);
   impl_->tm = check(jtmb.createTargetMachine(), "creating the target machine");
@@ -441,7 +413,7 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
     syms[impl_->jit->mangleAndIntern("spyre_ring_recv")] = {orc::ExecutorAddr::fromPtr(&spyre_ring_recv), flags};
     syms[impl_->jit->mangleAndIntern("spyre_dma_gather")] = {orc::ExecutorAddr::fromPtr(&spyre_dma_gather), flags};
     syms[impl_->jit->mangleAndIntern("spyre_dma_scatter")] = {orc::ExecutorAddr::fromPtr(&spyre_dma_scatter), flags};
-    jd.addGenerator(std::make_unique<UnaryTableGenerator>());
+    jd.addGenerator(unaryTableGenerator());
     if (auto err = jd.define(orc::absoluteSymbols(std::move(syms))))
       throw spyre::Error("JIT: defining runtime symbols: " + toError(std::move(err)));
   }
@@ -456,7 +428,8 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
                      "\ncpu " + host.cpu + "\nfeatures " + host.features + "\ntier " +
                      (impl_->opts.tier == OptTier::O0 ? "O0" : "O2") + "\npasses " +
                      pipelineFor(impl_->opts.tier, impl_->opts.passes) + "\n" +
-                     (impl_->genericNests ? "generic nests\n" : "");
+                     (impl_->genericNests ? "generic nests\n" : "") +
+                     (impl_->opts.shareDecodedB ? "" : "decoded B not shared\n");
   if (impl_->printTimes)
     fprintf(stderr, "spyre-jit: engine (%s) created in %.3f ms (host detection, target machine, LLJIT)\n",
             impl_->opts.tier == OptTier::O0 ? "O0" : "O2", msSince(tCreate));
@@ -551,19 +524,8 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::Impl::prepare
   }
   CacheKey key = hashKey(material);
   bool dumping = !im.opts.dumpDir.empty();
-  ObjectBytes obj;
-  if (!dumping && im.opts.memoryCache && (obj = memoryCacheLookup(key)))
-    ++im.counters.memoryHits;
-  if (!obj && !dumping && im.disk) {
-    bool corrupt = false;
-    if ((obj = im.disk->load(key, corrupt))) {
-      ++im.counters.diskHits;
-      if (im.opts.memoryCache)
-        memoryCacheStore(key, obj);
-    } else if (corrupt) {
-      ++im.counters.corrupt;
-    }
-  }
+  CacheLevels levels{im.opts.memoryCache, im.disk.get(), &im.counters, dumping};
+  ObjectBytes obj = levels.lookup(key);
   t.keyMs = msSince(tAll);
   t.hit = obj != nullptr;
   if (!obj && cachedOnly)
@@ -574,19 +536,9 @@ std::vector<std::shared_ptr<const sim::PreparedKernel>> JitEngine::Impl::prepare
   if (!im.nestObjects(ks, cachedOnly, dumping, t, nests, nestsHit, nestsCompiled))
     return {};
   if (!obj) {
-    std::lock_guard<std::mutex> g(im.mu);
-    // Another thread of this engine may have compiled the same kernels while this one waited.
-    if (!dumping && im.opts.memoryCache && (obj = memoryCacheLookup(key))) {
-      ++im.counters.memoryHits;
-      t.hit = true;
-    } else {
-      ++im.counters.misses;
-      obj = im.compile(ks, kernelNames, dumpName, t);
-      if (im.opts.memoryCache)
-        memoryCacheStore(key, obj);
-      if (im.disk && im.disk->store(key, *obj))
-        ++im.counters.diskWrites;
-    }
+    bool compiled = false;
+    obj = levels.fill(key, im.mu, [&] { return im.compile(ks, kernelNames, dumpName, t); }, compiled);
+    t.hit = !compiled;
   }
   t.hit = t.hit && nestsHit;
 

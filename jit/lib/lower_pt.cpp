@@ -127,7 +127,7 @@ void FunctionLowering::lowerPtMm(const Instr &in) {
   // earlier core of the multicast cohort).
   b_.SetInsertPoint(check);
   Value *lxB = lxAddr(in.lx3);
-  const bool shared = bMayBeShared(k_, in);
+  const bool shared = shareDecodedB_ && bMayBeShared(k_, in);
   if (shared) {
     FunctionCallee reuse =
         m_.getOrInsertFunction("spyre_jit_b_reuse", FunctionType::get(i32_, {ptr_, i64_, i64_}, false));

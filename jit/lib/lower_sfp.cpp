@@ -3,6 +3,7 @@
 // (they use the host libm).
 #include "function_lowering.h"
 #include "lowering.h"
+#include "unary_tables.h"
 #include "spyre/isa/semantics.h"
 #include <cmath>
 #include <llvm/IR/IntrinsicsX86.h>
@@ -201,36 +202,36 @@ void FunctionLowering::lowerClip(const Instr &in) {
 void FunctionLowering::lowerExp(const Instr &in) {
   Value *a = readV(in.v[1]);
   if (in.fmt == Format::DL16 && dl16Operand(in, 1, a))
-    return writeV(in.v[0], unaryByTable(0, a));
+    return writeV(in.v[0], unaryByTable(Opcode::Exp, a));
   writeV(in.v[0], roundTo(in.fmt, expApprox(a)));
 }
 void FunctionLowering::lowerSigmoid(const Instr &in) {
   Value *a = readV(in.v[1]);
   if (in.fmt == Format::DL16 && dl16Operand(in, 1, a))
-    return writeV(in.v[0], unaryByTable(1, a));
+    return writeV(in.v[0], unaryByTable(Opcode::Sigmoid, a));
   Value *e = expApprox(b_.CreateFNeg(a));
   writeV(in.v[0], roundTo(in.fmt, b_.CreateFDiv(fsplat(1.0f), b_.CreateFAdd(fsplat(1.0f), e))));
 }
 void FunctionLowering::lowerSilu(const Instr &in) {
   Value *a = readV(in.v[1]);
   if (in.fmt == Format::DL16 && dl16Operand(in, 1, a))
-    return writeV(in.v[0], unaryByTable(2, a));
+    return writeV(in.v[0], unaryByTable(Opcode::Silu, a));
   Value *e = expApprox(b_.CreateFNeg(a));
   writeV(in.v[0], roundTo(in.fmt, b_.CreateFDiv(a, b_.CreateFAdd(fsplat(1.0f), e))));
 }
 
-/// Row `row` of the unary tables (lowering.h) at the 64 DL16 values `x`: a DL16 value has
+/// The unary table of `op` (unary_tables.h) at the 64 DL16 values `x`: a DL16 value has
 /// 65,536 possible inputs, so the op rounded to DL16 is a lookup of what isa::sfpApply gives
 /// (bit-identical by construction). The index is the fp32 bits >> 14 (sign, exponent, 9
 /// fraction bits). AVX2 hosts without AVX-512 gather with vgatherdps explicitly (LLVM would
 /// scalarise a generic gather there: no "fast gather" on AMD); others use llvm.masked.gather.
-Value *FunctionLowering::unaryByTable(unsigned row, Value *x) {
+Value *FunctionLowering::unaryByTable(Opcode op, Value *x) {
   static const bool avx2Gather = [] {
     auto f = sys::getHostCPUFeatures();
     return f.lookup("avx2") && !f.lookup("avx512f");
   }();
   auto *tableTy = ArrayType::get(f32_, 1u << kUnaryTableBits);
-  std::string name = unaryTableSymbol(row);
+  std::string name = unaryTableSymbol(unaryTableRowOf(op));
   GlobalVariable *base = m_.getNamedGlobal(name);
   if (!base)
     base = new GlobalVariable(m_, tableTy, /*isConstant=*/true, GlobalValue::ExternalLinkage, nullptr, name);
@@ -287,7 +288,7 @@ void FunctionLowering::lowerRmin(const Instr &in) {
 void FunctionLowering::lowerTanh(const Instr &in) {
   Value *a = readV(in.v[1]);
   if (in.fmt == Format::DL16 && !outOfLine_ && dl16Operand(in, 1, a))
-    return writeV(in.v[0], unaryByTable(3, a));
+    return writeV(in.v[0], unaryByTable(Opcode::Tanh, a));
   writeV(in.v[0], roundTo(in.fmt, tanhApprox(a)));
 }
 void FunctionLowering::lowerErf(const Instr &in) { writeV(in.v[0], roundTo(in.fmt, erfApprox(readV(in.v[1])))); }
@@ -295,7 +296,7 @@ void FunctionLowering::lowerErf(const Instr &in) { writeV(in.v[0], roundTo(in.fm
 void FunctionLowering::lowerGelu(const Instr &in) {
   Value *x = readV(in.v[1]);
   if (in.fmt == Format::DL16 && !outOfLine_ && dl16Operand(in, 1, x))
-    return writeV(in.v[0], unaryByTable(4, x));
+    return writeV(in.v[0], unaryByTable(Opcode::Gelu, x));
   Value *cube = b_.CreateFMul(b_.CreateFMul(b_.CreateFMul(fsplat(0.044715f), x), x), x);
   Value *t = tanhApprox(b_.CreateFMul(fsplat(0.7978845608028654f), b_.CreateFAdd(x, cube)));
   writeV(in.v[0], roundTo(in.fmt, b_.CreateFMul(b_.CreateFMul(fsplat(0.5f), x), b_.CreateFAdd(fsplat(1.0f), t))));
@@ -304,7 +305,7 @@ void FunctionLowering::lowerGelu(const Instr &in) {
 void FunctionLowering::lowerGeluErf(const Instr &in) {
   Value *x = readV(in.v[1]);
   if (in.fmt == Format::DL16 && !outOfLine_ && dl16Operand(in, 1, x))
-    return writeV(in.v[0], unaryByTable(5, x));
+    return writeV(in.v[0], unaryByTable(Opcode::GeluErf, x));
   Value *e = erfApprox(b_.CreateFMul(x, fsplat(0.7071067811865476f)));
   writeV(in.v[0], roundTo(in.fmt, b_.CreateFMul(b_.CreateFMul(fsplat(0.5f), x), b_.CreateFAdd(fsplat(1.0f), e))));
 }

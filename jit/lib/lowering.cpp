@@ -33,8 +33,9 @@ bool containsLi(const Instr &in) {
 } // namespace
 
 FunctionLowering::FunctionLowering(Module &m, const isa::Kernel &k, const isa::CoreProgram &prog, Function *f,
-                                   bool outOfLine, const LiTables &liTables, SharedLoops *sharedLoops)
-    : m_(m), k_(k), prog_(prog), f_(f), ctx_(m.getContext()), b_(ctx_), outOfLine_(outOfLine), liTables_(liTables),
+                                   const LowerOptions &opts, const LiTables &liTables, SharedLoops *sharedLoops)
+    : m_(m), k_(k), prog_(prog), f_(f), ctx_(m.getContext()), b_(ctx_), outOfLine_(opts.outOfLine),
+      shareDecodedB_(opts.shareDecodedB), liTables_(liTables),
       sharedLoops_(sharedLoops) {
   i8_ = b_.getInt8Ty();
   i16_ = b_.getInt16Ty();
@@ -241,7 +242,8 @@ bool phaseIsEmpty(const isa::CoreProgram &p, std::pair<size_t, size_t> range) {
   return true;
 }
 
-void lowerKernelInto(const isa::Kernel &k, Module &m, bool outOfLine, bool genericNests) {
+void lowerKernelInto(const isa::Kernel &k, Module &m, const LowerOptions &opts) {
+  const bool outOfLine = opts.outOfLine;
   LLVMContext &ctx = m.getContext();
   Type *ptr = PointerType::getUnqual(ctx);
   auto *fty = FunctionType::get(Type::getVoidTy(ctx), {ptr, ptr, ptr}, false);
@@ -249,7 +251,7 @@ void lowerKernelInto(const isa::Kernel &k, Module &m, bool outOfLine, bool gener
   // share one, the other programs' symbols are aliases of it.
   std::vector<PhaseGroup> groups = groupPhases(k);
   SharedLoops shared;
-  genericNests = genericNests && !outOfLine;
+  const bool genericNests = opts.genericNests && !outOfLine;
   if (!outOfLine) { // nests that are not generic (pt.mm) may still be shared
     std::unordered_map<Instr, int> seen;
     for (const PhaseGroup &g : groups) {
@@ -271,7 +273,7 @@ void lowerKernelInto(const isa::Kernel &k, Module &m, bool outOfLine, bool gener
     std::unordered_map<const Instr *, NestUse> nests;
     if (genericNests)
       nests = genericNestsOf(k, g);
-    FunctionLowering fl(m, k, k.programs[rep], f, outOfLine, g.liTables, &shared);
+    FunctionLowering fl(m, k, k.programs[rep], f, opts, g.liTables, &shared);
     fl.setGenericNests(genericNests ? &nests : nullptr);
     fl.lower(body.slice(ranges[g.phase].first, ranges[g.phase].second - ranges[g.phase].first));
     for (size_t i = 1; i < g.programs.size(); ++i)
@@ -290,7 +292,7 @@ void lowerGenericNestInto(const isa::Kernel &k, const NestUse &use, Module &m) {
   f->addParamAttr(3, Attribute::ReadOnly);
   std::unique_ptr<ErasedNest> erased = eraseNest(*use.nest);
   static const LiTables noLiTables;
-  FunctionLowering fl(m, k, k.programs[0], f, false, noLiTables, nullptr);
+  FunctionLowering fl(m, k, k.programs[0], f, LowerOptions{}, noLiTables, nullptr);
   fl.setErasedFields(&erased->index);
   fl.lower(ArrayRef<Instr>(erased->nest));
 }
@@ -304,7 +306,7 @@ void verifyLowered(const Module &m) {
 
 std::unique_ptr<Module> lowerKernel(const isa::Kernel &k, LLVMContext &ctx) {
   auto m = std::make_unique<Module>("spyre_" + k.name, ctx);
-  lowerKernelInto(k, *m, false);
+  lowerKernelInto(k, *m);
   verifyLowered(*m);
   return m;
 }

@@ -40,29 +40,23 @@ extern "C" int32_t spyre_jit_b_reuse(const uint8_t *lx, int64_t off, int64_t byt
 /// Records that the mirror now holds the decode of lx[off, off + bytes): a copy of those bytes if
 /// `keep` (another core may stage the same B), else only that the thread's record is void.
 extern "C" void spyre_jit_b_decoded(const uint8_t *lx, int64_t off, int64_t bytes, int32_t keep);
-/// Unary SFP ops on DL16 values, rounded to DL16, by table (lower_sfp.cpp,
-/// FunctionLowering::unaryByTable): rows kUnaryTableOps (exp, sigmoid, silu, tanh, gelu,
-/// gelu.erf); the entry of a DL16 value x (an fp32 value whose low 14 bits are 0) is at index
-/// bits(x) >> 14 and holds what isa::sfpApply gives for x. JIT code names row k as the symbol
-/// unaryTableSymbol(k); the engine defines it on the first lookup (jit_engine.cpp), filling the
-/// row then (1–10 ms each, libm rows the slowest), so a process pays only for the ops its
-/// kernels use. Entries no DL16 value maps to stay 0 and their pages untouched.
-inline constexpr unsigned kUnaryTableBits = 18;
-inline constexpr isa::Opcode kUnaryTableOps[] = {isa::Opcode::Exp,  isa::Opcode::Sigmoid, isa::Opcode::Silu,
-                                                 isa::Opcode::Tanh, isa::Opcode::Gelu,    isa::Opcode::GeluErf};
-inline constexpr unsigned kUnaryTableRows = sizeof kUnaryTableOps / sizeof kUnaryTableOps[0];
-inline std::string unaryTableSymbol(unsigned row) { return "spyre_jit_dl16_unary_" + std::to_string(row); }
-/// Row `row`, filled on the first call (thread-safe).
-const float *unaryTableRow(unsigned row);
 extern "C" void spyre_jit_pt_out(uint8_t *D, const uint8_t *C, int64_t M, int64_t N);
 extern "C" void spyre_jit_pt_tr(uint8_t *D, const uint8_t *S, int64_t R, int64_t C);
+/// How a kernel is lowered (JitOptions holds the user's choices; the engine maps them here).
+struct LowerOptions {
+  /// The O0 tier: vector registers stay in CoreState; ld/st/ld.pad, SFP, DMA and PT
+  /// instructions call the helpers above and spyre_sfp_apply.
+  bool outOfLine = false;
+  /// The O2 engine: top-level loop nests become calls of external generic-nest functions
+  /// (generic_nests.h), compiled by lowerGenericNestInto into their own modules.
+  bool genericNests = false;
+  /// A pt.mm whose B a multicast cohort may share asks spyre_jit_b_reuse for the host thread's
+  /// last decode before decoding (lower_pt.cpp); off, every invocation decodes its own B.
+  bool shareDecodedB = true;
+};
 /// Adds the phase functions of `k` to `m` (several kernels with distinct names may share one
-/// module); call verifyLowered(m) when done. `outOfLine` (the O0 tier): vector registers stay in
-/// CoreState; ld/st/ld.pad, SFP, DMA and PT instructions call the helpers above and
-/// spyre_sfp_apply.
-/// `genericNests` (the O2 engine): top-level loop nests become calls of external generic-nest
-/// functions (generic_nests.h), compiled by lowerGenericNestInto into their own modules.
-void lowerKernelInto(const isa::Kernel &k, llvm::Module &m, bool outOfLine, bool genericNests = false);
+/// module); call verifyLowered(m) when done.
+void lowerKernelInto(const isa::Kernel &k, llvm::Module &m, const LowerOptions &opts = {});
 struct NestUse;
 /// Adds the function of generic nest `use` (of kernel `k`) to `m`.
 void lowerGenericNestInto(const isa::Kernel &k, const NestUse &use, llvm::Module &m);

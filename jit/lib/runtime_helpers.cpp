@@ -17,7 +17,6 @@
 #include <cstring>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 
 namespace spyre::jit {
 
@@ -156,13 +155,6 @@ DecodedB &decodedB() {
 extern "C" float *spyre_jit_decoded_lx() { return decodedB().mirror.get(); }
 
 extern "C" int32_t spyre_jit_b_reuse(const uint8_t *lx, int64_t off, int64_t bytes) {
-  // SPYRE_JIT_SHARE_B=0: every invocation decodes its own B (before/after host measurements).
-  static const bool disabled = [] {
-    const char *e = std::getenv("SPYRE_JIT_SHARE_B");
-    return e && std::strcmp(e, "0") == 0;
-  }();
-  if (disabled)
-    return 0;
   DecodedB &d = decodedB();
   return d.lo <= off && off + bytes <= d.hi &&
          std::memcmp(lx + off, d.raw.get() + off, static_cast<size_t>(bytes)) == 0;
@@ -177,25 +169,6 @@ extern "C" void spyre_jit_b_decoded(const uint8_t *lx, int64_t off, int64_t byte
   std::memcpy(d.raw.get() + off, lx + off, static_cast<size_t>(bytes));
   d.lo = off;
   d.hi = off + bytes;
-}
-
-namespace {
-alignas(64) float unaryTables[kUnaryTableRows][1u << kUnaryTableBits];
-std::once_flag unaryFilled[kUnaryTableRows];
-} // namespace
-
-const float *unaryTableRow(unsigned row) {
-  std::call_once(unaryFilled[row], [row] {
-    float x[isa::kLanes], y[isa::kLanes], unused[isa::kLanes];
-    for (uint32_t c0 = 0; c0 < 0x10000; c0 += isa::kLanes) {
-      for (unsigned l = 0; l < isa::kLanes; ++l)
-        x[l] = dl16::toFloat(static_cast<uint16_t>(c0 + l));
-      isa::sfpApply(kUnaryTableOps[row], isa::Format::DL16, y, unused, x, x, x, 0.0f, 0.0f);
-      for (unsigned l = 0; l < isa::kLanes; ++l)
-        unaryTables[row][dl16::floatBits(x[l]) >> 14] = y[l];
-    }
-  });
-  return unaryTables[row];
 }
 
 extern "C" void spyre_jit_pt_out(uint8_t *D, const uint8_t *C, int64_t M, int64_t N) { isa::ptOut(D, C, M, N); }

@@ -173,6 +173,10 @@ _KNOB_LIST = [
           "O2: each top-level loop nest is compiled and cached on its own with its shape immediates as "
           "parameters, so a new shape of a known kernel reuses its nests ([architecture.md](architecture.md), "
           "JIT tiers); `0` compiles every kernel as one module (the code before)", compile_time=True),
+    _flag("SPYRE_JIT_SHARE_B", True, "JIT `JitEngine`",
+          "a matmul whose B the cores of a multicast cohort share reuses the B its host thread last decoded "
+          "from the same bytes; `0` decodes B in every core, phase and kernel (host-time measurements; the "
+          "kernels and simulated times do not change)", compile_time=True),
     _string("SPYRE_JIT_PASSES", "JIT `JitEngine`",
             "developer override of the JIT's LLVM pass pipeline (`opt -passes=` syntax)",
             default_text="the tier's pipeline"),

@@ -108,9 +108,9 @@ TEST(GenericNests, SameResultsWithoutThem) {
     isa::Kernel k = opKernel(sticks, "exp", extra);
     jit::JitEngine generic(jit::JitOptions{jit::OptTier::O2, "", "off"});
     RunResult a = runPrepared(*generic.prepare(k), argsFor(sticks), 1, 8192);
-    setenv("SPYRE_JIT_GENERIC_NESTS", "0", 1);
-    jit::JitEngine plain(jit::JitOptions{jit::OptTier::O2, "", "off"});
-    unsetenv("SPYRE_JIT_GENERIC_NESTS");
+    jit::JitOptions off{jit::OptTier::O2, "", "off"};
+    off.genericNests = false;
+    jit::JitEngine plain(off);
     RunResult b = runPrepared(*plain.prepare(k), argsFor(sticks), 1, 8192);
     RunResult ref = runPrepared(*sim::makeInterpreter()->prepare(k), argsFor(sticks), 1, 8192);
     EXPECT_EQ(a.ddr, ref.ddr);

@@ -40,10 +40,17 @@ struct JitOptions {
   /// recently used entries are deleted after each write. (Last: brace-initialised options
   /// keep their meaning.)
   uint64_t cacheMaxBytes = uint64_t{1024} << 20;
+  /// Host-side code generation choices (the kernels and simulated times do not depend on them;
+  /// both are part of the cache key). `genericNests` (SPYRE_JIT_GENERIC_NESTS, O2 only): each
+  /// top-level loop nest is compiled and cached on its own with its shape immediates as
+  /// parameters. `shareDecodedB` (SPYRE_JIT_SHARE_B): a pt.mm whose B a multicast cohort shares
+  /// compares the B bytes with its host thread's last decode and reuses it when equal.
+  bool genericNests = true;
+  bool shareDecodedB = true;
 
   /// SPYRE_JIT_OPT=O0|O2|tiered (also 0|2; default O2), SPYRE_CACHE_DIR / XDG_CACHE_HOME / HOME (the
   /// cache directory), SPYRE_CACHE_MAX_MB (1..1048576), SPYRE_JIT_PASSES, SPYRE_JIT_LLVM_ARGS,
-  /// SPYRE_JIT_TIMES, SPYRE_JIT_DEBUG.
+  /// SPYRE_JIT_TIMES, SPYRE_JIT_DEBUG, SPYRE_JIT_GENERIC_NESTS, SPYRE_JIT_SHARE_B.
   /// Invalid values throw spyre::Error naming the variable and the accepted values.
   static JitOptions fromEnv(const spyre::Env &env);
 };
