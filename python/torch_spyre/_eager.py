@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -372,9 +373,13 @@ def register() -> None:
         lib.impl(op._schema.name.split("::")[-1] + (f".{op._overloadname}" if op._overloadname != "default" else ""),
                  _lowered_kernel(op))
     lib.impl("arange.start_out", _arange_out)
-    for op in _DECOMPOSED:
-        lib.impl(op._schema.name.split("::")[-1] + (f".{op._overloadname}" if op._overloadname != "default" else ""),
-                 _decomposed_kernel(op, DECOMPOSITIONS[op]))
+    # Deliberate overrides: functorch registers where.Scalar for every backend key, and our
+    # decomposition replaces it; torch would warn about that on every process's first spyre op.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Warning only once for all operators")
+        for op in _DECOMPOSED:
+            lib.impl(op._schema.name.split("::")[-1] + (f".{op._overloadname}" if op._overloadname != "default" else ""),
+                     _decomposed_kernel(op, DECOMPOSITIONS[op]))
     fb = torch.library.Library("_", "IMPL")
     fb.fallback(_boxed_fallback, "PrivateUse1")
     _libs.extend([lib, fb])

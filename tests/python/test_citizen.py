@@ -195,6 +195,22 @@ def test_import_torch_does_not_import_the_compile_machinery():
     assert r["loaded"] == []
 
 
+def test_the_first_spyre_op_prints_no_warning():
+    # Registering the eager kernels overrides functorch's where.Scalar on purpose; torch would
+    # print an "Overriding a previously registered kernel" UserWarning in every process.
+    r = _run("""
+        import json, warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import torch
+            x = torch.ones(3, dtype=torch.float16).to("spyre")
+            y = (x * 3).cpu()
+        print(json.dumps({"warnings": [str(w.message)[:200] for w in caught], "y": y.tolist()}))
+    """, autoload=True)
+    assert r["warnings"] == []
+    assert r["y"] == [3.0, 3.0, 3.0]
+
+
 def test_spyre_backend_is_found_lazily_through_the_entry_point():
     r = _run("""
         import json, torch
