@@ -1,7 +1,8 @@
 // Decompositions (the "split to one op per kernel" half of torch-spyre's split_multi_ops that
 // the graph IR needs): select, constant_pad_nd and slices stepping along the stick dim become
-// ops that are one kernel each, or a zero-copy reshape; an expand to its input's own shape goes
-// (its readers read the input). The rewritten node's value keeps its name; helpers get fresh names.
+// ops that are one kernel each, or a zero-copy reshape; a node that gives its input unchanged
+// (an expand to its own shape, x * 1, x / 1, x - 0) goes: its readers read the input. The
+// rewritten node's value keeps its name; helpers get fresh names.
 #include "kernels/kernels.h"
 #include "rank_reduction.h"
 #include "spyre/frontend/ops.h"
@@ -345,13 +346,33 @@ void collapseReshapeChains(Graph &g) {
   eliminateDeadCode(g);
 }
 
+/// Whether `n` gives its one input unchanged, bit for bit: an expand to the input's own shape
+/// (aten.matmul's decomposition expands both operands to the batch shape they already have), or
+/// arithmetic with an identity constant of the same type: x * 1, x / 1, x - (+0) (not x + 0:
+/// -0 + 0 is +0). Models write these as configurable multipliers (GraniteMoE's embedding,
+/// residual and logits multipliers of 1; sdpa's sqrt(scale) for scale 1).
+bool isNoOp(const Graph &g, const Node &n) {
+  if (n.inputs.size() != 1 || g.values[n.inputs[0]].shape != g.values[n.output].shape ||
+      g.values[n.inputs[0]].dtype != g.values[n.output].dtype)
+    return false;
+  if (isOp(n.op, OpId::Expand))
+    return true;
+  if (n.attrs.size() != 1 || !n.attrs.count("scalar") || n.attrs.at("scalar").isRuntime())
+    return false;
+  const double c = n.attrs.at("scalar").values.at(0);
+  if (isOp(n.op, OpId::Mul) || isOp(n.op, OpId::Div))
+    return c == 1.0;
+  if (isOp(n.op, OpId::Sub))
+    return c == 0.0 && !std::signbit(c);
+  return false;
+}
+
 } // namespace
 
 void decomposeOps(Graph &g) {
   std::vector<Node> nodes;
-  // An expand to its input's own shape (aten.matmul's decomposition expands both operands to
-  // the batch shape they already have) is no op: its readers read the input instead (a graph
-  // output keeps a clone, its copy into the output buffer).
+  // A node that gives its input unchanged (isNoOp) goes: its readers read the input instead (a
+  // graph output keeps a clone, its copy into the output buffer).
   std::map<int, int> sameAs;
   const std::set<int> outputs(g.outputs.begin(), g.outputs.end());
   for (const Node &orig : g.nodes) {
@@ -360,9 +381,7 @@ void decomposeOps(Graph &g) {
       if (auto it = sameAs.find(in); it != sameAs.end())
         in = it->second;
     std::vector<Node> parts;
-    if (isOp(n.op, OpId::Expand) && n.inputs.size() == 1 &&
-        g.values[n.inputs[0]].shape == g.values[n.output].shape &&
-        g.values[n.inputs[0]].dtype == g.values[n.output].dtype) {
+    if (isNoOp(g, n)) {
       if (!outputs.count(n.output)) {
         sameAs[n.output] = n.inputs[0];
         continue;

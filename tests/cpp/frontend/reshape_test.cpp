@@ -292,6 +292,35 @@ TEST(Reshape, SameShapeExpandsAlias) {
     ASSERT_EQ(r.jit.at(0)[i], -x[i] + y[i % y.size()]) << i;
 }
 
+TEST(Reshape, IdentityArithmeticGoes) {
+  // x * 1, x / 1 and x - 0 give x bit for bit: no kernel (models' multipliers of 1). x + 0 is not
+  // x for x = -0, and x * 2 is not x: both stay.
+  std::string text = "graph(%x: f16[64, 256], %y: f32[64, 64]) {\n  %m = mul(%x, scalar=1) : f16[64, 256]\n"
+                     "  %d = div(%m, scalar=1) : f16[64, 256]\n  %e = exp(%d) : f16[64, 256]\n"
+                     "  %s = sub(%y, scalar=0) : f32[64, 64]\n  %t = mul(%s, scalar=3) : f32[64, 64]\n"
+                     "  %a = add(%x, scalar=0) : f16[64, 256]\n  return (%e, %t, %a)\n}\n";
+  auto [p, ops] = compileOps(text);
+  const std::string without = "graph(%x: f16[64, 256], %y: f32[64, 64]) {\n  %e = exp(%x) : f16[64, 256]\n"
+                              "  %t = mul(%y, scalar=3) : f32[64, 64]\n  %a = add(%x, scalar=0) : f16[64, 256]\n"
+                              "  return (%e, %t, %a)\n}\n";
+  EXPECT_EQ(ops, compileOps(without).second);
+  EXPECT_EQ(ops.size(), 3u);
+  std::vector<float> x(64 * 256), y(64 * 64);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = i == 5 ? -0.0f : static_cast<float>(static_cast<int>(i % 37) - 18) / 8.0f;
+  for (size_t i = 0; i < y.size(); ++i)
+    y[i] = static_cast<float>(static_cast<int>(i % 23) - 11) / 4.0f;
+  const test::BothEngines r = test::runOnBothEngines(p, {x, y});
+  ASSERT_EQ(r.interp, r.jit);
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_NEAR(r.jit.at(0)[i], std::exp(x[i]), 0.01 * std::exp(x[i])) << i;
+    ASSERT_EQ(r.jit.at(2)[i], x[i] + 0.0f) << i;
+  }
+  EXPECT_FALSE(std::signbit(r.jit.at(2)[5])); // -0 + 0 = +0
+  for (size_t i = 0; i < y.size(); ++i)
+    ASSERT_EQ(r.jit.at(1)[i], y[i] * 3) << i;
+}
+
 /// Runs plan p (inputs x f16[1, 64, 256], w [256, 128], b [128]) on both engines: equal results,
 /// and f(-x @ w + b) within fp16 tolerance of a double reference.
 void checkLinear(const isa::JobPlan &p, double (*f)(double)) {
