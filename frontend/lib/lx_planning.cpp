@@ -55,14 +55,17 @@ std::optional<CoreView> viewOf(const isa::SuperDsc &s, const isa::SdscTensor &t)
 
 bool producesLxReusable(const std::string &name) {
   // torch-spyre OP_OUTPUT_GOOD_FOR_LX_REUSE (max is our amax), plus (our extension) the kernels
-  // whose lowerings write an LX-resident output: layer norm's three, matmul, dtype ops.
+  // whose lowerings write an LX-resident output: layer norm's three, matmul, dtype ops, and every
+  // pointwise op (the SFP walk writes any of them in place: a cos no longer loses LX residency
+  // when the x * 1 after it goes).
   const OpInfo *op = findOp(name);
   if (!op)
     return false;
   for (OpId o : {OpId::Amax, OpId::Sum, OpId::Exp, OpId::Sub, OpId::Mul, OpId::Mean, OpId::Add, OpId::Rsqrt})
     if (op->id == o)
       return true;
-  return op->cls == OpClass::LayerNorm || op->cls == OpClass::Matmul || op->cls == OpClass::Convert;
+  return op->cls == OpClass::LayerNorm || op->cls == OpClass::Matmul || op->cls == OpClass::Convert ||
+         op->cls == OpClass::Pointwise;
 }
 
 bool inPlaceOp(const std::string &name) {

@@ -152,11 +152,12 @@ TEST(LxPlanning, CoreDivisionMismatchStaysInDdr) {
 
 TEST(MemoryPlanning, IntermediatesWithDisjointLifetimesShareDdrBuffers) {
   // a [k0,k1], b [k1,k2], c [k2,k3], d [k3,k4]: a and c share one buffer, b and d another
-  // (a kernel's inputs and output never share). None qualifies for LX (neg/abs/relu).
+  // (a kernel's inputs and output never share). Without LX planning (every pointwise output
+  // would qualify for LX), all four are DDR intermediates.
   std::string text = "graph(%x: f16[64, 256]) {\n  %a = neg(%x) : f16[64, 256]\n  %b = abs(%a) : f16[64, 256]\n"
                      "  %c = relu(%b) : f16[64, 256]\n  %d = neg(%c) : f16[64, 256]\n  %y = abs(%d) : f16[64, 256]\n"
                      "  return (%y)\n}\n";
-  isa::JobPlan p = compile(text, 32, true);
+  isa::JobPlan p = compile(text, 32, false);
   std::vector<std::string> pooled;
   for (const auto &b : p.buffers)
     if (b.kind == isa::BufferSpec::Kind::Intermediate)
@@ -324,6 +325,20 @@ TEST(LxPlanning, DtypeOpsReadAndWriteLx) {
     double ref = std::exp(dl16::halfToFloat(dl16::floatToHalf(static_cast<float>(h + y[i]))));
     ASSERT_NEAR(o[i], ref, 0.02 * std::fabs(ref) + 1e-3) << i;
   }
+}
+
+TEST(LxPlanning, AnyPointwiseOutputStaysInLx) {
+  // Not only torch-spyre's list (exp, sub, mul, ..): a cos, a neg and an abs write their outputs
+  // in LX for the next kernel too.
+  const int64_t M = 64, C = 256;
+  std::string text = "graph(%x: f32[64, 256]) {\n  %c = cos(%x) : f32[64, 256]\n  %n = neg(%c) : f32[64, 256]\n"
+                     "  %a = abs(%n) : f32[64, 256]\n  %o = sqrt(%a) : f32[64, 256]\n  return (%o)\n}\n";
+  std::vector<float> x(M * C);
+  for (int64_t i = 0; i < M * C; ++i)
+    x[i] = static_cast<float>(i % 401 - 200) / 32.0f;
+  std::vector<float> o = checkLxAgainstDdr("cos chain 64x256", text, 8, {x}, {"c", "n", "a"}, {});
+  for (int64_t i = 0; i < M * C; ++i)
+    ASSERT_NEAR(o[i], std::sqrt(std::fabs(std::cos(x[i]))), 1e-5) << i;
 }
 
 TEST(LxPlanning, KSplitMatmulOutputStaysInDdr) {
