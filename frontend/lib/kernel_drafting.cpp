@@ -199,7 +199,14 @@ void draftKernels(Lowering &l, const CompileOptions &opts) {
         }
         continue;
       }
-      if (auto fused = fusedKernel(g, members, parts, l.drafts.size())) {
+      // A layer norm (fuseRows' exx2 / layernormscale / layernormnorm): one row-fused kernel.
+      if (isOp(g.nodes[members[0]].op, OpId::Exx2)) {
+        if (auto fused = layerNormFusedKernel(g, members, l.drafts.size(), opts.maxCores)) {
+          l.drafts.push_back(std::move(*fused));
+          l.nodeOfDraft.push_back(static_cast<int>(ni));
+          continue;
+        }
+      } else if (auto fused = fusedKernel(g, members, parts, l.drafts.size())) {
         l.drafts.push_back(std::move(*fused));
         l.nodeOfDraft.push_back(static_cast<int>(ni));
         continue;
