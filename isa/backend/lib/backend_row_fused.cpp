@@ -148,7 +148,7 @@ private:
   std::map<size_t, Format> accFmt_;        ///< the format of each reduction's operand
   std::map<int, FusedValue> rowVal_;       ///< row values computed so far (by result ref)
   std::map<size_t, int> sq_;               ///< exx2's second accumulator, then E[x^2] (by op)
-  int epsReg_ = -1;                        ///< layernormscale's eps
+  std::map<size_t, int> lnConst_;          ///< layernormnorm's constant w / b of this pass (operand)
   std::map<size_t, int64_t> kept_;         ///< stick values kept in the row scratch: op -> offset
   std::map<size_t, Format> keptFmt_;       ///< their formats, once computed
   int64_t validLanes_ = 0;
@@ -206,25 +206,24 @@ void RowPassBuilder::setup() {
       ops_.regs.release(lanes);
     }
   }
-  for (size_t k = 0; k < s_.fusedOps.size(); ++k)
-    if (s_.fusedOps[k].opFuncName == "layernormscale" && epsReg_ < 0) {
-      epsReg_ = ops_.regs.take();
-      auto e = s_.constants.find("op" + std::to_string(k) + "_eps");
-      in.push_back(vbcast(Format::F32, epsReg_, e == s_.constants.end() ? 0.0f : static_cast<float>(e->second)));
-    }
 }
 
 void RowPassBuilder::layerNormScale(size_t k, std::vector<Instr> &out) {
   // backend_pointwise.cpp's layernormscale: E[x]^2, E[x^2] - that, relu, + eps, rsqrt.
   const int ref = s_.fusedOps[k].inputs[0];
   const int m = rowVal_.at(ref).reg, q = sq_.at(static_cast<size_t>(fusedResultIndex(ref)));
-  const int t = ops_.regs.take(), r = ops_.regs.take();
+  // eps is set here, per row, not once per kernel: every operand of the row's rstd is then
+  // visibly uniform in the row walk's loop nest (the JIT holds it in one host register).
+  const int t = ops_.regs.take(), r = ops_.regs.take(), e = ops_.regs.take();
+  auto eps = s_.constants.find("op" + std::to_string(k) + "_eps");
+  out.push_back(vbcast(Format::F32, e, eps == s_.constants.end() ? 0.0f : static_cast<float>(eps->second)));
   out.push_back(vop(Opcode::Mul, Format::F32, t, m, m));
   out.push_back(vop(Opcode::Sub, Format::F32, t, q, t));
   out.push_back(vop(Opcode::Relu, Format::F32, t, t));
-  out.push_back(vop(Opcode::Add, Format::F32, t, t, epsReg_));
+  out.push_back(vop(Opcode::Add, Format::F32, t, t, e));
   out.push_back(vop(Opcode::Rsqrt, Format::F32, r, t));
   ops_.regs.release(t);
+  ops_.regs.release(e);
   rowVal_[fusedResultRef(static_cast<int>(k))] = {r, Format::F32};
 }
 
@@ -236,7 +235,8 @@ void RowPassBuilder::layerNormNorm(size_t k, FusedBodyState &st, std::vector<Ins
   for (size_t i : {size_t{0}, size_t{3}, size_t{4}})
     if (op.inputs[i] != -1)
       src[i] = ops_.operand(k, i, st, out);
-  ops_.constants(k, p_.out.fmt, src);
+    else
+      src[i] = {lnConst_.at(i), Format::F32};
   const int m = rowVal_.at(op.inputs[1]).reg, rstd = rowVal_.at(op.inputs[2]).reg;
   ops_.retire(k, st);
   const int t = ops_.regs.take();
@@ -386,6 +386,14 @@ void RowPassBuilder::build() {
       ops_.emitPointwise(k, st, rp.prelude, /*stores=*/false);
       rowVal_[ref] = st.live.at(ref);
     }
+    // layernormnorm's constant weight / bias (1, 0): set per row like eps (layerNormScale).
+    for (size_t k = 0; k < n; ++k)
+      if (s_.fusedOps[k].opFuncName == "layernormnorm" && r_.pass[k] == P)
+        for (size_t i : {size_t{3}, size_t{4}})
+          if (s_.fusedOps[k].inputs[i] == -1) {
+            lnConst_[i] = ops_.regs.take();
+            rp.prelude.push_back(vbcast(Format::F32, lnConst_[i], static_cast<float>(s_.constants.at(s_.fusedOps[k].inputConsts.at(i)))));
+          }
     // Accumulators of this pass's reductions.
     acc_.clear();
     for (size_t k = 0; k < n; ++k)
@@ -444,6 +452,9 @@ void RowPassBuilder::build() {
         ++it;
       }
     }
+    for (const auto &[i, reg] : lnConst_)
+      ops_.regs.release(reg);
+    lnConst_.clear();
     p_.rowPasses.push_back(std::move(rp));
   }
   p_.computeFmt = p_.out.fmt;
