@@ -182,3 +182,19 @@ def test_matmul_epilogue_matches_cpu_and_unfused_bit_for_bit(name, monkeypatch):
     for got, off in zip(fused, unfused):
         torch.testing.assert_close(got.float(), expected, atol=0.1, rtol=0.1)
         assert torch.equal(_bits(got), _bits(off)), f"{name}: fused and unfused results differ"
+
+
+def test_layer_norm_with_a_stick_split_exx2_keeps_three_kernels(monkeypatch):
+    # Two rows on 32 cores with SPYRE_SPLIT_REDUCTIONS=1: exx2's own kernel splits the stick dim
+    # (partials on the ring), an order the row-fused kernel would change: not fused then.
+    torch.manual_seed(3)
+    x = torch.randn(2, 4096).half()
+    fn = lambda t: F.layer_norm(t, (4096,))  # noqa: E731
+    monkeypatch.setenv("SPYRE_SPLIT_REDUCTIONS", "1")
+    (split,), n_split, k_split, _ = _compiled(fn, (x,), monkeypatch, True)
+    assert (n_split, k_split) == (3, 0), compile_stats.last.plan()
+    monkeypatch.setenv("SPYRE_SPLIT_REDUCTIONS", "0")
+    (fused,), n, k, _ = _compiled(fn, (x,), monkeypatch, True)
+    assert (n, k) == (1, 1), compile_stats.last.plan()
+    for got in (split, fused):
+        torch.testing.assert_close(got.float(), fn(x.float()), atol=0.1, rtol=0.1)
