@@ -188,8 +188,8 @@ def test_layer_norm_with_a_stick_split_exx2_keeps_three_kernels(monkeypatch):
     # Two rows on 32 cores with SPYRE_SPLIT_REDUCTIONS=1: exx2's own kernel splits the stick dim
     # (partials on the ring), an order the row-fused kernel would change: not fused then.
     torch.manual_seed(3)
-    x = torch.randn(2, 4096).half()
-    fn = lambda t: F.layer_norm(t, (4096,))  # noqa: E731
+    x = torch.randn(2, 65536).half()
+    fn = lambda t: F.layer_norm(t, (65536,))  # noqa: E731
     monkeypatch.setenv("SPYRE_SPLIT_REDUCTIONS", "1")
     (split,), n_split, k_split, _ = _compiled(fn, (x,), monkeypatch, True)
     assert (n_split, k_split) == (3, 0), compile_stats.last.plan()
