@@ -92,8 +92,10 @@ RowSchedule schedule(const SuperDsc &s, FusedOps &ops) {
         return ref <= -2 && s.fusedOps[fusedResultIndex(ref)].opFuncName == name;
       };
       if (op.inputs.size() != (scale ? 1u : 5u) || !resultOf(scale ? 0 : 1, "exx2") ||
-          (!scale && (op.inputs[0] < 0 || !resultOf(2, "layernormscale") || op.inputs[3] <= -2 || op.inputs[4] <= -2)))
-        throw Unsupported("a " + op.opFuncName + " other than layer norm's own in the row-fused kernel " + ops.opWhere(k));
+          (!scale &&
+           (op.inputs[0] < 0 || !resultOf(2, "layernormscale") || op.inputs[3] <= -2 || op.inputs[4] <= -2)))
+        throw Unsupported("a " + op.opFuncName + " other than layer norm's own in the row-fused kernel " +
+                          ops.opWhere(k));
       r.kind[k] = scale ? Kind::Row : Kind::Stick;
       if (scale && !op.outputs.empty())
         throw Unsupported("a row value stored as a tensor in the row-fused kernel " + ops.opWhere(k));
@@ -392,7 +394,8 @@ void RowPassBuilder::build() {
         for (size_t i : {size_t{3}, size_t{4}})
           if (s_.fusedOps[k].inputs[i] == -1) {
             lnConst_[i] = ops_.regs.take();
-            rp.prelude.push_back(vbcast(Format::F32, lnConst_[i], static_cast<float>(s_.constants.at(s_.fusedOps[k].inputConsts.at(i)))));
+            const double value = s_.constants.at(s_.fusedOps[k].inputConsts.at(i));
+            rp.prelude.push_back(vbcast(Format::F32, lnConst_[i], static_cast<float>(value)));
           }
     // Accumulators of this pass's reductions.
     acc_.clear();
