@@ -75,6 +75,16 @@ frontend::Graph normGraph(int64_t rows, int64_t cols, bool centred) {
   return g;
 }
 
+/// F.layer_norm as the models run it (torch-spyre's ops, fp32 statistics; no affine, like the
+/// libtorch baseline): one row-fused kernel since the row-fusion pass takes the triple.
+constexpr const char *kLayerNormCard = R"(graph(%x: f16[$R, $C]) {
+  %s = exx2(%x) : f32[$R, 2]
+  %r = layernormscale(%s, eps=1e-05) : f32[$R, 1]
+  %y = layernormnorm(%x, %s, %r, bias=0, weight=0) : f16[$R, $C]
+  return (%y)
+}
+)";
+
 /// nn.Linear with bias as a model stores it: the weight [N, K] (x @ w^T), read sticked on K by
 /// the matmul (transb) and the bias add fused into it (matmul-fusion): BERT's and ViT's
 /// projections.
@@ -145,6 +155,11 @@ std::vector<Workload> workloads() {
                  [cols] { return graphOf(kSoftmax, {{'R', 4096}, {'C', cols}}); }, {"softmax", {{4096, cols}}}});
   w.push_back({"layernorm_1151x8192", "layernorm (no affine) of f16[1151, 8192]: mean sub mul mean add rsqrt mul",
                [] { return normGraph(1151, 8192, true); }, {"layernorm", {{1151, 8192}}}});
+  for (auto [rows, cols] : {std::array<int64_t, 2>{1151, 8192}, std::array<int64_t, 2>{65, 256}})
+    w.push_back({"layernorm_card_" + std::to_string(rows) + "x" + std::to_string(cols),
+                 "F.layer_norm (no affine) as the models run it: exx2 layernormscale layernormnorm (fp32 statistics)",
+                 [rows, cols] { return graphOf(kLayerNormCard, {{'R', rows}, {'C', cols}}); },
+                 {"layernorm", {{rows, cols}}}});
   w.push_back({"rmsnorm_256x4096", "rmsnorm (no weight) of f16[256, 4096]: mul mean add rsqrt mul",
                [] { return normGraph(256, 4096, false); }, {"rmsnorm", {{256, 4096}}}});
   for (auto [m, k, n] : {std::array<int64_t, 3>{64, 2048, 8192}, std::array<int64_t, 3>{4096, 2048, 1024}}) {

@@ -199,7 +199,18 @@ void draftKernels(Lowering &l, const CompileOptions &opts) {
         }
         continue;
       }
-      if (auto fused = fusedKernel(g, members, parts, l.drafts.size())) {
+      // A layer norm (fuseRows' exx2 / layernormscale / layernormnorm): one row-fused kernel,
+      // unless exx2's own kernel splits the stick dim (its partials' order is kept).
+      if (isOp(g.nodes[members[0]].op, OpId::Exx2)) {
+        std::optional<KernelDraft> fused;
+        if (!parts.empty() && parts[0].s.numWkSlicesPerDim.back() == 1)
+          fused = layerNormFusedKernel(g, members, l.drafts.size(), opts.maxCores);
+        if (fused) {
+          l.drafts.push_back(std::move(*fused));
+          l.nodeOfDraft.push_back(static_cast<int>(ni));
+          continue;
+        }
+      } else if (auto fused = fusedKernel(g, members, parts, l.drafts.size())) {
         l.drafts.push_back(std::move(*fused));
         l.nodeOfDraft.push_back(static_cast<int>(ni));
         continue;

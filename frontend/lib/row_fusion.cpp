@@ -245,8 +245,46 @@ int RowFuser::run() {
   return made;
 }
 
+/// torch-spyre's layer norm, exx2(x) -> layernormscale -> layernormnorm(x, ..): one group when
+/// its statistics are read only by the triple (the kernel stores only the normalised rows).
+int fuseLayerNorms(Graph &g) {
+  std::vector<int> producer(g.values.size(), -1);
+  std::vector<std::vector<int>> consumers(g.values.size());
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    producer[g.nodes[i].output] = i;
+    for (int v : g.nodes[i].inputs)
+      consumers[v].push_back(i);
+  }
+  std::set<int> outputs(g.outputs.begin(), g.outputs.end());
+  auto readOnlyBy = [&](int v, std::set<int> by) {
+    if (outputs.count(v))
+      return false;
+    for (int c : consumers[v])
+      if (!by.count(c))
+        return false;
+    return true;
+  };
+  int numbered = firstFreeGroup(g), made = 0;
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    const Node &n = g.nodes[i];
+    if (!isOp(n.op, OpId::LayerNormNorm) || n.inputs.size() < 3 || n.notes.count("fused"))
+      continue;
+    const int e = producer[n.inputs[1]], sc = producer[n.inputs[2]];
+    if (e < 0 || sc < 0 || !isOp(g.nodes[e].op, OpId::Exx2) || !isOp(g.nodes[sc].op, OpId::LayerNormScale) ||
+        g.nodes[e].notes.count("fused") || g.nodes[sc].notes.count("fused") || g.nodes[e].inputs.size() != 1 ||
+        g.nodes[e].inputs[0] != n.inputs[0] || g.nodes[sc].inputs.size() != 1 || g.nodes[sc].inputs[0] != n.inputs[1] ||
+        !readOnlyBy(n.inputs[1], {sc, i}) || !readOnlyBy(n.inputs[2], {i}) || !floatType(g.values[n.output].dtype))
+      continue;
+    for (int m : {e, sc, i})
+      g.nodes[m].notes["fused"] = Attr(static_cast<double>(numbered));
+    ++numbered;
+    ++made;
+  }
+  return made;
+}
+
 } // namespace
 
-int fuseRows(Graph &g) { return RowFuser(g).run(); }
+int fuseRows(Graph &g) { return fuseLayerNorms(g) + RowFuser(g).run(); }
 
 } // namespace spyre::frontend

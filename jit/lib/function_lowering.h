@@ -99,6 +99,13 @@ private:
   // value cached per basic block cannot tell, e.g. softmax's row sum read inside the next loop.
   llvm::DenseMap<const Instr *, uint32_t> dl16Before_;
   uint32_t analyseDl16(llvm::ArrayRef<Instr> instrs, uint32_t state);
+  // The vector registers whose 64 lanes are all equal after each instruction (bcast, splat, a
+  // DL16 rsum / rmax / rmin, and lane-wise ops of such registers only; analyseUniform, the
+  // same walk): their results are written as a splat of lane 0, so LLVM holds a loop-invariant
+  // row value (a mean, an rstd) in one host register instead of eight.
+  llvm::DenseMap<const Instr *, uint32_t> uniformAfter_;
+  uint32_t analyseUniform(llvm::ArrayRef<Instr> instrs, uint32_t state);
+  const Instr *cur_ = nullptr; // the instruction being lowered (writeV)
   /// Operand `k` of `in` (read as `val`) holds DL16 values.
   bool dl16Operand(const Instr &in, int k, Value *val) const {
     if (isDl16(val))

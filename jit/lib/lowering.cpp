@@ -62,6 +62,7 @@ void FunctionLowering::lower(ArrayRef<Instr> instrs) {
     setUpDecodedB();
   b_.SetInsertPoint(body);
   analyseDl16(instrs, 0); // registers from CoreState: unknown
+  analyseUniform(instrs, 0);
   for (const Instr &in : instrs)
     lowerInstr(in);
   // Write back what the phase wrote, so machine state matches the interpreter.
@@ -113,8 +114,74 @@ uint32_t FunctionLowering::analyseDl16(ArrayRef<Instr> instrs, uint32_t state) {
   return state;
 }
 
+namespace {
+
+/// An instruction whose result lanes are each a function of the same lanes of its register
+/// operands (and immediates) alone: uniform operands give a uniform result.
+bool laneWise(Opcode op) {
+  switch (op) {
+  case Opcode::Add: case Opcode::Sub: case Opcode::Mul: case Opcode::Div: case Opcode::Max: case Opcode::Min:
+  case Opcode::Fma: case Opcode::Eq: case Opcode::Ne: case Opcode::Lt: case Opcode::Le: case Opcode::Gt:
+  case Opcode::Ge: case Opcode::Sel: case Opcode::Neg: case Opcode::Abs: case Opcode::Relu: case Opcode::Floor:
+  case Opcode::Sqrt: case Opcode::Rsqrt: case Opcode::Recip: case Opcode::Exp: case Opcode::Log: case Opcode::Tanh:
+  case Opcode::Erf: case Opcode::Sigmoid: case Opcode::Gelu: case Opcode::GeluErf: case Opcode::Silu:
+  case Opcode::Clip: return true;
+  default: return false;
+  }
+}
+
+} // namespace
+
+/// Forward walk as analyseDl16: bcast, splat and a DL16 rsum / rmax / rmin (every one of the
+/// 64 lanes holds the result; the f32 forms zero lanes 32..63) make their register uniform, a
+/// lane-wise op of uniform registers too; any other instruction naming a vector register,
+/// except the stores, makes all it names not uniform. A loop's head state is the fixpoint of
+/// (state before) ∩ (state at the end of the body).
+uint32_t FunctionLowering::analyseUniform(ArrayRef<Instr> instrs, uint32_t state) {
+  for (const Instr &in : instrs) {
+    if (in.op == Opcode::Loop) {
+      uint32_t head = state;
+      for (;;) {
+        uint32_t end = analyseUniform(in.body, head);
+        uint32_t next = state & end;
+        if (next == head) {
+          state = head & end;
+          break;
+        }
+        head = next;
+      }
+      uniformAfter_[&in] = state;
+      continue;
+    }
+    bool uniform = false;
+    if (in.op == Opcode::St || in.op == Opcode::Stu) {
+      uniformAfter_[&in] = state;
+      continue; // reads its register
+    }
+    if (in.op == Opcode::Bcast || in.op == Opcode::Splat) {
+      uniform = true;
+    } else if (in.op == Opcode::Rsum || in.op == Opcode::Rmax || in.op == Opcode::Rmin) {
+      uniform = in.fmt == Format::DL16;
+    } else if (laneWise(in.op)) {
+      uniform = true;
+      for (size_t k = 1; k < std::size(in.v); ++k)
+        uniform = uniform && (in.v[k] < 0 || (state >> in.v[k] & 1u));
+    }
+    for (int v : in.v)
+      if (v >= 0)
+        state &= ~(1u << v);
+    if (uniform && in.v[0] >= 0)
+      state |= 1u << in.v[0];
+    uniformAfter_[&in] = state;
+  }
+  return state;
+}
+
 void FunctionLowering::lowerInstr(const Instr &in) {
+  const Instr *outer = cur_;
+  cur_ = &in;
   lowerOp(in);
+  cur_ = outer;
   invalidateDecodedB(in);
 }
 
@@ -197,6 +264,17 @@ void FunctionLowering::writeV(int v, Value *x) {
   if (outOfLine_) {
     b_.CreateAlignedStore(x, vregPtr(b_, v), Align(64));
     return;
+  }
+  if (cur_ && cur_->op != Opcode::Loop && v == cur_->v[0] && x->getType() == vf_) {
+    // A uniform result (analyseUniform): lane 0 splat, so LLVM sees every lane equal.
+    auto u = uniformAfter_.find(cur_);
+    auto *sv = llvm::dyn_cast<llvm::ShuffleVectorInst>(x);
+    if (u != uniformAfter_.end() && (u->second >> v & 1u) && !(sv && sv->isZeroEltSplat())) {
+      const bool dl16 = isDl16(x);
+      x = b_.CreateShuffleVector(x, SmallVector<int, kLanes>(kLanes, 0));
+      if (dl16)
+        exact_[x] = true; // every lane a DL16 value still
+    }
   }
   b_.CreateStore(x, vregSlot(v));
   vWritten_[v] = true;

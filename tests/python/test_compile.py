@@ -371,16 +371,27 @@ def test_split_stays_a_view_in_eager_mode():
     assert a._base is x and b._base is x
 
 
-def test_nn_layernorm_compiles_to_three_card_kernels():
+def test_nn_layernorm_compiles_to_one_row_fused_kernel(monkeypatch):
+    # exx2 -> layernormscale -> layernormnorm is one row-fused kernel (superdsc.md §6.10) that
+    # equals the three card kernels (SPYRE_FUSION=0) bit for bit.
     m = torch.nn.LayerNorm(256).half().eval()
     with torch.no_grad():
-        torch._dynamo.reset()
-        f = torch.compile(m.to("spyre"), backend="spyre", dynamic=False)
-        x = torch.randn(4, 67, 256, dtype=torch.float16)
-        y = f(x.to("spyre")).cpu()
-    torch.testing.assert_close(y, m.cpu()(x), atol=0.1, rtol=0.1)
-    ops = [l.split("(")[1].split(",")[0] for l in compile_stats.last.plan().splitlines() if l.startswith("launch")]
-    assert ops == ["exx2", "layernormscale", "layernormnorm"]
+        m.weight.normal_()
+        m.bias.normal_()
+    x = torch.randn(4, 67, 256, dtype=torch.float16) * 2 + 1
+    outs, ops = [], []
+    for fusion in ("1", "0"):
+        monkeypatch.setenv("SPYRE_FUSION", fusion)
+        with torch.no_grad():
+            torch._dynamo.reset()
+            f = torch.compile(m.to("spyre"), backend="spyre", dynamic=False)
+            outs.append(f(x.to("spyre")).cpu())
+        ops.append([l.split("(")[1].split(",")[0] for l in compile_stats.last.plan().splitlines()
+                    if l.startswith("launch")])
+        m = m.cpu()
+    torch.testing.assert_close(outs[0], m(x), atol=0.1, rtol=0.1)
+    assert ops == [["fused"], ["exx2", "layernormscale", "layernormnorm"]]
+    assert torch.equal(outs[0].view(torch.int16), outs[1].view(torch.int16))
 
 
 def _chain(x0, x1, x2, x3, x4, x5, x6, x7):

@@ -70,6 +70,21 @@ CASES = {
     "layernorm_primitives_1151x8192": (
         _layernorm_primitives,
         lambda: (torch.randn(1151, 8192).half(), torch.randn(8192).half(), torch.randn(8192).half())),
+    # F.layer_norm: torch-spyre's exx2 / layernormscale / layernormnorm (fp32 statistics) as one
+    # row-fused kernel. Rows whose mean is large next to their spread: E[x^2] - E[x]^2 cancels.
+    "layer_norm_affine_4x67x256": (
+        lambda x, w, b: F.layer_norm(x, (256,), w, b),
+        lambda: (torch.randn(4, 67, 256).half() * 2 + 3, torch.randn(256).half(), torch.randn(256).half())),
+    "layer_norm_odd_67x129_no_affine": (lambda x: F.layer_norm(x, (129,)), lambda: (torch.randn(67, 129).half(),)),
+    "layer_norm_1151x8192": (
+        lambda x, w, b: F.layer_norm(x, (8192,), w, b),
+        lambda: (torch.randn(1151, 8192).half(), torch.randn(8192).half(), torch.randn(8192).half())),
+    "layer_norm_bf16_weight_only": (
+        lambda x, w: F.layer_norm(x, (300,), w, None, 1e-6),
+        lambda: (torch.randn(3, 40, 300).bfloat16() + 0.5, torch.randn(300).bfloat16())),
+    "layer_norm_f32_45x77": (
+        lambda x, w, b: F.layer_norm(x, (77,), w, b),
+        lambda: (torch.randn(45, 77) * 5, torch.randn(77), torch.randn(77))),
     "rope": (_rope, lambda: (torch.randn(256, 128).half(), torch.randn(256, 128).half(), torch.randn(256, 128).half())),
 }
 
@@ -100,7 +115,9 @@ def test_swiglu_is_one_kernel(monkeypatch):
 
 
 
-@pytest.mark.parametrize("name", ["softmax", "softmax_odd_67x129", "rmsnorm_weight", "layernorm_primitives_1151x8192"])
+@pytest.mark.parametrize("name", ["softmax", "softmax_odd_67x129", "rmsnorm_weight", "layernorm_primitives_1151x8192",
+                                  "layer_norm_affine_4x67x256", "layer_norm_odd_67x129_no_affine",
+                                  "layer_norm_bf16_weight_only", "layer_norm_f32_45x77"])
 def test_row_chains_are_one_kernel(name, monkeypatch):
     fn, make = CASES[name]
     torch.manual_seed(5)
@@ -165,3 +182,19 @@ def test_matmul_epilogue_matches_cpu_and_unfused_bit_for_bit(name, monkeypatch):
     for got, off in zip(fused, unfused):
         torch.testing.assert_close(got.float(), expected, atol=0.1, rtol=0.1)
         assert torch.equal(_bits(got), _bits(off)), f"{name}: fused and unfused results differ"
+
+
+def test_layer_norm_with_a_stick_split_exx2_keeps_three_kernels(monkeypatch):
+    # Two rows on 32 cores with SPYRE_SPLIT_REDUCTIONS=1: exx2's own kernel splits the stick dim
+    # (partials on the ring), an order the row-fused kernel would change: not fused then.
+    torch.manual_seed(3)
+    x = torch.randn(2, 65536).half()
+    fn = lambda t: F.layer_norm(t, (65536,))  # noqa: E731
+    monkeypatch.setenv("SPYRE_SPLIT_REDUCTIONS", "1")
+    (split,), n_split, k_split, _ = _compiled(fn, (x,), monkeypatch, True)
+    assert (n_split, k_split) == (3, 0), compile_stats.last.plan()
+    monkeypatch.setenv("SPYRE_SPLIT_REDUCTIONS", "0")
+    (fused,), n, k, _ = _compiled(fn, (x,), monkeypatch, True)
+    assert (n, k) == (1, 1), compile_stats.last.plan()
+    for got in (split, fused):
+        torch.testing.assert_close(got.float(), fn(x.float()), atol=0.1, rtol=0.1)

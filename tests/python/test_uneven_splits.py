@@ -40,15 +40,20 @@ def _jit_equals_interpreter(fn, *args, monkeypatch) -> torch.Tensor:
 
 
 def test_layer_norm_over_prime_rows_uses_every_core(monkeypatch):
-    # 1151 rows (a prime): exx2 and layernormscale in 31 slices of 36 rows and one of 35.
+    # 1151 rows (a prime): the row-fused layer norm in 31 slices of 36 rows and one of 35;
+    # unfused (SPYRE_FUSION=0), exx2 and layernormscale the same, with the same bits.
     monkeypatch.setenv("SPYRE_STRICT", "1")
     n = 8192
     x = cached_randn((1151, n), key="uneven-ln", scale=2.0) + 4
     w, b = cached_randn((n,), key="uneven-w"), cached_randn((n,), key="uneven-b")
     fn = lambda t, w_, b_: F.layer_norm(t, (n,), w_, b_)  # noqa: E731
     got = _jit_equals_interpreter(fn, x, w, b, monkeypatch=monkeypatch)
+    assert _splits("fused") == [{"mb": 32, "out": 1}]
+    monkeypatch.setenv("SPYRE_FUSION", "0")
+    unfused = _run(fn, x, w, b, engine="jit", monkeypatch=monkeypatch)
     assert _splits("exx2") == [{"mb": 32, "out": 1}]
     assert _splits("layernormscale") == [{"mb": 32, "out": 1}]
+    assert torch.equal(got.view(torch.int16), unfused.view(torch.int16))
     expected = fn(x.float(), w.float(), b.float())
     torch.testing.assert_close(got.float(), expected, atol=0.1, rtol=0.1)
 

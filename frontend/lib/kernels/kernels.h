@@ -72,6 +72,12 @@ KernelDraft indexCopyKernel(const Graph &g, const Node &n, size_t index, int max
 
 // Op builders in layernorm_ops.cpp.
 KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int maxCores, bool splitReductions);
+/// A row-fusion group exx2 / layernormscale / layernormnorm (passes.h fuseRows) as one
+/// row-fused SuperDSC (docs/superdsc.md §6.10): whole rows per core, computeOp_ exx2 (a row
+/// reduction), layernormscale (a row op), layernormnorm (per stick, the output). nullopt when
+/// the members are not that triple or its rows do not fit the row walk.
+std::optional<KernelDraft> layerNormFusedKernel(const Graph &g, const std::vector<int> &members, size_t index,
+                                                int maxCores);
 
 // Op builders in data_ops.cpp.
 KernelDraft sliceKernel(const Graph &g, const Node &n, size_t index, int maxCores);

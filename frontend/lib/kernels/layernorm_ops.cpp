@@ -7,11 +7,13 @@
 // The statistics are sparse sticks (scale_ -2 on the stick dim); their buffers are the generic
 // layouts of the [.., 2] and [.., 1] fp32 host shapes, which put one stick per row.
 #include "kernels.h"
+#include "spyre/backend/backend.h"
 #include "spyre/frontend/ops.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/frontend/work_division.h"
 #include "spyre/isa/error.h"
 #include <numeric>
+#include <optional>
 
 namespace spyre::frontend::detail {
 
@@ -163,6 +165,104 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
     }
   }
   s.outputs = {place(n.output, all, xf, "OUTPUT")};
+  return kd;
+}
+
+
+std::optional<KernelDraft> layerNormFusedKernel(const Graph &g, const std::vector<int> &members, size_t index,
+                                                int maxCores) {
+  if (members.size() != 3)
+    return std::nullopt;
+  const Node &e = g.nodes[members[0]], &sc = g.nodes[members[1]], &n = g.nodes[members[2]];
+  if (!isOp(e.op, OpId::Exx2) || !isOp(sc.op, OpId::LayerNormScale) || !isOp(n.op, OpId::LayerNormNorm))
+    return std::nullopt;
+  const bool hasW = attrOr(n, "weight", 1.0) != 0.0, hasB = attrOr(n, "bias", 1.0) != 0.0;
+  if (n.inputs.size() != 3u + hasW + hasB || e.inputs.size() != 1 || sc.inputs.size() != 1 ||
+      n.inputs[0] != e.inputs[0] || n.inputs[1] != e.output || sc.inputs[0] != e.output || n.inputs[2] != sc.output)
+    return std::nullopt;
+  const Value &x = g.values[n.inputs[0]], &out = g.values[n.output];
+  const std::string where = "node %" + out.name + " = " + n.op + " (row-fused layer norm)";
+  requireFloat(x, where);
+  if (x.shape.empty() || out.shape != x.shape || out.dtype != x.dtype)
+    return std::nullopt;
+  requireNonEmpty(x.shape, where);
+  for (size_t i = 3; i < n.inputs.size(); ++i) {
+    const Value &p = g.values[n.inputs[i]];
+    if (p.shape != std::vector<int64_t>{x.shape.back()} || p.dtype != x.dtype)
+      return std::nullopt;
+  }
+  const size_t r = x.shape.size();
+  const DataFormat xf = deviceFormat(x.dtype, where);
+  const int64_t eps = elemsPerStick(xf);
+  const auto labels = dimLabels(r);
+  const std::vector<int64_t> &N = x.shape;
+  const std::vector<int64_t> adjusted = stickAdjusted(N, eps);
+  // Whole rows per core (the row walk needs the stick dim whole): the rows split, unevenly
+  // where that spreads them further (1151 rows: 31 x 36 + 35).
+  std::vector<bool> splittable(r, true);
+  splittable[r - 1] = false;
+  const std::vector<SpanTensor> spans = {genericSpanTensor(x.name, identityDims(r), N, eps),
+                                         genericSpanTensor(out.name, identityDims(r), N, eps)};
+  auto [splits, stickSplit] =
+      divideRowsThenStick(adjusted, splittable, spans, maxCores, [](const std::vector<int64_t> &) { return int64_t{1}; });
+  (void)stickSplit;
+  KernelDraft kd = newDraft(index, isa::kFusedOpFunc, "sfp", labels, N, splits,
+                            "fused_exx2_layernormscale_layernormnorm");
+  SuperDsc &s = kd.s;
+  unevenDimsSlowest(s, adjusted);
+  const std::vector<int64_t> perCore = perCoreElems(N, splits, {r - 1}, eps);
+  s.primaryDsInfo["OUTPUT"] = genericLayout(labels, eps);
+  s.primaryDsInfo["KERNEL"] = genericLayout({labels.back()}, eps);
+  std::vector<int> all(r, 1), column(r, -1);
+  column[r - 1] = 1;
+  auto place = [&](int v, const std::vector<int> &scale, const char *type) {
+    SdscTensor t;
+    t.ldsIdx = static_cast<int>(s.labeledDs.size());
+    t.dsName = "Tensor" + std::to_string(t.ldsIdx);
+    t.dsType = type;
+    t.scale = scale;
+    t.dataFormat = xf;
+    placeTensor(s, t, perCore);
+    s.labeledDs.push_back(t);
+    kd.tensorValues.push_back(v);
+    return t.ldsIdx;
+  };
+  // Inputs x[, w][, b], then the output; computeOp_: exx2 (a row reduction: E[x] and E[x^2]),
+  // layernormscale on it (a row op), layernormnorm (per stick) storing the output.
+  const int xi = place(n.inputs[0], all, "OUTPUT");
+  s.inputs.push_back(xi);
+  isa::SdscComputeOp stat, scale, norm;
+  stat.opFuncName = "exx2";
+  stat.inputs = {xi};
+  stat.inputConsts = {""};
+  scale.opFuncName = "layernormscale";
+  scale.inputs = {isa::fusedResultRef(0)};
+  scale.inputConsts = {""};
+  s.constants["op1_eps"] = attrOr(sc, "eps", 1e-5);
+  norm.opFuncName = "layernormnorm";
+  norm.inputs = {xi, isa::fusedResultRef(0), isa::fusedResultRef(1)};
+  norm.inputConsts = {"", "", ""};
+  size_t next = 3;
+  for (auto [present, name, value] : {std::tuple{hasW, "weight", 1.0}, std::tuple{hasB, "bias", 0.0}}) {
+    if (present) {
+      const int ti = place(n.inputs[next++], column, "KERNEL");
+      s.inputs.push_back(ti);
+      norm.inputs.push_back(ti);
+      norm.inputConsts.push_back("");
+    } else {
+      norm.inputs.push_back(-1);
+      norm.inputConsts.push_back(std::string("op2_") + name);
+      s.constants[std::string("op2_") + name] = value;
+    }
+  }
+  s.inputConsts.assign(s.inputs.size(), "");
+  const int o = place(n.output, all, "OUTPUT");
+  s.outputs = {o};
+  norm.outputs = {o};
+  s.fusedOps = {stat, scale, norm};
+  // Rows that do not fit LX: the three kernels.
+  if (!backend::supportsRowFused(s))
+    return std::nullopt;
   return kd;
 }
 

@@ -16,6 +16,16 @@
 // the padded lanes of the last stick with the identity (what ld.pad gives the single-op
 // reduction), scales a mean by 1/count, and reduces the lanes in the operand's format: the
 // single-op reduction kernel's arithmetic, so results equal the unfused chain bit for bit.
+//
+// Layer norm as torch-spyre runs it (exx2 / layernormscale / layernormnorm, fp32 statistics)
+// is one such kernel too: exx2 is a reduction with two fp32 accumulators (x and fma(x, x, acc)
+// per lane) and two row values, E[x] and E[x^2], made as the single-op exx2 makes its EXX2
+// stick (scale by 1/count, fold a DL16 register's halves, rsum in fp32; then splat to all 64
+// lanes); layernormscale is a row op reading both (rsqrt(relu(E[x^2] - E[x]^2) + eps) in
+// fp32); layernormnorm a stick op ((x - E[x]) * rstd, then fma with w and b, all fp32, rounded
+// once by the store). These are backend_reduce.cpp's and backend_pointwise.cpp's instructions
+// on the same values (a lane of a stored EXX2 / rstd stick splat is every lane of the row
+// value), so the kernel equals the three single-op kernels bit for bit.
 #include "fused_body.h"
 #include "lowerings.h"
 #include <algorithm>
@@ -27,7 +37,12 @@ namespace {
 enum class Kind { Stick, Reduce, Row };
 
 /// The row reductions a row-fused kernel takes (opFuncName of a computeOp_ entry).
-bool isRowReduction(const std::string &op) { return op == "sum" || op == "mean" || op == "max" || op == "min"; }
+bool isRowReduction(const std::string &op) {
+  return op == "sum" || op == "mean" || op == "max" || op == "min" || op == "exx2";
+}
+
+/// Layer norm's row op (on exx2's row values) and stick op: their own instructions.
+bool isLayerNormOp(const std::string &op) { return op == "layernormscale" || op == "layernormnorm"; }
 
 /// What each op is and when its value is available, checked.
 struct RowSchedule {
@@ -68,8 +83,28 @@ RowSchedule schedule(const SuperDsc &s, FusedOps &ops) {
       if (!op.outputs.empty())
         throw Unsupported("a row reduction stored as a tensor in the row-fused kernel " + ops.opWhere(k));
       r.kind[k] = Kind::Reduce;
+    } else if (isLayerNormOp(op.opFuncName)) {
+      // layernormscale(exx2); layernormnorm(x, exx2, layernormscale, w, b) (w, b: tensors or
+      // constants).
+      const bool scale = op.opFuncName == "layernormscale";
+      auto resultOf = [&](size_t i, const char *name) {
+        const int ref = i < op.inputs.size() ? op.inputs[i] : -1;
+        return ref <= -2 && s.fusedOps[fusedResultIndex(ref)].opFuncName == name;
+      };
+      if (op.inputs.size() != (scale ? 1u : 5u) || !resultOf(scale ? 0 : 1, "exx2") ||
+          (!scale &&
+           (op.inputs[0] < 0 || !resultOf(2, "layernormscale") || op.inputs[3] <= -2 || op.inputs[4] <= -2)))
+        throw Unsupported("a " + op.opFuncName + " other than layer norm's own in the row-fused kernel " +
+                          ops.opWhere(k));
+      r.kind[k] = scale ? Kind::Row : Kind::Stick;
+      if (scale && !op.outputs.empty())
+        throw Unsupported("a row value stored as a tensor in the row-fused kernel " + ops.opWhere(k));
     } else {
       ops.opcode(k); // checked
+      for (int ref : op.inputs)
+        if (ref <= -2 && (s.fusedOps[fusedResultIndex(ref)].opFuncName == "exx2" ||
+                          s.fusedOps[fusedResultIndex(ref)].opFuncName == "layernormscale"))
+          throw Unsupported("an exx2 / layernormscale value read by " + ops.opWhere(k));
       r.kind[k] = stickOperand ? Kind::Stick : Kind::Row;
       if (r.kind[k] == Kind::Row && !op.outputs.empty())
         throw Unsupported("a row value stored as a tensor in the row-fused kernel " + ops.opWhere(k));
@@ -98,6 +133,10 @@ private:
   /// The stick loop's body of pass P; masked: the reductions see the identity in the padded
   /// lanes of the row's last stick.
   std::vector<Instr> body(int P, bool masked);
+  /// layernormscale (prelude) and layernormnorm (stick loop): backend_pointwise.cpp's
+  /// instructions on the row values.
+  void layerNormScale(size_t k, std::vector<Instr> &out);
+  void layerNormNorm(size_t k, FusedBodyState &st, std::vector<Instr> &out);
   Opcode combineOf(size_t k) const;
   float identityOf(size_t k) const;
 
@@ -110,6 +149,8 @@ private:
   std::map<size_t, int> acc_;              ///< accumulators of the current pass
   std::map<size_t, Format> accFmt_;        ///< the format of each reduction's operand
   std::map<int, FusedValue> rowVal_;       ///< row values computed so far (by result ref)
+  std::map<size_t, int> sq_;               ///< exx2's second accumulator, then E[x^2] (by op)
+  std::map<size_t, int> lnConst_;          ///< layernormnorm's constant w / b of this pass (operand)
   std::map<size_t, int64_t> kept_;         ///< stick values kept in the row scratch: op -> offset
   std::map<size_t, Format> keptFmt_;       ///< their formats, once computed
   int64_t validLanes_ = 0;
@@ -148,14 +189,15 @@ void RowPassBuilder::setup() {
     if (r_.kind[k] != Kind::Reduce)
       continue;
     const std::string &op = s_.fusedOps[k].opFuncName;
-    if (op == "mean" && invCountReg_ < 0) {
+    if ((op == "mean" || op == "exx2") && invCountReg_ < 0) {
       invCountReg_ = ops_.regs.take();
       in.push_back(vbcast(Format::F32, invCountReg_, 1.0f / static_cast<float>(count)));
     }
-    if (validLanes_ == 0 || identityReg_.count(op == "mean" ? "sum" : op))
+    const std::string combine = op == "mean" || op == "exx2" ? "sum" : op;
+    if (validLanes_ == 0 || identityReg_.count(combine))
       continue;
     const int reg = ops_.regs.take();
-    identityReg_[op == "mean" ? "sum" : op] = reg;
+    identityReg_[combine] = reg;
     in.push_back(vbcast(Format::F32, reg, identityOf(k)));
     if (maskReg_ < 0) {
       maskReg_ = ops_.regs.take();
@@ -166,6 +208,55 @@ void RowPassBuilder::setup() {
       ops_.regs.release(lanes);
     }
   }
+}
+
+void RowPassBuilder::layerNormScale(size_t k, std::vector<Instr> &out) {
+  // backend_pointwise.cpp's layernormscale: E[x]^2, E[x^2] - that, relu, + eps, rsqrt.
+  const int ref = s_.fusedOps[k].inputs[0];
+  const int m = rowVal_.at(ref).reg, q = sq_.at(static_cast<size_t>(fusedResultIndex(ref)));
+  // eps is set here, per row, not once per kernel: every operand of the row's rstd is then
+  // visibly uniform in the row walk's loop nest (the JIT holds it in one host register).
+  const int t = ops_.regs.take(), r = ops_.regs.take(), e = ops_.regs.take();
+  auto eps = s_.constants.find("op" + std::to_string(k) + "_eps");
+  out.push_back(vbcast(Format::F32, e, eps == s_.constants.end() ? 0.0f : static_cast<float>(eps->second)));
+  out.push_back(vop(Opcode::Mul, Format::F32, t, m, m));
+  out.push_back(vop(Opcode::Sub, Format::F32, t, q, t));
+  out.push_back(vop(Opcode::Relu, Format::F32, t, t));
+  out.push_back(vop(Opcode::Add, Format::F32, t, t, e));
+  out.push_back(vop(Opcode::Rsqrt, Format::F32, r, t));
+  ops_.regs.release(t);
+  ops_.regs.release(e);
+  rowVal_[fusedResultRef(static_cast<int>(k))] = {r, Format::F32};
+}
+
+void RowPassBuilder::layerNormNorm(size_t k, FusedBodyState &st, std::vector<Instr> &out) {
+  // backend_pointwise.cpp's layernormnorm: (x - mean) * rstd, fma with w and b, all fp32; the
+  // store rounds once.
+  const SdscComputeOp &op = s_.fusedOps[k];
+  std::vector<FusedValue> src(op.inputs.size());
+  for (size_t i : {size_t{0}, size_t{3}, size_t{4}})
+    if (op.inputs[i] != -1)
+      src[i] = ops_.operand(k, i, st, out);
+    else
+      src[i] = {lnConst_.at(i), Format::F32};
+  const int m = rowVal_.at(op.inputs[1]).reg, rstd = rowVal_.at(op.inputs[2]).reg;
+  ops_.retire(k, st);
+  const int t = ops_.regs.take();
+  out.push_back(vop(Opcode::Sub, Format::F32, t, src[0].reg, m));
+  out.push_back(vop(Opcode::Mul, Format::F32, t, t, rstd));
+  out.push_back(vop(Opcode::Fma, Format::F32, t, t, src[3].reg, src[4].reg));
+  if (st.lastUse.count(fusedResultRef(static_cast<int>(k))))
+    throw Unsupported("a layernormnorm value read again in the row-fused kernel " + ops_.opWhere(k));
+  for (int o : op.outputs) {
+    const int ti = ops_.tensorIndex(o);
+    if (ti < static_cast<int>(s_.inputs.size()))
+      throw Error(where(s_) + ": computeOp_ " + std::to_string(k) + " writes a tensor that is not an output");
+    const TensorGeom &g = ops_.geomOf(ti);
+    if (g.fmt != src[0].fmt)
+      throw Unsupported("a layernormnorm result stored in another format than x in " + ops_.opWhere(k));
+    out.push_back(vst(g.fmt, t, 10 + ti));
+  }
+  ops_.regs.release(t);
 }
 
 std::vector<bool> RowPassBuilder::needed(int P, std::map<int, int> *reloadFrom) const {
@@ -214,6 +305,12 @@ std::vector<Instr> RowPassBuilder::body(int P, bool masked) {
   for (size_t k = 0; k < n; ++k) {
     if (!need[k])
       continue;
+    if (r_.kind[k] == Kind::Stick && s_.fusedOps[k].opFuncName == "layernormnorm") {
+      if (r_.pass[k] != P)
+        throw Unsupported("a layernormnorm value read in a later pass in " + ops_.opWhere(k));
+      layerNormNorm(k, st, out);
+      continue;
+    }
     if (r_.kind[k] == Kind::Stick) {
       ops_.emitPointwise(k, st, out, /*stores=*/r_.pass[k] == P);
       if (auto sc = st.scratch.find(fusedResultRef(static_cast<int>(k))); sc != st.scratch.end())
@@ -228,11 +325,14 @@ std::vector<Instr> RowPassBuilder::body(int P, bool masked) {
     if (masked) {
       const std::string &op = s_.fusedOps[k].opFuncName;
       tmp = ops_.regs.take();
-      out.push_back(vop(Opcode::Sel, Format::F32, tmp, maskReg_, v.reg, identityReg_.at(op == "mean" ? "sum" : op)));
+      out.push_back(vop(Opcode::Sel, Format::F32, tmp, maskReg_, v.reg,
+                        identityReg_.at(op == "mean" || op == "exx2" ? "sum" : op)));
       src = tmp;
     }
     ops_.retire(k, st);
     out.push_back(vop(combineOf(k), Format::F32, acc_.at(k), acc_.at(k), src));
+    if (sq_.count(k)) // exx2: the square sum, one fma per lane (backend_reduce.cpp)
+      out.push_back(vop(Opcode::Fma, Format::F32, sq_.at(k), src, src, sq_.at(k)));
     if (tmp >= 0)
       ops_.regs.release(tmp);
   }
@@ -280,16 +380,33 @@ void RowPassBuilder::build() {
       for (const auto &[ref, v] : rowVal_)
         st.live[ref] = v;
       const int ref = fusedResultRef(static_cast<int>(k));
+      if (s_.fusedOps[k].opFuncName == "layernormscale") {
+        layerNormScale(k, rp.prelude);
+        continue;
+      }
       st.lastUse[ref] = SIZE_MAX; // kept: a row value
       ops_.emitPointwise(k, st, rp.prelude, /*stores=*/false);
       rowVal_[ref] = st.live.at(ref);
     }
+    // layernormnorm's constant weight / bias (1, 0): set per row like eps (layerNormScale).
+    for (size_t k = 0; k < n; ++k)
+      if (s_.fusedOps[k].opFuncName == "layernormnorm" && r_.pass[k] == P)
+        for (size_t i : {size_t{3}, size_t{4}})
+          if (s_.fusedOps[k].inputs[i] == -1) {
+            lnConst_[i] = ops_.regs.take();
+            const double value = s_.constants.at(s_.fusedOps[k].inputConsts.at(i));
+            rp.prelude.push_back(vbcast(Format::F32, lnConst_[i], static_cast<float>(value)));
+          }
     // Accumulators of this pass's reductions.
     acc_.clear();
     for (size_t k = 0; k < n; ++k)
       if (r_.kind[k] == Kind::Reduce && r_.pass[k] == P) {
         acc_[k] = ops_.regs.take();
         rp.init.push_back(vbcast(Format::F32, acc_[k], identityOf(k)));
+        if (s_.fusedOps[k].opFuncName == "exx2") {
+          sq_[k] = ops_.regs.take();
+          rp.init.push_back(vbcast(Format::F32, sq_[k], identityOf(k)));
+        }
       }
     rp.body = body(P, false);
     if (validLanes_ != 0 && !acc_.empty())
@@ -297,6 +414,27 @@ void RowPassBuilder::build() {
     // Finish: scale a mean, reduce the lanes in the operand's format (every lane = the value).
     for (const auto &[k, reg] : acc_) {
       const Format fmt = accFmt_.at(k);
+      if (sq_.count(k)) {
+        // exx2 (backend_reduce.cpp finishStick): scale both sums, fold a DL16 register's 64
+        // lanes into 32 fp32 lanes, reduce in fp32: E[x] (the row value) and E[x^2].
+        for (int acc : {reg, sq_.at(k)}) {
+          rp.finish.push_back(vop(Opcode::Mul, Format::F32, acc, acc, invCountReg_));
+          if (fmt == Format::DL16) {
+            const int lo = ops_.regs.take(), hi = ops_.regs.take();
+            rp.finish.push_back(vop(Opcode::Unpack, Format::None, lo, hi, acc));
+            rp.finish.push_back(vop(Opcode::Add, Format::F32, acc, lo, hi));
+            ops_.regs.release(lo);
+            ops_.regs.release(hi);
+          }
+          rp.finish.push_back(vop(Opcode::Rsum, Format::F32, acc, acc));
+          // rsum.f32 fills lanes 0..31: every lane of a DL16 row (what the single-op
+          // layernormnorm's splat of the stored statistic gives).
+          if (fmt == Format::DL16)
+            rp.finish.push_back(vop(Opcode::Splat, Format::F32, acc, acc));
+        }
+        rowVal_[fusedResultRef(static_cast<int>(k))] = {reg, Format::F32};
+        continue;
+      }
       if (s_.fusedOps[k].opFuncName == "mean")
         rp.finish.push_back(vop(Opcode::Mul, Format::F32, reg, reg, invCountReg_));
       const Opcode red = combineOf(k) == Opcode::Max ? Opcode::Rmax : combineOf(k) == Opcode::Min ? Opcode::Rmin : Opcode::Rsum;
@@ -308,11 +446,18 @@ void RowPassBuilder::build() {
       auto lp = lastPass.find(it->first);
       if (lp == lastPass.end() || lp->second <= P) {
         ops_.regs.release(it->second.reg);
+        if (const size_t j = static_cast<size_t>(fusedResultIndex(it->first)); sq_.count(j)) {
+          ops_.regs.release(sq_.at(j));
+          sq_.erase(j);
+        }
         it = rowVal_.erase(it);
       } else {
         ++it;
       }
     }
+    for (const auto &[i, reg] : lnConst_)
+      ops_.regs.release(reg);
+    lnConst_.clear();
     p_.rowPasses.push_back(std::move(rp));
   }
   p_.computeFmt = p_.out.fmt;

@@ -262,8 +262,9 @@ TEST(WorkDivision, UnevenSplitsOnlyWhereTheyShrinkTheLargestShare) {
 }
 
 TEST(WorkDivision, LayerNormOverPrimeRowsUsesEveryCore) {
-  // layer_norm over f16[1151, 8192]: exx2 and layernormscale split the rows unevenly over all
-  // 32 cores (31 x 36 rows + 35); layernormnorm keeps its even split of the 128 stick columns.
+  // layer_norm over f16[1151, 8192], unfused: exx2 and layernormscale split the rows unevenly
+  // over all 32 cores (31 x 36 rows + 35); layernormnorm keeps its even split of the 128 stick
+  // columns. Fused (the default), the one row-fused kernel splits the rows the same way.
   const std::string ln = "graph(%x: f16[1151, 8192]) {\n"
                          "  %s = exx2(%x) : f32[1151, 2]\n"
                          "  %r = layernormscale(%s, eps=0.00001) : f32[1151, 1]\n"
@@ -271,6 +272,15 @@ TEST(WorkDivision, LayerNormOverPrimeRowsUsesEveryCore) {
                          "  return (%y)\n}\n";
   CompileOptions o;
   o.maxCores = 32;
+  {
+    isa::JobPlan fused = compileGraph(parseGraph(ln), o);
+    ASSERT_EQ(fused.launches.size(), 1u);
+    EXPECT_EQ(fused.launches[0].sdsc.fusedOps.size(), 3u);
+    EXPECT_EQ(fused.launches[0].sdsc.numWkSlicesPerDim, (std::vector<int64_t>{32, 1}));
+    const isa::SdscTensor &x = fused.launches[0].sdsc.labeledDs[0];
+    EXPECT_EQ(x.startAddress[31] - x.startAddress[0], uint64_t{31 * 36 * 128});
+  }
+  o.fusion = false;
   isa::JobPlan plan = compileGraph(parseGraph(ln), o);
   ASSERT_EQ(plan.launches.size(), 3u);
   EXPECT_EQ(plan.launches[0].sdsc.numWkSlicesPerDim, (std::vector<int64_t>{32, 1}));
