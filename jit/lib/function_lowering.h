@@ -200,7 +200,8 @@ private:
   // --- PT (lower_pt.cpp) ---------------------------------------------------------------------
   void setUpDecodedB();
   void invalidateDecodedB(const Instr &in);
-  void emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value *C, Value *A, Value *bDec);
+  /// rawB: B is the DL16 sticks in LX, decoded in registers (tiny M); else the decoded mirror.
+  void emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value *C, Value *A, Value *b, bool rawB);
 
   // --- ring (lower_ring.cpp) -----------------------------------------------------------------
   void lowerRing(const Instr &in);
