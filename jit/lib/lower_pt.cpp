@@ -229,12 +229,12 @@ void FunctionLowering::lowerPtMm(const Instr &in) {
   const int64_t bSticks = N / 64 * K;
   std::string name = "spyre_ptmm_" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
                      (acc ? "_acc" : "");
-  const bool shared = bMayBeShared(k_, in);
   if (M <= tinyMRows() && bReadOnce(prog_, in)) { // tiny M: B decoded in registers; the mirror is not touched
     Function *mm = outlined(name + "_rawb", 3, [&](ArrayRef<Value *> a) { emitPtMm(M, N, K, acc, a[0], a[1], a[2], true); });
     b_.CreateCall(mm, {lxAddr(in.lx), lxAddr(in.lx2), lxAddr(in.lx3)});
     return;
   }
+  const bool shared = bMayBeShared(k_, in);
   Value *bOff = lxOffset(in.lx3);
   Value *bEnd = b_.CreateAdd(bOff, b_.getInt64(bSticks * 128));
   Value *bDec = b_.CreateInBoundsGEP(i8_, decodedLx_, b_.CreateShl(bOff, 1)); // 4 bytes per 2
