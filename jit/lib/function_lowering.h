@@ -127,6 +127,7 @@ private:
   // implementations (what the interpreter runs), so the IR is small and compiles fast.
   bool outOfLine_ = false;
   bool shareDecodedB_ = true; // LowerOptions::shareDecodedB
+  int64_t tinyMRows_ = -1;    // LowerOptions::tinyMRows
   // Per-core values of the `li` immediates that differ between the programs sharing this
   // function (phase_groups.h), by `li` ordinal in pre-order; nullopt: a constant.
   const LiTables &liTables_;
@@ -209,7 +210,8 @@ private:
   // --- PT (lower_pt.cpp) ---------------------------------------------------------------------
   void setUpDecodedB();
   void invalidateDecodedB(const Instr &in);
-  void emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value *C, Value *A, Value *bDec);
+  /// rawB: B is the DL16 sticks in LX, decoded in registers (tiny M); else the decoded mirror.
+  void emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value *C, Value *A, Value *b, bool rawB);
 
   // --- ring (lower_ring.cpp) -----------------------------------------------------------------
   void lowerRing(const Instr &in);

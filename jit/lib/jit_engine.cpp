@@ -54,6 +54,8 @@ JitOptions JitOptions::fromEnv(const spyre::Env &env) {
   o.debug = env.flag("SPYRE_JIT_DEBUG", false);
   o.genericNests = env.flag("SPYRE_JIT_GENERIC_NESTS", true);
   o.shareDecodedB = env.flag("SPYRE_JIT_SHARE_B", true);
+  if (env.raw("SPYRE_JIT_TINY_M"))
+    o.tinyMRows = env.integer("SPYRE_JIT_TINY_M", 0, 0, 4096);
   return o;
 }
 
@@ -255,7 +257,7 @@ struct JitEngine::Impl {
     for (size_t i = 0; i < ks.size(); ++i)
       lowerKernelInto(normalised(ks[i], names[i]), *m,
                       {.outOfLine = opts.tier == OptTier::O0, .genericNests = genericNests,
-                       .shareDecodedB = opts.shareDecodedB});
+                       .shareDecodedB = opts.shareDecodedB, .tinyMRows = opts.tinyMRows});
     return finish(*m, dumpName, t, t0, /*mayUseFastCodegen=*/genericNests && opts.tier == OptTier::O2);
   }
 
@@ -429,7 +431,8 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
                      (impl_->opts.tier == OptTier::O0 ? "O0" : "O2") + "\npasses " +
                      pipelineFor(impl_->opts.tier, impl_->opts.passes) + "\n" +
                      (impl_->genericNests ? "generic nests\n" : "") +
-                     (impl_->opts.shareDecodedB ? "" : "decoded B not shared\n");
+                     (impl_->opts.shareDecodedB ? "" : "decoded B not shared\n") +
+                     (impl_->opts.tinyMRows < 0 ? "" : "tiny M " + std::to_string(impl_->opts.tinyMRows) + "\n");
   if (impl_->printTimes)
     fprintf(stderr, "spyre-jit: engine (%s) created in %.3f ms (host detection, target machine, LLJIT)\n",
             impl_->opts.tier == OptTier::O0 ? "O0" : "O2", msSince(tCreate));

@@ -1,6 +1,7 @@
 // pt.mm (a micro-kernel on B sticks decoded once per phase), pt.out and pt.tr.
 #include "function_lowering.h"
 #include <algorithm>
+#include <cstdlib>
 #include <llvm/TargetParser/Host.h>
 
 namespace spyre::jit {
@@ -67,6 +68,108 @@ bool bMayBeShared(const isa::Kernel &k, const Instr &mm) {
 
 } // namespace
 
+namespace {
+/// The register blocks of the pt.mm micro-kernel: up to `rows` rows of A times `cols(rows)`
+/// columns of a 64-column tile, so rows * cols / vector-width accumulators plus the B vectors
+/// and a broadcast fit the registers, and there are enough independent fma chains to cover the
+/// fma latency. AVX-512 (32 zmm): 4 rows x 64 columns (16 accumulators). AVX2 (16 ymm): 6 rows
+/// x 16 columns (12 accumulators, 2 B loads and 6 broadcasts per 12 fma; 4 x 64 would need 32
+/// ymm and spill every k); a block of 1 row takes 64 columns and one of 2 rows 32 (8
+/// accumulators: K-split matmuls multiply single rows). The host is fixed for the process and
+/// part of the code-cache key (jit_engine.cpp), so the choice is too.
+struct PtBlock {
+  bool avx512;
+  int rows;
+  int cols(int r) const { return avx512 || r == 1 ? 64 : r == 2 ? 32 : 16; }
+};
+PtBlock ptBlock() {
+  static const PtBlock b = [] {
+    auto f = llvm::sys::getHostCPUFeatures();
+    auto it = f.find("avx512f");
+    bool z = it != f.end() && it->second;
+    return PtBlock{z, z ? 4 : 6};
+  }();
+  return b;
+}
+/// pt.mm with at most this many rows (default: one register block, ptBlock().rows) that is the
+/// only read of its B (bReadOnce) decodes its B sticks in registers inside the micro-kernel
+/// instead of into the thread's decoded mirror: each B element is used M times, so with one row
+/// block the mirror's fp32 store and reload cost more than the fma's they feed (P.V 1x8192x128:
+/// M = 1, K split). Also when a multicast cohort shares the B (SwiGLU 4x256x1024: 4 cores of one
+/// row each): decoding 16 codes per AVX2 register in registers measured cheaper than the
+/// mirror's one decode per host thread plus a memcmp per core (docs/performance.md Log).
+/// LowerOptions::tinyMRows (SPYRE_JIT_TINY_M) sets the limit (0: off; -1: the default).
+int64_t tinyMRows(int64_t option) { return option >= 0 ? option : ptBlock().rows; }
+/// Columns per register block of the raw-B micro-kernel: 32 for one row (4 accumulators, 2
+/// x 16 codes decoded per k), 16 otherwise (rows x 2 accumulators). 64 for one row spilled on
+/// AVX2 and measured slower (attn_pv_1x8192x128, docs/performance.md Log).
+int rawCols(int rows) { return rows == 1 ? 32 : 16; }
+/// Index of a column width in ptScratch_.accs.
+int widthIndex(int w) { return w == 64 ? 0 : w == 32 ? 1 : 2; }
+/// Whether pt.mm `mm` is the only read of its B in program `p`: it runs once (not inside a loop)
+/// and no other pt.mm of the program reads an overlapping B range (one addressed by a register
+/// counts as overlapping). Only then can decoding B in registers (tinyMRows) not repeat a decode
+/// that the phase's decoded-B cache would have saved (pipelined row blocks on a resident B).
+bool bReadOnce(const isa::CoreProgram &p, const Instr &mm) {
+  bool found = false, once = true;
+  const int64_t bytes = mm.imms[0] / 64 * mm.imms[1] * 128;
+  isa::forEachNested(p.body, 0, [&](const Instr &in, int, int depth, int &) {
+    if (in.op != Opcode::PtMm)
+      return in.op == Opcode::Loop;
+    if (&in == &mm) {
+      found = true;
+      once = once && depth == 0;
+    } else if (in.lx3.base >= 0 || mm.lx3.base >= 0 ||
+               (in.lx3.offset < mm.lx3.offset + bytes &&
+                mm.lx3.offset < in.lx3.offset + in.imms[0] / 64 * in.imms[1] * 128)) {
+      once = false;
+    }
+    return true;
+  });
+  return found && once;
+}
+
+/// DL16 codes -> fp32 from 16-bit lane operations (dl16::toFloat's values). A code h = sign |
+/// body decodes to sign<<31 | (body<<14 + 96<<23), body 0 to +-0 and body 0x7FFF to +-inf. Both
+/// 16-bit halves of that fp32 word come from 16-bit operations, 16 lanes per AVX2 register
+/// instead of the 8 of decode(): the high half is ((h >>a 2) & 0x9FFF) + 0x3000 (no carry into
+/// the sign: (body>>2) + 0x3000 <= 0x4FFF), with 0x5F81 added instead of 0x3000 for inf and 0
+/// for zero; the low half is h << 14 (0 for inf). `order[p]` is the code whose value goes to
+/// result lane p: the identity, or unpackedOrder() where the halves interleave like
+/// vpunpck{l,h}wd with no lane-crossing permute after them.
+Value *decodeByHalves(IRBuilder<> &b, Type *f32, Value *h, ArrayRef<int> order) {
+  auto *t = cast<FixedVectorType>(h->getType());
+  const int n = static_cast<int>(t->getNumElements());
+  auto c16 = [&](uint16_t x) { return ConstantInt::get(t, x); };
+  Value *sm = b.CreateAnd(b.CreateAShr(h, c16(2)), c16(0x9FFF));
+  Value *twice = b.CreateShl(h, c16(1));
+  Value *inf = b.CreateICmpEQ(twice, c16(0xFFFE));
+  Value *add = b.CreateSelect(inf, c16(0x5F81), b.CreateSelect(b.CreateICmpEQ(twice, c16(0)), c16(0), c16(0x3000)));
+  Value *hiHalf = b.CreateAdd(sm, add);
+  Value *loHalf = b.CreateSelect(inf, c16(0), b.CreateShl(h, c16(14)));
+  SmallVector<int, 128> mask;
+  for (int p = 0; p < n; ++p) {
+    mask.push_back(order[static_cast<size_t>(p)]);
+    mask.push_back(n + order[static_cast<size_t>(p)]);
+  }
+  return b.CreateBitCast(b.CreateShuffleVector(loHalf, hiHalf, mask), FixedVectorType::get(f32, static_cast<unsigned>(n)));
+}
+/// The lane order of vpunpck{l,h}wd per 16 lanes: lanes 0-3, 8-11, 4-7, 12-15 (an involution).
+SmallVector<int, 64> unpackedOrder() {
+  SmallVector<int, 64> o;
+  for (int l = 0; l < 64; ++l)
+    o.push_back(l / 16 * 16 + (l % 16 < 4 || l % 16 >= 12 ? l % 16 : l % 16 < 8 ? l % 16 + 4 : l % 16 - 4));
+  return o;
+}
+SmallVector<int, 64> naturalOrder() {
+  SmallVector<int, 64> o;
+  for (int l = 0; l < 64; ++l)
+    o.push_back(l);
+  return o;
+}
+
+} // namespace
+
 /// The decoded-B cache starts empty in every invocation of the phase function: within a
 /// phase only this core's own instructions write its LX, so they are all the invalidation
 /// needs to see (other cores, the host and the runtime act between phases).
@@ -106,6 +209,9 @@ void FunctionLowering::invalidateDecodedB(const Instr &in) {
 // weight slice at the same LX offsets (an M split: 4 cores of a BERT linear), so one decode per
 // host thread serves them all; a mismatch usually shows in the first bytes.
 //
+// A pt.mm of tiny M that alone reads its B (tinyMRows, bReadOnce) skips all of this: its
+// micro-kernel reads the DL16 sticks from LX and decodes each B vector in registers.
+//
 // The micro-kernel is one internal function per (M, N, K, acc) and module, called with the
 // tile addresses: kernels with one program per core (K-split matmuls: 32 pt.mm of the same
 // shape) compile it once instead of once per core.
@@ -113,6 +219,14 @@ void FunctionLowering::lowerPtMm(const Instr &in) {
   const int64_t M = in.imm, N = in.imms[0], K = in.imms[1];
   const bool acc = in.imms[2] != 0;
   const int64_t bSticks = N / 64 * K;
+  std::string name = "spyre_ptmm_" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+                     (acc ? "_acc" : "");
+  if (M <= tinyMRows(tinyMRows_) && bReadOnce(prog_, in)) { // tiny M: B decoded in registers; the mirror is not touched
+    Function *mm = outlined(name + "_rawb", 3, [&](ArrayRef<Value *> a) { emitPtMm(M, N, K, acc, a[0], a[1], a[2], true); });
+    b_.CreateCall(mm, {lxAddr(in.lx), lxAddr(in.lx2), lxAddr(in.lx3)});
+    return;
+  }
+  const bool shared = shareDecodedB_ && bMayBeShared(k_, in);
   Value *bOff = lxOffset(in.lx3);
   Value *bEnd = b_.CreateAdd(bOff, b_.getInt64(bSticks * 128));
   Value *bDec = b_.CreateInBoundsGEP(i8_, decodedLx_, b_.CreateShl(bOff, 1)); // 4 bytes per 2
@@ -127,7 +241,6 @@ void FunctionLowering::lowerPtMm(const Instr &in) {
   // earlier core of the multicast cohort).
   b_.SetInsertPoint(check);
   Value *lxB = lxAddr(in.lx3);
-  const bool shared = shareDecodedB_ && bMayBeShared(k_, in);
   if (shared) {
     FunctionCallee reuse =
         m_.getOrInsertFunction("spyre_jit_b_reuse", FunctionType::get(i32_, {ptr_, i64_, i64_}, false));
@@ -141,7 +254,8 @@ void FunctionLowering::lowerPtMm(const Instr &in) {
     countedLoop(bSticks, "dec", [&](Value *s) {
       Value *src = b_.CreateInBoundsGEP(i8_, a[1], b_.CreateMul(s, b_.getInt64(128)));
       Value *dst = b_.CreateInBoundsGEP(vf_, a[0], s);
-      b_.CreateAlignedStore(decode(b_.CreateAlignedLoad(vi16_, src, Align(2))), dst, Align(64));
+      Value *h = b_.CreateAlignedLoad(vi16_, src, Align(2));
+      b_.CreateAlignedStore(decodeByHalves(b_, f32_, h, naturalOrder()), dst, Align(64));
     });
   });
   b_.CreateCall(dec, {bDec, lxB});
@@ -155,46 +269,20 @@ void FunctionLowering::lowerPtMm(const Instr &in) {
   b_.CreateStore(bEnd, bHi_);
   b_.CreateBr(join);
   b_.SetInsertPoint(join);
-  std::string name = "spyre_ptmm_" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
-                     (acc ? "_acc" : "");
-  Function *mm = outlined(name, 3, [&](ArrayRef<Value *> a) { emitPtMm(M, N, K, acc, a[0], a[1], a[2]); });
+  Function *mm = outlined(name, 3, [&](ArrayRef<Value *> a) { emitPtMm(M, N, K, acc, a[0], a[1], a[2], false); });
   b_.CreateCall(mm, {lxAddr(in.lx), lxAddr(in.lx2), bDec});
 }
 
-namespace {
-/// The register blocks of the pt.mm micro-kernel: up to `rows` rows of A times `cols(rows)`
-/// columns of a 64-column tile, so rows * cols / vector-width accumulators plus the B vectors
-/// and a broadcast fit the registers, and there are enough independent fma chains to cover the
-/// fma latency. AVX-512 (32 zmm): 4 rows x 64 columns (16 accumulators). AVX2 (16 ymm): 6 rows
-/// x 16 columns (12 accumulators, 2 B loads and 6 broadcasts per 12 fma; 4 x 64 would need 32
-/// ymm and spill every k); a block of 1 row takes 64 columns and one of 2 rows 32 (8
-/// accumulators: K-split matmuls multiply single rows). The host is fixed for the process and
-/// part of the code-cache key (jit_engine.cpp), so the choice is too.
-struct PtBlock {
-  bool avx512;
-  int rows;
-  int cols(int r) const { return avx512 || r == 1 ? 64 : r == 2 ? 32 : 16; }
-};
-PtBlock ptBlock() {
-  static const PtBlock b = [] {
-    auto f = llvm::sys::getHostCPUFeatures();
-    auto it = f.find("avx512f");
-    bool z = it != f.end() && it->second;
-    return PtBlock{z, z ? 4 : 6};
-  }();
-  return b;
-}
-/// Index of a column width in ptScratch_.accs.
-int widthIndex(int w) { return w == 64 ? 0 : w == 32 ? 1 : 2; }
-} // namespace
 
-/// The micro-kernel on decoded B sticks (`bDec`: stick (n/64, k) at float (n/64*K + k)*64).
+/// The micro-kernel on decoded B sticks (`bDec`: stick (n/64, k) at float (n/64*K + k)*64), or
+/// with `rawB` on the DL16 sticks themselves (stick (n/64, k) at byte (n/64*K + k)*128), each B
+/// vector decoded in registers right before its fma's (tinyMRows: the same products and sums).
 /// Per 64-wide k tile, rows go ptBlock().rows at a time with the A values of the k tile
 /// decoded once per row; per 64-column tile and block of `cols` columns the inner loop is the
 /// B loads (from the decoded tile in memory) and one fma per row with a broadcast operand per
 /// k. Partial sums live in C between k tiles (fp32, exact), so every C element still
 /// accumulates k = 0..K-1 in order.
-void FunctionLowering::emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value *C, Value *A, Value *bDec) {
+void FunctionLowering::emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value *C, Value *A, Value *bDec, bool rawB) {
   const PtBlock blk = ptBlock();
   const int kRows = blk.rows;
   auto *v32 = FixedVectorType::get(f32_, 32);
@@ -223,6 +311,7 @@ void FunctionLowering::emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value
     hi.push_back(static_cast<int>(32 + l));
   }
   auto c64 = [&](int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); };
+  SmallVector<int, 64> unpacked = unpackedOrder();
   // k tiles outermost, then row blocks, then 64-column tiles: each A stick is decoded once per
   // pt.mm, and the B tiles of one k tile (N/64 x 16 KiB) stay in cache across the row blocks.
   countedLoop(K / 64, "pt.kt", [&](Value *kt) {
@@ -230,7 +319,7 @@ void FunctionLowering::emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value
     Value *nt = nullptr, *bTile = nullptr; // set per 64-column tile below
     // Rows i0 .. i0+rows-1 over this k tile.
     auto block = [&](Value *i0, int rows) {
-      const int W = blk.cols(rows);
+      const int W = rawB ? rawCols(rows) : blk.cols(rows);
       auto *vw = FixedVectorType::get(f32_, static_cast<unsigned>(W));
       Function *fma = Intrinsic::getDeclaration(&m_, Intrinsic::fma, {vw});
       AllocaInst *const *accs = accsFor(W);
@@ -260,11 +349,19 @@ void FunctionLowering::emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value
           }
           if (!acc)
             cur = b_.CreateSelect(first, Constant::getNullValue(vw), cur);
+          if (rawB)
+            cur = b_.CreateShuffleVector(cur, ArrayRef<int>(unpacked).take_front(static_cast<size_t>(W)));
           b_.CreateAlignedStore(cur, accs[r], Align(64));
         }
         countedLoop(64, "pt.k", [&](Value *kk) {
-          Value *bP = b_.CreateInBoundsGEP(f32_, b_.CreateInBoundsGEP(vf_, bTile, kk), b_.CreateMul(c, c64(W)));
-          Value *bV = b_.CreateAlignedLoad(vw, bP, Align(64));
+          Value *bV;
+          if (rawB) { // the DL16 stick's lanes c*W .. c*W+W-1, decoded here
+            Value *bP = b_.CreateInBoundsGEP(i8_, bTile, b_.CreateAdd(b_.CreateMul(kk, c64(128)), b_.CreateMul(c, c64(2 * W))));
+            bV = decodeByHalves(b_, f32_, b_.CreateAlignedLoad(FixedVectorType::get(i16_, static_cast<unsigned>(W)), bP, Align(2)), unpacked);
+          } else {
+            Value *bP = b_.CreateInBoundsGEP(f32_, b_.CreateInBoundsGEP(vf_, bTile, kk), b_.CreateMul(c, c64(W)));
+            bV = b_.CreateAlignedLoad(vw, bP, Align(64));
+          }
           for (int r = 0; r < rows; ++r) {
             Value *aP = b_.CreateInBoundsGEP(f32_, aDec, b_.CreateAdd(c64(static_cast<int64_t>(r) * kLanes), kk));
             Value *aV = b_.CreateVectorSplat(static_cast<unsigned>(W), b_.CreateAlignedLoad(f32_, aP, Align(4)));
@@ -274,6 +371,8 @@ void FunctionLowering::emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value
         });
         for (int r = 0; r < rows; ++r) {
           Value *res = b_.CreateAlignedLoad(vw, accs[r], Align(64));
+          if (rawB)
+            res = b_.CreateShuffleVector(res, ArrayRef<int>(unpacked).take_front(static_cast<size_t>(W)));
           if (W == 64) {
             b_.CreateAlignedStore(b_.CreateShuffleVector(res, lo), cp[r], Align(4));
             b_.CreateAlignedStore(b_.CreateShuffleVector(res, hi), b_.CreateInBoundsGEP(i8_, cp[r], c64(M * 128)), Align(4));
@@ -284,7 +383,8 @@ void FunctionLowering::emitPtMm(int64_t M, int64_t N, int64_t K, bool acc, Value
       };
       countedLoop(N / 64, "pt.n", [&](Value *ntV) {
         nt = ntV; // the k tile's 64 decoded B rows: sticks (nt, kt*64 + kk)
-        bTile = b_.CreateInBoundsGEP(vf_, bDec, b_.CreateAdd(b_.CreateMul(nt, c64(K)), b_.CreateMul(kt, c64(64))));
+        Value *stick = b_.CreateAdd(b_.CreateMul(nt, c64(K)), b_.CreateMul(kt, c64(64)));
+        bTile = rawB ? b_.CreateInBoundsGEP(i8_, bDec, b_.CreateMul(stick, c64(128))) : b_.CreateInBoundsGEP(vf_, bDec, stick);
         if (W == 64)
           columns(c64(0));
         else

@@ -58,8 +58,8 @@ bool FunctionLowering::lowerSharedLoop(const Instr &in) {
     for (unsigned a = 0; a < 3; ++a)
       fn->addParamAttr(a, Attribute::NoAlias);
     static const LiTables noLiTables;
-    FunctionLowering(m_, k_, prog_, fn, LowerOptions{.shareDecodedB = shareDecodedB_}, noLiTables, nullptr)
-        .lower(ArrayRef<Instr>(in));
+    const LowerOptions opts{.shareDecodedB = shareDecodedB_, .tinyMRows = tinyMRows_};
+    FunctionLowering(m_, k_, prog_, fn, opts, noLiTables, nullptr).lower(ArrayRef<Instr>(in));
     it->second = fn;
   }
   storeWrittenRegisters();

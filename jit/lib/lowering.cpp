@@ -35,7 +35,7 @@ bool containsLi(const Instr &in) {
 FunctionLowering::FunctionLowering(Module &m, const isa::Kernel &k, const isa::CoreProgram &prog, Function *f,
                                    const LowerOptions &opts, const LiTables &liTables, SharedLoops *sharedLoops)
     : m_(m), k_(k), prog_(prog), f_(f), ctx_(m.getContext()), b_(ctx_), outOfLine_(opts.outOfLine),
-      shareDecodedB_(opts.shareDecodedB), liTables_(liTables),
+      shareDecodedB_(opts.shareDecodedB), tinyMRows_(opts.tinyMRows), liTables_(liTables),
       sharedLoops_(sharedLoops) {
   i8_ = b_.getInt8Ty();
   i16_ = b_.getInt16Ty();

@@ -53,6 +53,9 @@ struct LowerOptions {
   /// A pt.mm whose B a multicast cohort may share asks spyre_jit_b_reuse for the host thread's
   /// last decode before decoding (lower_pt.cpp); off, every invocation decodes its own B.
   bool shareDecodedB = true;
+  /// A pt.mm of at most this many rows that is the only read of its B decodes B in registers
+  /// (lower_pt.cpp); -1: one register block of the host's micro-kernel, 0: never.
+  int64_t tinyMRows = -1;
 };
 /// Adds the phase functions of `k` to `m` (several kernels with distinct names may share one
 /// module); call verifyLowered(m) when done.

@@ -177,6 +177,11 @@ _KNOB_LIST = [
           "a matmul whose B the cores of a multicast cohort share reuses the B its host thread last decoded "
           "from the same bytes; `0` decodes B in every core, phase and kernel (host-time measurements; the "
           "kernels and simulated times do not change)", compile_time=True),
+    _int("SPYRE_JIT_TINY_M", 6, 0, 4096, "JIT `JitEngine`",
+         "a matmul tile of at most this many rows that is the only read of its B decodes B in "
+         "registers inside the micro-kernel instead of into the thread's fp32 copy; `0` never (host-time "
+         "measurements; the kernels and simulated times do not change)",
+         default_text="one register block (6 rows on AVX2, 4 on AVX-512)", compile_time=True),
     _string("SPYRE_JIT_PASSES", "JIT `JitEngine`",
             "developer override of the JIT's LLVM pass pipeline (`opt -passes=` syntax)",
             default_text="the tier's pipeline"),

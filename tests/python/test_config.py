@@ -44,6 +44,7 @@ INVALID = [
     ("SPYRE_JIT_DEBUG", "gdb", f"invalid SPYRE_JIT_DEBUG value 'gdb' {FLAGS}"),
     ("SPYRE_JIT_GENERIC_NESTS", "half", f"invalid SPYRE_JIT_GENERIC_NESTS value 'half' {FLAGS}"),
     ("SPYRE_JIT_SHARE_B", "2", f"invalid SPYRE_JIT_SHARE_B value '2' {FLAGS}"),
+    ("SPYRE_JIT_TINY_M", "-1", "invalid SPYRE_JIT_TINY_M value '-1' (expected an integer in 0..4096)"),
     ("SPYRE_DEVICE_COUNT", "0", "invalid SPYRE_DEVICE_COUNT value '0' (expected an integer in 1..16)"),
     ("SPYRE_SIM_THREADS", "many", "invalid SPYRE_SIM_THREADS value 'many' (expected an integer in 1..4096)"),
     ("SPYRE_EAGER_CACHE_SIZE", "0", "invalid SPYRE_EAGER_CACHE_SIZE value '0' (expected an integer in 1..1000000)"),

@@ -45,12 +45,17 @@ struct JitOptions {
   /// top-level loop nest is compiled and cached on its own with its shape immediates as
   /// parameters. `shareDecodedB` (SPYRE_JIT_SHARE_B): a pt.mm whose B a multicast cohort shares
   /// compares the B bytes with its host thread's last decode and reuses it when equal.
+  /// `tinyMRows` (SPYRE_JIT_TINY_M): a pt.mm of at most this many rows that is the only read of
+  /// its B decodes B in registers inside the micro-kernel; -1 (unset): one register block of
+  /// the host's micro-kernel (6 rows on AVX2, 4 on AVX-512); 0: never.
   bool genericNests = true;
   bool shareDecodedB = true;
+  int64_t tinyMRows = -1;
 
   /// SPYRE_JIT_OPT=O0|O2|tiered (also 0|2; default O2), SPYRE_CACHE_DIR / XDG_CACHE_HOME / HOME (the
   /// cache directory), SPYRE_CACHE_MAX_MB (1..1048576), SPYRE_JIT_PASSES, SPYRE_JIT_LLVM_ARGS,
-  /// SPYRE_JIT_TIMES, SPYRE_JIT_DEBUG, SPYRE_JIT_GENERIC_NESTS, SPYRE_JIT_SHARE_B.
+  /// SPYRE_JIT_TIMES, SPYRE_JIT_DEBUG, SPYRE_JIT_GENERIC_NESTS, SPYRE_JIT_SHARE_B,
+  /// SPYRE_JIT_TINY_M (0..4096).
   /// Invalid values throw spyre::Error naming the variable and the accepted values.
   static JitOptions fromEnv(const spyre::Env &env);
 };
