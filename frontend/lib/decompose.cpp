@@ -1,7 +1,7 @@
 // Decompositions (the "split to one op per kernel" half of torch-spyre's split_multi_ops that
 // the graph IR needs): select, constant_pad_nd and slices stepping along the stick dim become
-// ops that are one kernel each, or a zero-copy reshape; an expand to its input's own shape goes
-// (its readers read the input). The rewritten node's value keeps its name; helpers get fresh names.
+// ops that are one kernel each, or a zero-copy reshape; an expand to its input's own shape goes, a clone
+// too unless returned (its readers read the input). The rewritten node's value keeps its name; helpers get fresh names.
 #include "kernels/kernels.h"
 #include "rank_reduction.h"
 #include "spyre/frontend/ops.h"
@@ -351,25 +351,13 @@ void decomposeOps(Graph &g) {
   std::vector<Node> nodes;
   // An expand to its input's own shape (aten.matmul's decomposition expands both operands to
   // the batch shape they already have) is no op: its readers read the input instead (a graph
-  // output keeps a clone, its copy into the output buffer).
+  // output keeps a clone, its copy into the output buffer). A clone likewise (below).
   std::map<int, int> sameAs;
   const std::set<int> outputs(g.outputs.begin(), g.outputs.end());
-  for (const Node &orig : g.nodes) {
-    Node n = orig;
-    for (int &in : n.inputs)
-      if (auto it = sameAs.find(in); it != sameAs.end())
-        in = it->second;
+  std::vector<Node> returnedClones;
+  // n as one op per kernel, appended to nodes.
+  auto lower = [&](const Node &n) {
     std::vector<Node> parts;
-    if (isOp(n.op, OpId::Expand) && n.inputs.size() == 1 &&
-        g.values[n.inputs[0]].shape == g.values[n.output].shape &&
-        g.values[n.inputs[0]].dtype == g.values[n.output].dtype) {
-      if (!outputs.count(n.output)) {
-        sameAs[n.output] = n.inputs[0];
-        continue;
-      }
-      n.op = "clone";
-      n.attrs.clear();
-    }
     if (isOp(n.op, OpId::Select) && n.inputs.size() == 1)
       decomposeSelect(g, n, parts);
     else if (isOp(n.op, OpId::Arange))
@@ -386,7 +374,39 @@ void decomposeOps(Graph &g) {
     for (const Node &p : parts)
       if (!detail::reduceRank(g, p, nodes))
         nodes.push_back(p);
+  };
+  for (const Node &orig : g.nodes) {
+    Node n = orig;
+    for (int &in : n.inputs)
+      if (auto it = sameAs.find(in); it != sameAs.end())
+        in = it->second;
+    // A clone is no op either (every op is pure): its readers read its input, so the producer's
+    // fusion group or matmul epilogue sees them (HF's KV cache: cat of an empty cache with the new
+    // keys is a clone the graph returns, and the attention reads it). A clone that is returned
+    // keeps its kernel, the copy into the output buffer, and moves to the end of the graph (no
+    // node reads it now; a fusion group may then take its input's other readers); any other goes.
+    if (isOp(n.op, OpId::Clone) && n.inputs.size() == 1 && n.attrs.empty() &&
+        g.values[n.inputs[0]].shape == g.values[n.output].shape &&
+        g.values[n.inputs[0]].dtype == g.values[n.output].dtype) {
+      sameAs[n.output] = n.inputs[0];
+      if (outputs.count(n.output))
+        returnedClones.push_back(n);
+      continue;
+    }
+    if (isOp(n.op, OpId::Expand) && n.inputs.size() == 1 &&
+        g.values[n.inputs[0]].shape == g.values[n.output].shape &&
+        g.values[n.inputs[0]].dtype == g.values[n.output].dtype) {
+      if (!outputs.count(n.output)) {
+        sameAs[n.output] = n.inputs[0];
+        continue;
+      }
+      n.op = "clone";
+      n.attrs.clear();
+    }
+    lower(n);
   }
+  for (const Node &n : returnedClones)
+    lower(n);
   g.nodes = std::move(nodes);
   sinkUnitDimReshapes(g);
   collapseReshapeChains(g);
