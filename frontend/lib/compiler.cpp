@@ -74,6 +74,9 @@ isa::JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
     fuseRotateHalf(g);
     g.verify();
     log("rotate-half", g);
+    fuseRepeatHeads(g);
+    g.verify();
+    log("repeat-heads", g);
   }
   propagateLayouts(g, opts.layoutBeamWidth, opts.maxCores, opts.matmulTransB);
   detail::expandLaneMovingReshapes(g);

@@ -1,8 +1,9 @@
 // Decompositions (the "split to one op per kernel" half of torch-spyre's split_multi_ops that
 // the graph IR needs): select, constant_pad_nd and slices stepping along the stick dim become
 // ops that are one kernel each, or a zero-copy reshape; a node that gives its input unchanged
-// (an expand to its own shape, x * 1, x / 1, x - 0) goes: its readers read the input. The
-// rewritten node's value keeps its name; helpers get fresh names.
+// (a clone, an expand to its own shape, x * 1, x / 1, x - 0) goes: its readers read the input
+// (a returned clone keeps its copy). The rewritten node's value keeps its name; helpers get fresh
+// names.
 #include "kernels/kernels.h"
 #include "rank_reduction.h"
 #include "spyre/frontend/ops.h"
@@ -372,23 +373,13 @@ bool isNoOp(const Graph &g, const Node &n) {
 void decomposeOps(Graph &g) {
   std::vector<Node> nodes;
   // A node that gives its input unchanged (isNoOp) goes: its readers read the input instead (a
-  // graph output keeps a clone, its copy into the output buffer).
+  // graph output keeps a clone, its copy into the output buffer). A clone likewise (below).
   std::map<int, int> sameAs;
   const std::set<int> outputs(g.outputs.begin(), g.outputs.end());
-  for (const Node &orig : g.nodes) {
-    Node n = orig;
-    for (int &in : n.inputs)
-      if (auto it = sameAs.find(in); it != sameAs.end())
-        in = it->second;
+  std::vector<Node> returnedClones;
+  // n as one op per kernel, appended to nodes.
+  auto lower = [&](const Node &n) {
     std::vector<Node> parts;
-    if (isNoOp(g, n)) {
-      if (!outputs.count(n.output)) {
-        sameAs[n.output] = n.inputs[0];
-        continue;
-      }
-      n.op = "clone";
-      n.attrs.clear();
-    }
     if (isOp(n.op, OpId::Select) && n.inputs.size() == 1)
       decomposeSelect(g, n, parts);
     else if (isOp(n.op, OpId::Arange))
@@ -405,7 +396,37 @@ void decomposeOps(Graph &g) {
     for (const Node &p : parts)
       if (!detail::reduceRank(g, p, nodes))
         nodes.push_back(p);
+  };
+  for (const Node &orig : g.nodes) {
+    Node n = orig;
+    for (int &in : n.inputs)
+      if (auto it = sameAs.find(in); it != sameAs.end())
+        in = it->second;
+    // A clone is no op either (every op is pure): its readers read its input, so the producer's
+    // fusion group or matmul epilogue sees them (HF's KV cache: cat of an empty cache with the new
+    // keys is a clone the graph returns, and the attention reads it). A clone that is returned
+    // keeps its kernel, the copy into the output buffer, and moves to the end of the graph (no
+    // node reads it now; a fusion group may then take its input's other readers); any other goes.
+    if (isOp(n.op, OpId::Clone) && n.inputs.size() == 1 && n.attrs.empty() &&
+        g.values[n.inputs[0]].shape == g.values[n.output].shape &&
+        g.values[n.inputs[0]].dtype == g.values[n.output].dtype) {
+      sameAs[n.output] = n.inputs[0];
+      if (outputs.count(n.output))
+        returnedClones.push_back(n);
+      continue;
+    }
+    if (isNoOp(g, n)) {
+      if (!outputs.count(n.output)) {
+        sameAs[n.output] = n.inputs[0];
+        continue;
+      }
+      n.op = "clone";
+      n.attrs.clear();
+    }
+    lower(n);
   }
+  for (const Node &n : returnedClones)
+    lower(n);
   g.nodes = std::move(nodes);
   sinkUnitDimReshapes(g);
   collapseReshapeChains(g);

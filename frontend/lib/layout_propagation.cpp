@@ -235,7 +235,8 @@ Rule ruleOf(const Graph &g, const Node &n) {
     return Rule::Relabel;
   if (isOp(n.op, OpId::Reshape) && n.inputs.size() == 1)
     return Rule::Reshape;
-  if (isOp(n.op, OpId::Matmul) && n.inputs.size() == 2 && n.attrs.empty())
+  if (isOp(n.op, OpId::Matmul) && n.inputs.size() == 2 &&
+      (n.attrs.empty() || (n.attrs.size() == 1 && n.attrs.count("kvrep"))))
     return Rule::Matmul;
   return Rule::GenericOnly;
 }
@@ -281,7 +282,11 @@ bool transposedYFits(const Graph &g, const Node &n, int maxCores) {
       return false;
   if (xs.size() < 2 || ys.size() < 2 || xs.size() > 4 || ys[ys.size() - 2] != xs.back() || ys.back() % 64 != 0)
     return false;
-  if (ys.size() != 2 && (ys.size() != xs.size() || !std::equal(xs.begin(), xs.end() - 2, ys.begin())))
+  // kvrep=r (grouped-query attention): y's head dim is x's divided by r.
+  const int64_t rep = n.attrs.count("kvrep") ? static_cast<int64_t>(n.attrs.at("kvrep").scalar()) : 1;
+  if (rep != 1 && (xs.size() != 4 || ys.size() != 4 || ys[0] != xs[0] || ys[1] * rep != xs[1]))
+    return false;
+  if (rep == 1 && ys.size() != 2 && (ys.size() != xs.size() || !std::equal(xs.begin(), xs.end() - 2, ys.begin())))
     return false; // batch broadcasting the matmul builder rejects anyway
   const MatmulProblem mp{std::vector<int64_t>(xs.begin(), xs.end() - 2), ys.size() != 2, xs[xs.size() - 2], ys.back(),
                          xs.back(), /*transB=*/true};

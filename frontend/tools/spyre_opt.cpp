@@ -50,6 +50,7 @@ const std::map<std::string, GraphPass> &graphPasses() {
       {"constant-dedup", [](Graph &g, const OptOptions &) { dedupConstants(g); }},
       {"fusion", [](Graph &g, const OptOptions &) { fusePointwise(g); }},
       {"rotate-half", [](Graph &g, const OptOptions &) { fuseRotateHalf(g); }},
+      {"repeat-heads", [](Graph &g, const OptOptions &) { fuseRepeatHeads(g); }},
       {"row-fusion", [](Graph &g, const OptOptions &) { fuseRows(g); }},
       {"matmul-fusion", [](Graph &g, const OptOptions &) { fuseMatmulEpilogues(g); }},
   };
@@ -192,7 +193,7 @@ int main(int argc, char **argv) {
                                "graph after them. Options");
   opts.add_options()("help,h", "show this help")(
       "pass", po::value<std::string>()->default_value(""),
-      "comma-separated passes, run in order: dead-code decompose rotate-half layout-propagation k-padding constant-dedup row-fusion matmul-fusion fusion; or one "
+      "comma-separated passes, run in order: dead-code decompose rotate-half repeat-heads layout-propagation k-padding constant-dedup row-fusion matmul-fusion fusion; or one "
       "of work-division lx-planning memory-planning bundling (the graph after it inside compileGraph)")(
       "compile", "run compileGraph: the graph after every pass, the JobPlan and the SuperDSC of each launch")(
       "split-input-file", "cases separated by '// -----' lines, each run alone")(

@@ -40,9 +40,31 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
   if (ra > 4)
     throw Unsupported("matmul with more than 2 batch dims (" + where + ")");
   std::vector<int64_t> batchShape(a.shape.begin(), a.shape.end() - 2);
-  if (rb != 2) {
+  // kvrep=r (the repeat-heads pass): x [B, H, M, K], y [B, H / r, .., ..]; head h of x reads
+  // head h / r of y. The kernel iterates [B, H / r, r, M, N, K]: in the generic layouts of x and
+  // the output H is the outermost dim, so (H / r, r) address them as H does, and y lacks r.
+  int64_t rep = 1;
+  if (auto it = n.attrs.find("kvrep"); it != n.attrs.end()) {
+    rep = static_cast<int64_t>(it->second.scalar());
+    if (rep < 1 || ra != 4 || rb != 4 || b.shape[0] != a.shape[0] || b.shape[1] * rep != a.shape[1])
+      throw Error(where + ": kvrep=" + std::to_string(rep) +
+                  " needs x [B, H, M, K] and y [B, H / kvrep, .., ..] (rank 4)");
+  }
+  if (rep == 1 && rb != 2) {
     if (rb != ra || !std::equal(batchShape.begin(), batchShape.end(), b.shape.begin()))
       throw Unsupported("matmul batch broadcasting other than a 2-d weight (" + where + ")");
+  }
+  // Work division passes 1-3 (span limit, matmul cost model, largest divisors); a K split's
+  // partial sums travel over the ring between adjacent cores. A transposed B: N before M, no K
+  // split (transposedBDivision).
+  std::vector<int64_t> splits = matmulWorkDivision({batchShape, rb != 2, M, N, K, transB}, maxCores);
+  if (rep > 1) {
+    // The head split of [B, H] over (H / r, r): divisors of each, as many cores as they give.
+    const int64_t hkv = b.shape[1], sH = splits[1];
+    const int64_t sKv = std::gcd(sH, hkv), sRep = std::gcd(sH / sKv, rep);
+    batchShape = {batchShape[0], hkv, rep};
+    splits.erase(splits.begin() + 1);
+    splits.insert(splits.begin() + 1, {sKv, sRep});
   }
   // Dims: batch..., M, N, K labelled as torch-spyre: the last of [ki kj y x mb out in].
   static const char *all[] = {"ki", "kj", "y", "x", "mb", "out", "in"};
@@ -53,10 +75,6 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
   N_.push_back(N);
   N_.push_back(K);
   int64_t eps = 64;
-  // Work division passes 1-3 (span limit, matmul cost model, largest divisors); a K split's
-  // partial sums travel over the ring between adjacent cores. A transposed B: N before M, no K
-  // split (transposedBDivision).
-  std::vector<int64_t> splits = matmulWorkDivision({batchShape, rb != 2, M, N, K, transB}, maxCores);
   if (transB && (splits.back() > 1 || N % 64 != 0))
     throw Unsupported("matmul with transb=1 and " +
                       (N % 64 ? "N = " + std::to_string(N) + " not a multiple of 64" : std::string("a K split")) +
@@ -96,6 +114,8 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
                            yl = withBatch(rb != 2, transB ? std::vector<std::string>{"out", "in"}
                                                           : std::vector<std::string>{"in", "out"}),
                            ol = withBatch(true, {"mb", "out"});
+  if (rep > 1) // y lacks the repeat dim (the last batch label)
+    yl.erase(yl.begin() + static_cast<long>(batchLabels.size()) - 1);
   s.primaryDsInfo["INPUT"] = layoutOver(xl);
   s.primaryDsInfo["KERNEL"] = layoutOver(yl);
   s.primaryDsInfo["OUTPUT"] = layoutOver(ol);

@@ -125,9 +125,9 @@ TEST(PadSelect, MatmulKPaddingAsAGraphRewrite) {
       std::vector<PassSnapshot> log;
       padded.passLog = &log;
       std::vector<float> y = runBoth(g, padded, {av, bv});
-      // after dead-code, decompose, rotate-half, layout-propagation
-      ASSERT_TRUE(log.size() > 4 && log[4].pass == "k-padding");
-      EXPECT_NE(log[4].graph.find("_kpad"), std::string::npos) << log[4].graph;
+      // after dead-code, decompose, rotate-half, repeat-heads, layout-propagation
+      ASSERT_TRUE(log.size() > 5 && log[5].pass == "k-padding");
+      EXPECT_NE(log[5].graph.find("_kpad"), std::string::npos) << log[5].graph;
       CompileOptions plain{cores, ""};
       plain.padMatmulK = false;
       std::vector<float> y0 = runBoth(g, plain, {av, bv});

@@ -104,6 +104,14 @@ int fusePointwise(Graph &g);
 /// CompileOptions::fusion (SPYRE_FUSION) runs it. Returns the number of rewrites.
 int fuseRotateHalf(Graph &g);
 
+/// repeat_heads.cpp: grouped-query attention's head repeat (HF's repeat_kv, sdpa's GQA:
+/// reshape(clone(expand(reshape(k)))) from [B, Hkv, S, D] to [B, Hkv * r, S, D]) read only by
+/// batched matmuls, directly or through a transpose of the last two dims, becomes no node: each
+/// matmul reads k itself with kvrep=r (its head h reads k's head h / r). Removes the three copy
+/// kernels per k / v. Runs after decomposeOps, before layout propagation.
+/// CompileOptions::fusion (SPYRE_FUSION) runs it. Returns the number of rewrites.
+int fuseRepeatHeads(Graph &g);
+
 /// row_fusion.cpp: row fusion (runs before fusePointwise). A row reduction (sum, mean, amax,
 /// amin of a float tensor over its last, stick dim, keepdim) and the elementwise nodes around
 /// it over the same rows form a group, noted `fused=<group>` like fusePointwise's: stick ops
