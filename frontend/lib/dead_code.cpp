@@ -7,16 +7,20 @@ namespace spyre::frontend {
 
 void eliminateDeadCode(Graph &g) {
   std::set<int> live(g.outputs.begin(), g.outputs.end());
-  std::vector<bool> keep(g.nodes.size(), false);
+  std::vector<bool> dead(g.nodes.size(), true);
   for (size_t i = g.nodes.size(); i-- > 0;) {
     if (!live.count(g.nodes[i].output))
       continue;
-    keep[i] = true;
+    dead[i] = false;
     live.insert(g.nodes[i].inputs.begin(), g.nodes[i].inputs.end());
   }
+  eraseNodes(g, dead);
+}
+
+void eraseNodes(Graph &g, const std::vector<bool> &erase) {
   std::vector<Node> kept;
   for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (keep[i])
+    if (!erase[i])
       kept.push_back(std::move(g.nodes[i]));
   g.nodes = std::move(kept);
 }

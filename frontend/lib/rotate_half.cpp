@@ -82,13 +82,8 @@ int fuseRotateHalf(Graph &g) {
     cat.attrs.clear();
     ++rewrites;
   }
-  if (rewrites == 0)
-    return 0;
-  std::vector<Node> kept;
-  for (int i = 0; i < numNodes; ++i)
-    if (!drop[i])
-      kept.push_back(std::move(g.nodes[i]));
-  g.nodes = std::move(kept);
+  if (rewrites > 0)
+    eraseNodes(g, drop);
   return rewrites;
 }
 

@@ -23,6 +23,9 @@ struct PassSnapshot {
 
 /// dead_code.cpp: removes nodes whose value no graph output depends on (every op is pure).
 void eliminateDeadCode(Graph &g);
+/// dead_code.cpp: removes the nodes i with erase[i] (one entry per node), keeping the others'
+/// order. Rewriting passes call it for the nodes their rewrite left unread.
+void eraseNodes(Graph &g, const std::vector<bool> &erase);
 
 /// decompose.cpp: rewrites ops that are not one kernel's worth into ops that are:
 ///   select(%x, dim=d, index=i) -> slice(dim=d, start=i, end=i+1), then a permute (d = 0, rank
