@@ -2,6 +2,7 @@
 #include "code_cache.h"
 #include "generic_nests.h"
 #include "lowering.h"
+#include "module_compiler.h"
 #include "pass_pipelines.h"
 #include "tier_up.h"
 #include "unary_tables.h"
@@ -13,34 +14,24 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <unordered_map>
-#include <llvm/Support/CommandLine.h>
-#include <llvm/Support/Timer.h>
-#include <llvm/IR/PassTimingInfo.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/Debugging/DebuggerSupport.h>
 #include <llvm/ExecutionEngine/Orc/Debugging/PerfSupportPlugin.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
-#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/PassManager.h>
-#include <llvm/MC/MCContext.h>
-#include <llvm/Passes/PassBuilder.h>
+#include <llvm/IR/PassTimingInfo.h>
+#include <llvm/Support/Timer.h>
 #include <llvm/Support/MemoryBuffer.h>
-#include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
-#include <llvm/TargetParser/Host.h>
-#include <llvm/TargetParser/SubtargetFeature.h>
 
 namespace spyre::jit {
 
 using namespace llvm;
-using Clock = std::chrono::steady_clock;
 
 JitOptions JitOptions::fromEnv(const spyre::Env &env) {
   JitOptions o;
@@ -65,49 +56,11 @@ namespace {
 
 std::string toError(llvm::Error err) { return toString(std::move(err)); }
 
-template <typename T> T check(Expected<T> e, const char *what) {
-  if (!e)
-    throw spyre::Error(std::string("JIT: ") + what + ": " + toError(e.takeError()));
-  return std::move(*e);
-}
-
-double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-
 double threadCpuMs() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
 }
-
-void writeModule(const Module &m, const std::string &path) {
-  std::error_code ec;
-  raw_fd_ostream os(path, ec);
-  if (!ec)
-    m.print(os, nullptr);
-}
-
-void writeBytes(std::string_view bytes, const std::string &path) {
-  std::ofstream os(path, std::ios::binary);
-  os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-/// The host, detected once per process.
-struct Host {
-  std::string triple, cpu, features;
-  static const Host &get() {
-    static const Host h = [] {
-      Host r;
-      r.triple = sys::getProcessTriple();
-      r.cpu = sys::getHostCPUName().str();
-      SubtargetFeatures f;
-      for (auto &kv : sys::getHostCPUFeatures())
-        f.AddFeature(kv.first(), kv.second);
-      r.features = f.getString();
-      return r;
-    }();
-    return h;
-  }
-};
 
 /// The kernel as compiled: name, comment and argument names do not change the generated code,
 /// so the cache key (appendKernelKey) and the symbols use a normalised name.
@@ -165,67 +118,12 @@ private:
   uint32_t vregs_;
 };
 
-/// Whether any instruction of `m` produces or takes a vector.
-bool hasVectorCode(const Module &m) {
-  for (const Function &f : m)
-    for (const BasicBlock &bb : f)
-      for (const Instruction &in : bb) {
-        if (in.getType()->isVectorTy())
-          return true;
-        for (const Value *op : in.operands())
-          if (op->getType()->isVectorTy())
-            return true;
-      }
-  return false;
-}
-
-/// `llvmArgs` (JitOptions::llvmArgs) are parsed by the first call in the process.
-orc::JITTargetMachineBuilder hostMachineBuilder(OptTier tier, const std::string &llvmArgs = "") {
-  static std::once_flag init;
-  std::call_once(init, [&llvmArgs] {
-    InitializeNativeTarget();
-    InitializeNativeTargetAsmPrinter();
-    // Developer knob: LLVM command-line options, e.g. SPYRE_JIT_LLVM_ARGS="-time-passes".
-    if (!llvmArgs.empty()) {
-      static std::vector<std::string> words;
-      std::istringstream is(llvmArgs);
-      for (std::string w; is >> w;)
-        words.push_back(w);
-      static std::vector<const char *> argv{"spyre-jit"};
-      for (auto &w : words)
-        argv.push_back(w.c_str());
-      cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "", nullptr, nullptr);
-    }
-  });
-  const Host &host = Host::get();
-  orc::JITTargetMachineBuilder jtmb{Triple(host.triple)};
-  jtmb.setCPU(host.cpu);
-  jtmb.addFeatures(std::vector<std::string>{host.features});
-  jtmb.setCodeGenOptLevel(tier == OptTier::O0 ? CodeGenOptLevel::None : CodeGenOptLevel::Default);
-  // The x86-64 JIT default is the large code model: every constant-pool load becomes movabs +
-  // load and FastISel gives up on most of the O0 code (3x slower code generation). JITLink
-  // places all sections of one object in one allocation and reaches external functions (memcpy,
-  // the runtime helpers) through GOT/PLT stubs, so the small PIC model is safe.
-  jtmb.setCodeModel(CodeModel::Small);
-  jtmb.setRelocationModel(Reloc::PIC_);
-  // JIT code has no thread-locals; the emulated-TLS pass ORC enables by default only costs time.
-  jtmb.getOptions().EmulatedTLS = false;
-  return jtmb;
-}
-
 } // namespace
 
 struct JitEngine::Impl {
   JitOptions opts;
   std::shared_ptr<orc::LLJIT> jit;
-  std::unique_ptr<TargetMachine> tm;
-  std::unique_ptr<Optimiser> optimiser;  // built on the first compile, reused (under mu)
-  std::unique_ptr<CodeGenerator> codegen; // likewise
-  // O2 with generic nests: a kernel module left without vector code (its phase functions are
-  // scalar glue: DMA and nest calls) goes through the fast code generator (FastISel, fast
-  // register allocation): ~0.5 instead of ~2 ms, and that code runs once per phase call.
-  std::unique_ptr<TargetMachine> tmFast;
-  std::unique_ptr<CodeGenerator> codegenFast;
+  std::unique_ptr<ModuleCompiler> compiler; // used under mu
   std::unique_ptr<DiskCache> disk;
   std::unique_ptr<DiskCache> nestDisk; // the same directory, entries "gn-<key>.sjo"
   std::mutex mu;      // the optimiser and code generator (one compile at a time)
@@ -251,63 +149,10 @@ struct JitEngine::Impl {
 
   ObjectBytes compile(const std::vector<isa::Kernel> &ks, const std::vector<std::string> &names,
                       const std::string &dumpName, CompileTimes &t) {
-    auto t0 = Clock::now();
-    LLVMContext ctx;
-    auto m = std::make_unique<Module>(dumpName, ctx);
+    std::vector<isa::Kernel> normal;
     for (size_t i = 0; i < ks.size(); ++i)
-      lowerKernelInto(normalised(ks[i], names[i]), *m,
-                      {.outOfLine = opts.tier == OptTier::O0, .genericNests = genericNests,
-                       .shareDecodedB = opts.shareDecodedB, .tinyMRows = opts.tinyMRows});
-    return finish(*m, dumpName, t, t0, /*mayUseFastCodegen=*/genericNests && opts.tier == OptTier::O2);
-  }
-
-  /// The object of generic nest `use` of kernel `k` (generic_nests.h), in a module of its own.
-  ObjectBytes compileNest(const isa::Kernel &k, const NestUse &use, CompileTimes &t) {
-    auto t0 = Clock::now();
-    LLVMContext ctx;
-    std::string name = use.symbol();
-    auto m = std::make_unique<Module>(name, ctx);
-    lowerGenericNestInto(k, use, *m);
-    return finish(*m, name + dumpTag, t, t0);
-  }
-
-  /// Verifies, optimises and compiles `m` (lowered since t0); adds to the times in `t`.
-  ObjectBytes finish(Module &m, const std::string &dumpName, CompileTimes &t, Clock::time_point t0,
-                     bool mayUseFastCodegen = false) {
-    verifyLowered(m);
-    m.setDataLayout(tm->createDataLayout());
-    m.setTargetTriple(tm->getTargetTriple().str());
-    if (!opts.dumpDir.empty())
-      writeModule(m, opts.dumpDir + "/" + dumpName + ".ll");
-    t.lowerMs += msSince(t0);
-    t0 = Clock::now();
-    if (!optimiser)
-      optimiser = std::make_unique<Optimiser>(tm.get(), pipelineFor(opts.tier, opts.passes));
-    optimiser->run(m);
-    if (!opts.dumpDir.empty())
-      writeModule(m, opts.dumpDir + "/" + dumpName + ".opt.ll");
-    t.optMs += msSince(t0);
-    t0 = Clock::now();
-    CodeGenerator *cg = nullptr;
-    if (mayUseFastCodegen && !hasVectorCode(m)) {
-      if (!codegenFast) {
-        tmFast = check(hostMachineBuilder(OptTier::O0).createTargetMachine(), "creating the target machine");
-        codegenFast = std::make_unique<CodeGenerator>(*tmFast);
-        t.cgSetupMs += msSince(t0);
-      }
-      cg = codegenFast.get();
-    } else {
-      if (!codegen) {
-        codegen = std::make_unique<CodeGenerator>(*tm);
-        t.cgSetupMs += msSince(t0);
-      }
-      cg = codegen.get();
-    }
-    auto obj = std::make_shared<const std::string>(cg->run(m));
-    t.codegenMs += msSince(t0);
-    if (!opts.dumpDir.empty())
-      writeBytes(*obj, opts.dumpDir + "/" + dumpName + ".o");
-    return obj;
+      normal.push_back(normalised(ks[i], names[i]));
+    return compiler->kernels(normal, dumpName, t);
   }
 
   /// The objects of the generic nests `ks` call, from the code cache or compiled (and stored).
@@ -328,7 +173,7 @@ struct JitEngine::Impl {
           return false;
         if (!obj) {
           bool fresh = false;
-          obj = levels.fill(key, mu, [&] { return compileNest(k, use, t); }, fresh);
+          obj = levels.fill(key, mu, [&] { return compiler->nest(k, use, use.symbol() + dumpTag, t); }, fresh);
           if (fresh) {
             allHit = false;
             ++compiled;
@@ -359,9 +204,10 @@ JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()) {
   impl_->genericNests = impl_->opts.genericNests;
   const Host &host = Host::get();
   orc::JITTargetMachineBuilder jtmb = hostMachineBuilder(impl_->opts.tier, impl_->opts.llvmArgs);
-  impl_->tm = check(jtmb.createTargetMachine(), "creating the target machine");
+  impl_->compiler =
+      std::make_unique<ModuleCompiler>(impl_->opts, checkLlvm(jtmb.createTargetMachine(), "creating the target machine"));
   bool debug = impl_->opts.debug;
-  impl_->jit = check(orc::LLJITBuilder()
+  impl_->jit = checkLlvm(orc::LLJITBuilder()
                          .setJITTargetMachineBuilder(jtmb)
                          .setObjectLinkingLayerCreator([](orc::ExecutionSession &es, const Triple &) {
                            return std::make_unique<orc::ObjectLinkingLayer>(es);
@@ -481,7 +327,7 @@ std::string kernelToIR(const isa::Kernel &k) {
 }
 
 std::string kernelToOptimisedIR(const isa::Kernel &k, OptTier tier) {
-  auto tm = check(hostMachineBuilder(tier).createTargetMachine(), "creating the target machine");
+  auto tm = checkLlvm(hostMachineBuilder(tier).createTargetMachine(), "creating the target machine");
   LLVMContext ctx;
   auto m = lowerKernel(k, ctx);
   m->setDataLayout(tm->createDataLayout());

@@ -39,6 +39,17 @@ bool isStatOf(const Value &st, const Value &x, int64_t last) {
   return st.shape.back() == last;
 }
 
+/// The first weight / bias operand of layernormnorm `n` (operands 3.. ) that is not a [C] tensor
+/// of x's dtype, or null.
+const Value *misfitAffineParam(const Graph &g, const Node &n, const Value &x) {
+  for (size_t i = 3; i < n.inputs.size(); ++i) {
+    const Value &p = g.values[n.inputs[i]];
+    if (p.shape != std::vector<int64_t>{x.shape.back()} || p.dtype != x.dtype)
+      return &p;
+  }
+  return nullptr;
+}
+
 } // namespace
 
 KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int maxCores, bool splitReductions) {
@@ -71,12 +82,9 @@ KernelDraft layerNormKernel(const Graph &g, const Node &n, size_t index, int max
       throw Error(where + ": layernormnorm keeps the shape and dtype of x");
     if (!isStatOf(g.values[n.inputs[1]], x, 2) || !isStatOf(g.values[n.inputs[2]], x, 1))
       throw Error(where + ": layernormnorm takes x, the f32[.., 2] exx2 statistic and the f32[.., 1] rstd");
-    for (size_t i = 3; i < n.inputs.size(); ++i) {
-      const Value &p = g.values[n.inputs[i]];
-      if (p.shape != std::vector<int64_t>{x.shape.back()} || p.dtype != x.dtype)
-        throw Unsupported("layernormnorm weight/bias %" + p.name + " other than a [" + std::to_string(x.shape.back()) +
-                          "] " + std::string(dtypeShortName(x.dtype)) + " tensor (" + where + ")");
-    }
+    if (const Value *p = misfitAffineParam(g, n, x))
+      throw Unsupported("layernormnorm weight/bias %" + p->name + " other than a [" + std::to_string(x.shape.back()) +
+                        "] " + std::string(dtypeShortName(x.dtype)) + " tensor (" + where + ")");
   }
   const DataFormat xf = deviceFormat(x.dtype, where);
   const int64_t eps = elemsPerStick(xf);
@@ -186,11 +194,8 @@ std::optional<KernelDraft> layerNormFusedKernel(const Graph &g, const std::vecto
   if (x.shape.empty() || out.shape != x.shape || out.dtype != x.dtype)
     return std::nullopt;
   requireNonEmpty(x.shape, where);
-  for (size_t i = 3; i < n.inputs.size(); ++i) {
-    const Value &p = g.values[n.inputs[i]];
-    if (p.shape != std::vector<int64_t>{x.shape.back()} || p.dtype != x.dtype)
-      return std::nullopt;
-  }
+  if (misfitAffineParam(g, n, x))
+    return std::nullopt;
   const size_t r = x.shape.size();
   const DataFormat xf = deviceFormat(x.dtype, where);
   const int64_t eps = elemsPerStick(xf);
