@@ -6,7 +6,9 @@
 #include "plan_runner.h"
 #include "spyre/frontend/compiler.h"
 #include "spyre/isa/error.h"
+#include <algorithm>
 #include <cmath>
+#include <set>
 #include <gtest/gtest.h>
 
 using namespace spyre;
@@ -254,11 +256,11 @@ TEST(Reshape, LaneMovingReshapeWhoseRowGroupExceedsLxIsUnsupported) {
 
 TEST(Reshape, InternalClonesAlias) {
   // .contiguous() after a materialised op: the clone runs no kernel (decompose drops it, so neg
-  // and exp fuse into one kernel); a cloned graph output does.
+  // and exp fuse into one kernel); a cloned graph output neither: the graph returns %e itself.
   std::string text = "graph(%x: f16[64, 256]) {\n  %p = neg(%x) : f16[64, 256]\n  %c = clone(%p) : f16[64, 256]\n"
                      "  %e = exp(%c) : f16[64, 256]\n  %o = clone(%e) : f16[64, 256]\n  return (%o)\n}\n";
   auto [p, ops] = compileOps(text);
-  EXPECT_EQ(ops, (std::vector<std::string>{"fused", "identity"}));
+  EXPECT_EQ(ops, (std::vector<std::string>{"fused"}));
   std::vector<float> x = ramp();
   auto interp = sim::makeInterpreter();
   test::PlanRunner r(p, *interp);
@@ -276,12 +278,12 @@ TEST(Reshape, SameShapeExpandsAlias) {
                      "  %e = expand(%p) : f16[2, 64, 64]\n  %b = expand(%y) : f16[2, 64, 64]\n"
                      "  %s = add(%e, %b) : f16[2, 64, 64]\n  %o = expand(%s) : f16[2, 64, 64]\n  return (%o)\n}\n";
   auto [p, ops] = compileOps(text);
-  // The same kernels as the graph without %e; the output expand copies into the output buffer.
+  // The same kernels as the graph without %e; the output expand goes too (the graph returns %s).
   std::string without = text;
   without.replace(without.find("  %e = expand(%p) : f16[2, 64, 64]\n"), 35, "");
   without.replace(without.find("add(%e"), 6, "add(%p");
   EXPECT_EQ(ops, compileOps(without).second);
-  EXPECT_EQ(ops.back(), "identity");
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "identity"), 0);
   std::vector<float> x(2 * 64 * 64), y(64 * 64);
   for (size_t i = 0; i < x.size(); ++i)
     x[i] = static_cast<float>(static_cast<int>(i % 37) - 18) / 8.0f;
@@ -291,6 +293,42 @@ TEST(Reshape, SameShapeExpandsAlias) {
   ASSERT_EQ(r.interp, r.jit);
   for (size_t i = 0; i < x.size(); ++i)
     ASSERT_EQ(r.jit.at(0)[i], -x[i] + y[i % y.size()]) << i;
+}
+
+TEST(Reshape, ReturnedCopiesKeepTheirKernelOnlyWhereTheyMust) {
+  // A returned clone is a copy only where returning its input would share a buffer: a graph
+  // input (%x), a value already returned (%p), a value a second clone already returns (%q), an
+  // alias (the reshape %r), a value a returned view shares (%w under %wr). %s's clone goes: the
+  // graph returns %s.
+  std::string text = "graph(%x: f16[64, 256]) {\n  %p = neg(%x) : f16[64, 256]\n  %q = exp(%x) : f16[64, 256]\n"
+                     "  %r = reshape(%q) : f16[128, 128]\n  %s = abs(%x) : f16[64, 256]\n"
+                     "  %cx = clone(%x) : f16[64, 256]\n  %cp = clone(%p) : f16[64, 256]\n"
+                     "  %cq1 = clone(%q) : f16[64, 256]\n  %cq2 = clone(%q) : f16[64, 256]\n"
+                     "  %cr = clone(%r) : f16[128, 128]\n  %cs = clone(%s) : f16[64, 256]\n"
+                     "  %w = relu(%x) : f16[64, 256]\n  %wr = reshape(%w) : f16[128, 128]\n  %cw = clone(%w) : f16[64, 256]\n"
+                     "  return (%cx, %p, %cp, %cq1, %cq2, %cr, %cs, %wr, %cw)\n}\n";
+  auto [p, ops] = compileOps(text);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "identity"), 5) << ::testing::PrintToString(ops);
+  std::vector<float> x = ramp();
+  const test::BothEngines r = test::runOnBothEngines(p, {x});
+  ASSERT_EQ(r.interp, r.jit);
+  const auto &o = r.jit;
+  ASSERT_EQ(o.size(), 9u);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float e = o.at(3)[i];
+    ASSERT_EQ(o.at(0)[i], x[i]) << i;
+    ASSERT_EQ(o.at(1)[i], -x[i]) << i;
+    ASSERT_EQ(o.at(2)[i], -x[i]) << i;
+    ASSERT_NEAR(e, std::exp(x[i]), 0.01 * std::exp(x[i])) << i;
+    ASSERT_EQ(o.at(4)[i], e) << i;
+    ASSERT_EQ(o.at(5)[i], e) << i;
+    ASSERT_EQ(o.at(6)[i], std::fabs(x[i])) << i;
+    ASSERT_EQ(o.at(7)[i], std::max(x[i], 0.0f)) << i;
+    ASSERT_EQ(o.at(8)[i], std::max(x[i], 0.0f)) << i;
+  }
+  // Distinct output buffers: each output is its own tensor.
+  std::set<int> buffers(p.outputs.begin(), p.outputs.end());
+  EXPECT_EQ(buffers.size(), 9u);
 }
 
 TEST(Reshape, IdentityArithmeticGoes) {
