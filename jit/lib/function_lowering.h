@@ -77,13 +77,22 @@ private:
   // last value of each register, so straight-line code reads SSA values directly.
   llvm::AllocaInst *sreg_[isa::kNumSRegs] = {};
   llvm::AllocaInst *vreg_[isa::kNumVRegs] = {};
+  // The same registers without the fp32 NaN canonicalisation of roundTo(F32) (preCanon_):
+  // every write stores both, so a lane differs between the two only in a NaN's payload and
+  // sign. Consumers whose result depends on a NaN lane only through its being NaN, and is
+  // canonicalised or DL16-encoded itself, read this one (readNaNBlind): a chain like layer
+  // norm's `sub, mul, fma, st` canonicalises nothing in its loop, and a loop-carried fp32
+  // accumulator only where the canonical value is read (LLVM sinks it to the loop exit).
+  llvm::AllocaInst *vregRaw_[isa::kNumVRegs] = {};
   bool sWritten_[isa::kNumSRegs] = {};
   bool vWritten_[isa::kNumVRegs] = {};
   struct Cached {
     Value *v = nullptr;
     llvm::BasicBlock *bb = nullptr;
   };
-  Cached sCur_[isa::kNumSRegs], vCur_[isa::kNumVRegs];
+  Cached sCur_[isa::kNumSRegs], vCur_[isa::kNumVRegs], vRawCur_[isa::kNumVRegs];
+  // roundTo(F32)'s canonicalised results -> the value before (a NaN lane with any payload).
+  llvm::DenseMap<Value *, Value *> preCanon_;
   // DL16 codes of decoded values (decode(c) -> c): encode(decode(c)) == c for every code, so
   // storing or rounding a value that came from DL16 needs no re-encoding.
   llvm::DenseMap<Value *, Value *> codeOf_;
@@ -155,7 +164,13 @@ private:
   Value *readS(int r);
   void writeS(int r, Value *v);
   Value *readV(int v);
+  /// Register v for a consumer whose result lanes depend on a NaN input lane only through
+  /// its being NaN (IEEE arithmetic, nanMaxMin) and are then rounded to a format (which
+  /// canonicalises NaN) or DL16-encoded: the value before the NaN canonicalisation.
+  Value *readNaNBlind(int v);
   void writeV(int v, Value *x);
+  /// Stores the value `x` of register v and its NaN-blind form `raw` (readNaNBlind).
+  void setV(int v, Value *x, Value *raw);
   /// The value of the immediate field `field` of an instruction being lowered: a constant, or
   /// in a generic nest's function, its entry of the parameter table when the field is erased.
   Value *imm(const int64_t &field);

@@ -45,6 +45,8 @@ Value *FunctionLowering::signUnlessNaN(Value *x, Value *u, unsigned shift) {
 
 /// fp32 -> DL16 codes on 64 lanes.
 Value *FunctionLowering::encode(Value *x) {
+  if (auto it = preCanon_.find(x); it != preCanon_.end())
+    x = it->second; // every NaN encodes to the same code
   if (auto it = preRound_.find(x); it != preRound_.end())
     x = it->second; // encode(round(y)) == encode(y)
   if (auto it = codeOf_.find(x); it != codeOf_.end())
@@ -77,8 +79,11 @@ Value *FunctionLowering::roundTo(Format f, Value *x) {
     preRound_[res] = x;
     return res;
   }
-  // f32: canonical NaN, as isa::roundTo.
-  return b_.CreateSelect(b_.CreateFCmpUNO(x, x), asFloat(splat(isa::kCanonicalNaN)), x);
+  // f32: canonical NaN, as isa::roundTo; the value before is the NaN-blind form (readNaNBlind).
+  Value *res = b_.CreateSelect(b_.CreateFCmpUNO(x, x), asFloat(splat(isa::kCanonicalNaN)), x);
+  if (res != x && llvm::isa<Instruction>(res))
+    preCanon_[res] = x;
+  return res;
 }
 
 } // namespace spyre::jit

@@ -20,11 +20,10 @@ void FunctionLowering::lowerLd(const Instr &in) {
 
 void FunctionLowering::lowerSt(const Instr &in) {
   Value *p = lxAddr(in.lx);
-  Value *v = readV(in.v[0]);
-  if (in.fmt == Format::DL16) {
-    b_.CreateAlignedStore(encode(v), p, Align(2));
+  if (in.fmt == Format::DL16) { // every NaN encodes to the same code
+    b_.CreateAlignedStore(encode(readNaNBlind(in.v[0])), p, Align(2));
   } else {
-    b_.CreateAlignedStore(lowF32(v), p, Align(4));
+    b_.CreateAlignedStore(lowF32(readV(in.v[0])), p, Align(4));
   }
 }
 

@@ -102,8 +102,7 @@ void FunctionLowering::reloadRegistersAfterCall() {
   }
   for (int i = 0; i < isa::kNumVRegs; ++i) {
     Value *v = b_.CreateAlignedLoad(vf_, vregPtr(b_, i), Align(64));
-    b_.CreateStore(v, vregSlot(i));
-    vCur_[i] = {v, b_.GetInsertBlock()};
+    setV(i, v, v);
   }
   if (bHi_) // the nest may have written LX
     b_.CreateStore(b_.getInt64(0), bHi_);

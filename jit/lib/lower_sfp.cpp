@@ -95,7 +95,7 @@ void FunctionLowering::lowerSel(const Instr &in) {
 }
 
 void FunctionLowering::lowerFma(const Instr &in) {
-  auto V = [&](int i) { return readV(in.v[i]); };
+  auto V = [&](int i) { return readNaNBlind(in.v[i]); };
   writeV(in.v[0], roundTo(in.fmt, intrinsic(Intrinsic::fma, {V(1), V(2), V(3)}, {vf_})));
 }
 
@@ -142,7 +142,8 @@ void FunctionLowering::lowerSfpBinary(const Instr &in) {
     writeV(in.v[0], asFloat(r));
     return;
   }
-  Value *a = V(1), *b = V(2), *r;
+  // Rounded to the format below: a NaN operand's payload does not matter.
+  Value *a = readNaNBlind(in.v[1]), *b = readNaNBlind(in.v[2]), *r;
   switch (in.op) {
   case Opcode::Add: r = b_.CreateFAdd(a, b); break;
   case Opcode::Sub: r = b_.CreateFSub(a, b); break;
@@ -166,7 +167,7 @@ void FunctionLowering::lowerNeg(const Instr &in) {
   if (in.fmt == Format::I32)
     writeV(in.v[0], asFloat(b_.CreateSub(splat(0), asInt(readV(in.v[1])))));
   else
-    writeV(in.v[0], roundTo(in.fmt, b_.CreateFNeg(readV(in.v[1]))));
+    writeV(in.v[0], roundTo(in.fmt, b_.CreateFNeg(readNaNBlind(in.v[1]))));
 }
 void FunctionLowering::lowerAbs(const Instr &in) {
   if (in.fmt == Format::I32) {
@@ -174,10 +175,10 @@ void FunctionLowering::lowerAbs(const Instr &in) {
     writeV(in.v[0], asFloat(b_.CreateSelect(b_.CreateICmpSLT(a, splat(0)), b_.CreateSub(splat(0), a), a)));
     return;
   }
-  writeV(in.v[0], roundTo(in.fmt, asFloat(b_.CreateAnd(asInt(readV(in.v[1])), splat(0x7FFFFFFF)))));
+  writeV(in.v[0], roundTo(in.fmt, asFloat(b_.CreateAnd(asInt(readNaNBlind(in.v[1])), splat(0x7FFFFFFF)))));
 }
 void FunctionLowering::lowerRelu(const Instr &in) {
-  Value *a = readV(in.v[1]), *zero = Constant::getNullValue(vf_);
+  Value *a = readNaNBlind(in.v[1]), *zero = Constant::getNullValue(vf_);
   // Unordered-or-greater: NaN lanes keep their NaN (torch's relu), as sfp.cpp.
   writeV(in.v[0], roundTo(in.fmt, b_.CreateSelect(b_.CreateFCmpUGT(a, zero), a, zero)));
 }
@@ -185,13 +186,14 @@ void FunctionLowering::lowerFloor(const Instr &in) {
   writeV(in.v[0], roundTo(in.fmt, intrinsic(Intrinsic::floor, {readV(in.v[1])}, {vf_})));
 }
 void FunctionLowering::lowerSqrt(const Instr &in) {
-  writeV(in.v[0], roundTo(in.fmt, intrinsic(Intrinsic::sqrt, {readV(in.v[1])}, {vf_})));
+  writeV(in.v[0], roundTo(in.fmt, intrinsic(Intrinsic::sqrt, {readNaNBlind(in.v[1])}, {vf_})));
 }
 void FunctionLowering::lowerRsqrt(const Instr &in) {
-  writeV(in.v[0], roundTo(in.fmt, b_.CreateFDiv(fsplat(1.0f), intrinsic(Intrinsic::sqrt, {readV(in.v[1])}, {vf_}))));
+  writeV(in.v[0],
+         roundTo(in.fmt, b_.CreateFDiv(fsplat(1.0f), intrinsic(Intrinsic::sqrt, {readNaNBlind(in.v[1])}, {vf_}))));
 }
 void FunctionLowering::lowerRecip(const Instr &in) {
-  writeV(in.v[0], roundTo(in.fmt, b_.CreateFDiv(fsplat(1.0f), readV(in.v[1]))));
+  writeV(in.v[0], roundTo(in.fmt, b_.CreateFDiv(fsplat(1.0f), readNaNBlind(in.v[1]))));
 }
 void FunctionLowering::lowerClip(const Instr &in) {
   Value *r = nanMaxMin(nanMaxMin(readV(in.v[1]), fsplat(in.fimm), true), fsplat(in.fimm2), false);

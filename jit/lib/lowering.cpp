@@ -231,7 +231,11 @@ AllocaInst *FunctionLowering::vregSlot(int v) {
     IRBuilder<> eb(entry_);
     vreg_[v] = eb.CreateAlloca(vf_, nullptr, "v" + std::to_string(v));
     vreg_[v]->setAlignment(Align(64));
-    eb.CreateStore(eb.CreateAlignedLoad(vf_, vregPtr(eb, v), Align(64)), vreg_[v]);
+    Value *init = eb.CreateAlignedLoad(vf_, vregPtr(eb, v), Align(64));
+    eb.CreateStore(init, vreg_[v]);
+    vregRaw_[v] = eb.CreateAlloca(vf_, nullptr, "v" + std::to_string(v) + ".raw");
+    vregRaw_[v]->setAlignment(Align(64));
+    eb.CreateStore(init, vregRaw_[v]);
   }
   return vreg_[v];
 }
@@ -260,11 +264,22 @@ Value *FunctionLowering::readV(int v) {
   return vCur_[v].v;
 }
 
+Value *FunctionLowering::readNaNBlind(int v) {
+  if (outOfLine_)
+    return readV(v);
+  if (vRawCur_[v].bb != b_.GetInsertBlock()) {
+    vregSlot(v);
+    vRawCur_[v] = {b_.CreateLoad(vf_, vregRaw_[v]), b_.GetInsertBlock()};
+  }
+  return vRawCur_[v].v;
+}
+
 void FunctionLowering::writeV(int v, Value *x) {
   if (outOfLine_) {
     b_.CreateAlignedStore(x, vregPtr(b_, v), Align(64));
     return;
   }
+  Value *raw = preCanon_.lookup(x);
   if (cur_ && cur_->op != Opcode::Loop && v == cur_->v[0] && x->getType() == vf_) {
     // A uniform result (analyseUniform): lane 0 splat, so LLVM sees every lane equal.
     auto u = uniformAfter_.find(cur_);
@@ -272,13 +287,20 @@ void FunctionLowering::writeV(int v, Value *x) {
     if (u != uniformAfter_.end() && (u->second >> v & 1u) && !(sv && sv->isZeroEltSplat())) {
       const bool dl16 = isDl16(x);
       x = b_.CreateShuffleVector(x, SmallVector<int, kLanes>(kLanes, 0));
+      raw = nullptr; // a row value: canonical in both forms
       if (dl16)
         exact_[x] = true; // every lane a DL16 value still
     }
   }
-  b_.CreateStore(x, vregSlot(v));
   vWritten_[v] = true;
+  setV(v, x, raw ? raw : x);
+}
+
+void FunctionLowering::setV(int v, Value *x, Value *raw) {
+  b_.CreateStore(x, vregSlot(v));
+  b_.CreateStore(raw, vregRaw_[v]);
   vCur_[v] = {x, b_.GetInsertBlock()};
+  vRawCur_[v] = {raw, b_.GetInsertBlock()};
 }
 
 Value *FunctionLowering::imm(const int64_t &field) {
