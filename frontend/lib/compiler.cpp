@@ -74,10 +74,16 @@ isa::JobPlan compileGraph(const Graph &input, const CompileOptions &opts) {
     fuseRotateHalf(g);
     g.verify();
     log("rotate-half", g);
+    fuseSplitHeads(g);
+    g.verify();
+    log("split-heads", g);
     fuseRepeatHeads(g);
     g.verify();
     log("repeat-heads", g);
   }
+  dropReturnedCopies(g);
+  g.verify();
+  log("returned-copies", g);
   propagateLayouts(g, opts.layoutBeamWidth, opts.maxCores, opts.matmulTransB);
   detail::expandLaneMovingReshapes(g);
   detail::splitIntTransposes(g);

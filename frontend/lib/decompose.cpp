@@ -2,7 +2,7 @@
 // the graph IR needs): select, constant_pad_nd and slices stepping along the stick dim become
 // ops that are one kernel each, or a zero-copy reshape; a node that gives its input unchanged
 // (a clone, an expand to its own shape, x * 1, x / 1, x - 0) goes: its readers read the input
-// (a returned one keeps its copy unless its input can be returned instead). The rewritten node's value keeps its name; helpers get fresh
+// (a returned clone keeps its copy). The rewritten node's value keeps its name; helpers get fresh
 // names.
 #include "kernels/kernels.h"
 #include "rank_reduction.h"
@@ -377,38 +377,6 @@ void decomposeOps(Graph &g) {
   std::map<int, int> sameAs;
   const std::set<int> outputs(g.outputs.begin(), g.outputs.end());
   std::vector<Node> returnedClones;
-  // A returned copy of v needs no kernel when v is a fresh buffer no one else returns: the graph
-  // returns v itself (its producer writes the output buffer). Not for a graph input or a value
-  // an alias op made (a zero-copy reshape would share another value's buffer), and v is returned
-  // once, so two outputs never share a buffer.
-  std::vector<int> producer(g.values.size(), -1);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    producer[g.nodes[i].output] = static_cast<int>(i);
-  std::set<int> returned = outputs;
-  // Values a returned view shares its buffer with (the chains of alias ops below the outputs).
-  for (int o : outputs)
-    for (int v = o; producer[v] >= 0;) {
-      const Node &p = g.nodes[producer[v]];
-      const OpInfo *op = findOp(p.op);
-      if (!op || p.inputs.empty() ||
-          !(op->cls == OpClass::Reshape || op->cls == OpClass::Transpose || op->cls == OpClass::Permute ||
-            op->cls == OpClass::Slice))
-        break;
-      v = p.inputs[0];
-      returned.insert(v);
-    }
-  auto returnInPlace = [&](const Node &n) {
-    const int v = n.inputs[0], p = producer[v];
-    const OpInfo *op = p < 0 ? nullptr : findOp(g.nodes[p].op);
-    if (!op || returned.count(v) || std::count(g.outputs.begin(), g.outputs.end(), n.output) != 1 ||
-        !(op->cls == OpClass::Pointwise || op->cls == OpClass::Comparison || op->cls == OpClass::Reduction ||
-          op->cls == OpClass::Matmul || op->cls == OpClass::Convert) ||
-        isOp(g.nodes[p].op, OpId::Clone))
-      return false;
-    std::replace(g.outputs.begin(), g.outputs.end(), n.output, v);
-    returned.insert(v);
-    return true;
-  };
   // n as one op per kernel, appended to nodes.
   auto lower = [&](const Node &n) {
     std::vector<Node> parts;
@@ -436,20 +404,19 @@ void decomposeOps(Graph &g) {
         in = it->second;
     // A clone is no op either (every op is pure): its readers read its input, so the producer's
     // fusion group or matmul epilogue sees them (HF's KV cache: cat of an empty cache with the new
-    // keys is a clone the graph returns, and the attention reads it). A returned clone goes too
-    // where the graph can return its input instead (returnInPlace); otherwise it keeps its
-    // kernel, the copy into the output buffer, and moves to the end of the graph (no node reads
-    // it now; a fusion group may then take its input's other readers).
+    // keys is a clone the graph returns, and the attention reads it). A clone that is returned
+    // keeps its kernel, the copy into the output buffer, and moves to the end of the graph (no
+    // node reads it now; a fusion group may then take its input's other readers); any other goes.
     if (isOp(n.op, OpId::Clone) && n.inputs.size() == 1 && n.attrs.empty() &&
         g.values[n.inputs[0]].shape == g.values[n.output].shape &&
         g.values[n.inputs[0]].dtype == g.values[n.output].dtype) {
       sameAs[n.output] = n.inputs[0];
-      if (outputs.count(n.output) && !returnInPlace(n))
+      if (outputs.count(n.output))
         returnedClones.push_back(n);
       continue;
     }
     if (isNoOp(g, n)) {
-      if (!outputs.count(n.output) || returnInPlace(n)) {
+      if (!outputs.count(n.output)) {
         sameAs[n.output] = n.inputs[0];
         continue;
       }

@@ -105,7 +105,7 @@ static void checkNodeOp(const Node &n, const std::string &outName, std::string_v
   // note as int: a fraction or a value out of range (attributes: beyond +-2^53, where doubles
   // stop being exact) is an error.
   static const std::set<std::string> intKeys = {"dim", "dims", "start", "end", "step", "index", "keepdim",
-                                                "pad", "offsets", "transb", "kvrep", "approximate"};
+                                                "pad", "offsets", "transb", "kvrep", "heads", "approximate"};
   auto checkInts = [&](const std::map<std::string, Attr> &attrs, bool notes) {
     const double bound = notes ? 2147483647.0 : 9007199254740992.0;
     for (const auto &[key, a] : attrs)

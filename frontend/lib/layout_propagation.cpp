@@ -236,7 +236,7 @@ Rule ruleOf(const Graph &g, const Node &n) {
   if (isOp(n.op, OpId::Reshape) && n.inputs.size() == 1)
     return Rule::Reshape;
   if (isOp(n.op, OpId::Matmul) && n.inputs.size() == 2 &&
-      (n.attrs.empty() || (n.attrs.size() == 1 && n.attrs.count("kvrep"))))
+      (n.attrs.empty() || (n.attrs.size() == 1 && (n.attrs.count("kvrep") || n.attrs.count("heads")))))
     return Rule::Matmul;
   return Rule::GenericOnly;
 }
@@ -286,9 +286,17 @@ bool transposedYFits(const Graph &g, const Node &n, int maxCores) {
   const int64_t rep = n.attrs.count("kvrep") ? static_cast<int64_t>(n.attrs.at("kvrep").scalar()) : 1;
   if (rep != 1 && (xs.size() != 4 || ys.size() != 4 || ys[0] != xs[0] || ys[1] * rep != xs[1]))
     return false;
-  if (rep == 1 && ys.size() != 2 && (ys.size() != xs.size() || !std::equal(xs.begin(), xs.end() - 2, ys.begin())))
+  // heads=H (the split-heads pass): x [B, 1, M, K], y [K, H * D], the output [B, H, M, D].
+  const int64_t heads = n.attrs.count("heads") ? static_cast<int64_t>(n.attrs.at("heads").scalar()) : 0;
+  const auto &os = g.values[n.output].shape;
+  if (heads > 0 && (os.size() != 4 || ys.size() != 2 || os[3] % 64 != 0))
+    return false;
+  const auto batch = heads > 0  ? std::vector<int64_t>(os.begin(), os.end() - 2)
+                     : rep == 1 ? detail::matmulBatch(xs, ys)
+                                : std::vector<int64_t>(xs.begin(), xs.end() - 2);
+  if (!batch)
     return false; // batch broadcasting the matmul builder rejects anyway
-  const MatmulProblem mp{std::vector<int64_t>(xs.begin(), xs.end() - 2), ys.size() != 2, xs[xs.size() - 2], ys.back(),
+  const MatmulProblem mp{*batch, ys.size() != 2 || heads > 0, xs[xs.size() - 2], heads > 0 ? os.back() : ys.back(),
                          xs.back(), /*transB=*/true};
   return matmulWorkDivision(mp, maxCores).back() == 1;
 }

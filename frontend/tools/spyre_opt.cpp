@@ -50,7 +50,9 @@ const std::map<std::string, GraphPass> &graphPasses() {
       {"constant-dedup", [](Graph &g, const OptOptions &) { dedupConstants(g); }},
       {"fusion", [](Graph &g, const OptOptions &) { fusePointwise(g); }},
       {"rotate-half", [](Graph &g, const OptOptions &) { fuseRotateHalf(g); }},
+      {"split-heads", [](Graph &g, const OptOptions &) { fuseSplitHeads(g); }},
       {"repeat-heads", [](Graph &g, const OptOptions &) { fuseRepeatHeads(g); }},
+      {"returned-copies", [](Graph &g, const OptOptions &) { dropReturnedCopies(g); }},
       {"row-fusion", [](Graph &g, const OptOptions &) { fuseRows(g); }},
       {"matmul-fusion", [](Graph &g, const OptOptions &) { fuseMatmulEpilogues(g); }},
   };
@@ -193,7 +195,7 @@ int main(int argc, char **argv) {
                                "graph after them. Options");
   opts.add_options()("help,h", "show this help")(
       "pass", po::value<std::string>()->default_value(""),
-      "comma-separated passes, run in order: dead-code decompose rotate-half repeat-heads layout-propagation k-padding constant-dedup row-fusion matmul-fusion fusion; or one "
+      "comma-separated passes, run in order: dead-code decompose rotate-half split-heads repeat-heads returned-copies layout-propagation k-padding constant-dedup row-fusion matmul-fusion fusion; or one "
       "of work-division lx-planning memory-planning bundling (the graph after it inside compileGraph)")(
       "compile", "run compileGraph: the graph after every pass, the JobPlan and the SuperDSC of each launch")(
       "split-input-file", "cases separated by '// -----' lines, each run alone")(

@@ -37,6 +37,10 @@ std::optional<KernelDraft> fusedKernel(const Graph &g, const std::vector<int> &m
 // (to_dtype, convert.cpp), transposeKernel (transpose.cpp).
 KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int maxCores, bool splitReductions);
 KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCores);
+/// The output batch dims of a matmul of x [.., M, K] and y [.., K, N] (without kvrep): x's for a
+/// 2-d y; else, with equal ranks, per dim the common extent or the other's where one is 1
+/// (broadcast). nullopt for any other batch broadcasting.
+std::optional<std::vector<int64_t>> matmulBatch(const std::vector<int64_t> &xs, const std::vector<int64_t> &ys);
 /// matmul.cpp: a matmul-fusion group (passes.h fuseMatmulEpilogues; drafts: the matmul's, then
 /// its chain's pointwise ones) as one SuperDSC (docs/superdsc.md §6.11): computeOp_ 0 the
 /// batchmatmul (pt), then one entry per chain op reading Result-op<k>, the extra operands

@@ -11,6 +11,22 @@ namespace spyre::frontend::detail {
 using isa::SdscTensor;
 using isa::SuperDsc;
 
+std::optional<std::vector<int64_t>> matmulBatch(const std::vector<int64_t> &xs, const std::vector<int64_t> &ys) {
+  if (xs.size() < 2 || ys.size() < 2)
+    return std::nullopt;
+  std::vector<int64_t> batch(xs.begin(), xs.end() - 2);
+  if (ys.size() == 2)
+    return batch;
+  if (ys.size() != xs.size())
+    return std::nullopt;
+  for (size_t d = 0; d < batch.size(); ++d) {
+    if (ys[d] != batch[d] && ys[d] != 1 && batch[d] != 1)
+      return std::nullopt;
+    batch[d] = std::max(batch[d], ys[d]);
+  }
+  return batch;
+}
+
 KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCores) {
   const Value &out = g.values[n.output];
   std::string where = "node %" + out.name + " = " + n.op;
@@ -34,12 +50,42 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
   // The whole declared shape, batch dims included: the kernel writes the batch it computes, so
   // a larger declared batch would be read uninitialised and a smaller one written past
   // (fuzz_graph finding matmul_shape_ddr_overrun).
+  const bool kvrep = n.attrs.count("kvrep") != 0;
+  // heads=H (the split-heads pass): x [B, 1, M, K] and a 2-d y [K, H * D] (transb: a linear
+  // weight [H * D, K] as stored) give [B, H, M, D]: head h reads y's columns h * D .. h * D + D
+  // - 1, so the heads are written in place instead of permuted after the matmul.
+  int64_t heads = 0;
+  if (auto it = n.attrs.find("heads"); it != n.attrs.end()) {
+    heads = static_cast<int64_t>(it->second.scalar());
+    if (heads < 1 || kvrep || ra != 4 || rb != 2 || ro != 4 || a.shape[1] != 1 || out.shape[1] != heads ||
+        N != heads * out.shape[3] || out.shape[3] % 64 != 0)
+      throw Error(where + ": heads=" + std::to_string(heads) +
+                  " needs x [B, 1, M, K], a 2-d y of N = heads * D columns and an output [B, heads, M, D], D a "
+                  "multiple of 64");
+    N = out.shape[3];
+  }
+  std::optional<std::vector<int64_t>> bcast =
+      kvrep ? std::vector<int64_t>(a.shape.begin(), a.shape.end() - 2)
+      : heads > 0 ? std::vector<int64_t>{a.shape[0], heads}
+                  : matmulBatch(a.shape, b.shape);
+  if (!bcast)
+    throw Unsupported("matmul batch broadcasting other than a 2-d weight or batch dims of 1 (" + where + ")");
   if (ro != ra || out.shape[ro - 2] != M || out.shape[ro - 1] != N ||
-      !std::equal(a.shape.begin(), a.shape.end() - 2, out.shape.begin()))
-    throw Error(where + ": output shape does not match [.., M, N] with the first operand's batch dims");
+      !std::equal(bcast->begin(), bcast->end(), out.shape.begin()))
+    throw Error(where + ": output shape does not match [.., M, N] with the operands' batch dims");
   if (ra > 4)
     throw Unsupported("matmul with more than 2 batch dims (" + where + ")");
-  std::vector<int64_t> batchShape(a.shape.begin(), a.shape.end() - 2);
+  std::vector<int64_t> batchShape = *bcast;
+  // Per batch dim: whether x / y hold it (a dim of 1 against a larger one broadcasts: the
+  // operand lacks that label, its one slice serves every index).
+  std::vector<bool> xHas(batchShape.size(), true), yHas(batchShape.size(), rb != 2);
+  if (heads > 0)
+    xHas[1] = false;
+  if (!kvrep && rb != 2)
+    for (size_t d = 0; d < batchShape.size(); ++d) {
+      xHas[d] = a.shape[d] == batchShape[d];
+      yHas[d] = b.shape[d] == batchShape[d];
+    }
   // kvrep=r (the repeat-heads pass): x [B, H, M, K], y [B, H / r, .., ..]; head h of x reads
   // head h / r of y. The kernel iterates [B, H / r, r, M, N, K]: in the generic layouts of x and
   // the output H is the outermost dim, so (H / r, r) address them as H does, and y lacks r.
@@ -50,14 +96,10 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
       throw Error(where + ": kvrep=" + std::to_string(rep) +
                   " needs x [B, H, M, K] and y [B, H / kvrep, .., ..] (rank 4)");
   }
-  if (rep == 1 && rb != 2) {
-    if (rb != ra || !std::equal(batchShape.begin(), batchShape.end(), b.shape.begin()))
-      throw Unsupported("matmul batch broadcasting other than a 2-d weight (" + where + ")");
-  }
   // Work division passes 1-3 (span limit, matmul cost model, largest divisors); a K split's
   // partial sums travel over the ring between adjacent cores. A transposed B: N before M, no K
   // split (transposedBDivision).
-  std::vector<int64_t> splits = matmulWorkDivision({batchShape, rb != 2, M, N, K, transB}, maxCores);
+  std::vector<int64_t> splits = matmulWorkDivision({batchShape, rb != 2 || heads > 0, M, N, K, transB}, maxCores);
   if (rep > 1) {
     // The head split of [B, H] over (H / r, r): divisors of each, as many cores as they give.
     const int64_t hkv = b.shape[1], sH = splits[1];
@@ -105,26 +147,40 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
   // Each tensor's generic layout over its own dims (labels), e.g. x [.., M, K] -> (.., mb, in).
   auto layoutOver = [&](const std::vector<std::string> &l) { return genericLayout(l, eps); };
   std::vector<std::string> batchLabels(labels.begin(), labels.end() - 3);
-  auto withBatch = [&](bool hasBatch, std::vector<std::string> tail) {
-    std::vector<std::string> l = hasBatch ? batchLabels : std::vector<std::string>{};
+  auto withBatch = [&](const std::vector<bool> &has, std::vector<std::string> tail) {
+    std::vector<std::string> l;
+    for (size_t d = 0; d < batchLabels.size(); ++d)
+      if (d >= has.size() || has[d])
+        l.push_back(batchLabels[d]);
     l.insert(l.end(), tail.begin(), tail.end());
     return l;
   };
-  std::vector<std::string> xl = withBatch(true, {"mb", "in"}),
-                           yl = withBatch(rb != 2, transB ? std::vector<std::string>{"out", "in"}
-                                                          : std::vector<std::string>{"in", "out"}),
-                           ol = withBatch(true, {"mb", "out"});
+  // Layouts over each operand's own rank (a broadcast dim of 1 keeps its place in the layout, so
+  // the bytes are the operand's generic layout), scale_ 1 only where it spans the dim.
+  std::vector<bool> every(batchLabels.size(), true), yDims(batchLabels.size(), rb != 2);
   if (rep > 1) // y lacks the repeat dim (the last batch label)
-    yl.erase(yl.begin() + static_cast<long>(batchLabels.size()) - 1);
+    yDims.back() = false;
+  const std::vector<std::string> yTail =
+      transB ? std::vector<std::string>{"out", "in"} : std::vector<std::string>{"in", "out"};
+  std::vector<std::string> xl = withBatch(every, {"mb", "in"}), yl = withBatch(yDims, yTail),
+                           ol = withBatch(every, {"mb", "out"});
   s.primaryDsInfo["INPUT"] = layoutOver(xl);
   s.primaryDsInfo["KERNEL"] = layoutOver(yl);
+  if (heads > 0) {
+    // y's bytes: [K / 64][H * D][64] sticked on K (transb), [H * D / 64][K][64] sticked on N;
+    // the head is the slower part of N. Layout dims innermost first, after the stick.
+    isa::SdscLayout &y = s.primaryDsInfo["KERNEL"];
+    y.layoutDimOrder = transB ? std::vector<std::string>{"out", "x", "in"} : std::vector<std::string>{"in", "out", "x"};
+    y.stickDimOrder = {transB ? "in" : "out"};
+    yl = {"x", "out", "in"};
+  }
   s.primaryDsInfo["OUTPUT"] = layoutOver(ol);
   const std::vector<int64_t> perCore = perCoreElems(N_, splits, {r - 2, r - 1}, eps); // N and K in sticks
   auto place = [&](int ldsIdx, const char *type, const std::vector<std::string> &tl) {
     addTensor(s, ldsIdx, DataFormat::SEN169_FP16, type, labels, tl, perCore);
   };
-  place(0, "INPUT", xl);
-  place(1, "KERNEL", yl);
+  place(0, "INPUT", rep > 1 ? xl : withBatch(xHas, {"mb", "in"}));
+  place(1, "KERNEL", rep > 1 || rb == 2 ? yl : withBatch(yHas, yTail));
   place(2, "OUTPUT", ol);
   s.inputs = {0, 1};
   s.inputConsts = {"", ""};

@@ -27,6 +27,14 @@ void eliminateDeadCode(Graph &g);
 /// order. Rewriting passes call it for the nodes their rewrite left unread.
 void eraseNodes(Graph &g, const std::vector<bool> &erase);
 
+/// dead_code.cpp: a returned copy (a clone node the graph returns once, e.g. HF's KV-cache
+/// copies, or a returned no-op decomposeOps made a clone) needs no kernel where the graph can
+/// return its input instead: a fresh buffer (the output of a pointwise, comparison, reduction,
+/// matmul or convert node) that is not returned itself nor shared by a returned view. Graph
+/// inputs, aliases and values returned twice keep their copy. Runs after the head passes (a
+/// head split turns the permute under HF's returned v into a matmul). Returns the copies dropped.
+int dropReturnedCopies(Graph &g);
+
 /// decompose.cpp: rewrites ops that are not one kernel's worth into ops that are:
 ///   select(%x, dim=d, index=i) -> slice(dim=d, start=i, end=i+1), then a permute (d = 0, rank
 ///     >= 3) or transpose (d = last, rank >= 2) that moves the size-1 dim where the squeezed
@@ -106,6 +114,16 @@ int fusePointwise(Graph &g);
 /// layout propagation (the new node takes the generic layout).
 /// CompileOptions::fusion (SPYRE_FUSION) runs it. Returns the number of rewrites.
 int fuseRotateHalf(Graph &g);
+
+/// split_heads.cpp: attention's head split of a projection, permute(reshape(x @ w.t()),
+/// [0, 2, 1, 3]) from x [B, S, K] and a linear weight w [H * D, K] (fp16/bf16, D a multiple of
+/// 64, the matmul and the reshape read only by the pattern), becomes one matmul of
+/// reshape(x) [B, 1, S, K] and transpose(w) with `heads=H`: head h multiplies x by w's rows
+/// h * D .. h * D + D - 1 (read as stored) and writes [B, H, S, D] directly, without the
+/// permute's restickify kernel (q, k and v of every attention layer). Runs after
+/// decomposeOps, before layout propagation. CompileOptions::fusion (SPYRE_FUSION) runs it.
+/// Returns the number of rewrites.
+int fuseSplitHeads(Graph &g);
 
 /// repeat_heads.cpp: grouped-query attention's head repeat (HF's repeat_kv, sdpa's GQA:
 /// reshape(clone(expand(reshape(k)))) from [B, Hkv, S, D] to [B, Hkv * r, S, D]) read only by
