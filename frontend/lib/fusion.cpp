@@ -30,8 +30,9 @@ bool fusibleElementwise(const Graph &g, const Node &n) {
   const Value &out = g.values[n.output];
   if (out.shape.empty() || out.dtype == HostType::I64)
     return false;
+  // int64 is int32 on the card; a comparison reads it as such, other ops keep int64 apart
   for (int v : n.inputs)
-    if (g.values[v].dtype == HostType::I64)
+    if (g.values[v].dtype == HostType::I64 && op->cls != OpClass::Comparison)
       return false;
   return true;
 }
