@@ -1,4 +1,5 @@
 // Split, layout and work division: one drafted SuperDSC per graph node (lowering.h).
+#include "fusion.h"
 #include "lowering.h"
 #include "spyre/frontend/ops.h"
 #include "spyre/isa/error.h"
@@ -102,7 +103,12 @@ std::vector<KernelDraft> nodeKernels(const Graph &g, const Node &n, size_t index
   }
   case OpClass::Reduction: return {reductionKernel(g, n, index, cores, opts.splitReductions)};
   case OpClass::Matmul: return {matmulKernel(g, n, index, cores)};
-  case OpClass::Convert: return {convertKernel(g, n, index, cores)};
+  case OpClass::Convert:
+    // An fp32 <-> int32 conversion in a pointwise fusion group is drafted as the group's
+    // members are (pointwise walk and division), so fusedKernel can take it in.
+    if (n.notes.count("fused") && fusibleConversion(g, n))
+      return {pointwiseKernel(g, n, index, cores)};
+    return {convertKernel(g, n, index, cores)};
   case OpClass::Transpose: return {transposeKernel(g, n, index, cores)};
   case OpClass::LayerNorm: return {layerNormKernel(g, n, index, cores, opts.splitReductions)};
   case OpClass::Slice: return {sliceKernel(g, n, index, cores)};
