@@ -108,9 +108,8 @@ def _launches() -> list[str]:
 def test_a_32_lane_compare_feeds_where_without_a_bool_round_trip(dtype, monkeypatch):
     # MoE routing's pattern (topk's first index, histc, the grouped matmul's row groups): a
     # compare of 32-lane values read by a where on 32-lane values and by a cast to int32. The
-    # where reads the compare's 0 / 1 (decompose), not its bool converted back from DL16, so an
-    # int32 compare and where are one fused kernel and an fp32 one a compare, one conversion and
-    # the where. Exact against torch.
+    # where reads the compare's 0 / 1 (decompose), not its bool converted back from DL16, so
+    # compare, where and the readers are one stick geometry and one fused kernel. Exact.
     monkeypatch.setenv("SPYRE_STRICT", "1")
     shape = (6, 96)
     make = _ints if not dtype.is_floating_point else _floats
@@ -126,10 +125,10 @@ def test_a_32_lane_compare_feeds_where_without_a_bool_round_trip(dtype, monkeypa
     expected = fn(a, b, ar)
     for g, e in zip(got, expected):
         assert g.dtype == e.dtype and torch.equal(g, e)
-    # int32: le, where and mul in one kernel (the to_dtype is le's own 0 / 1); fp32: le, one
-    # conversion of its 0 / 1 to int32 for both readers, where, mul (without the rule: le, its
-    # DL16 cast and a cast back per reader: 6 kernels either way)
-    assert len(_launches()) == (1 if dtype == torch.int32 else 4), _launches()
+    # one fused kernel: le, where, mul (int32: the to_dtype is le's own 0 / 1; fp32: one
+    # conversion of it to int32 for both readers, in the walk); without the rule: le, its DL16
+    # cast and a cast back per reader, 6 kernels
+    assert len(_launches()) == 1, _launches()
 
 
 CASTS = [
