@@ -205,41 +205,81 @@ void decomposeArange(Graph &g, const Node &n, std::vector<Node> &out) {
   out.push_back({"to_dtype", {shifted}, n.output, {}, {}});
 }
 
-/// Elements per stick of a value's device format.
-int64_t laneCount(const Graph &g, int v) {
-  return elemsPerStick(detail::deviceFormatOrInt(g.values[v].dtype, "%" + g.values[v].name));
+/// Elements per stick of a dtype's device format.
+int64_t lanesOf(HostType t, const std::string &what = "a value") {
+  return elemsPerStick(detail::deviceFormatOrInt(t, what));
 }
+
+/// Elements per stick of a value's device format.
+int64_t laneCount(const Graph &g, int v) { return lanesOf(g.values[v].dtype, "%" + g.values[v].name); }
+
+/// The 32-lane 0 / 1 behind bools (splitLaneGeometry).
+struct ZeroOnes {
+  std::map<int, int> of;                     ///< bool -> the comparison's 0 / 1 it was cast from
+  std::map<std::pair<int, int>, int> as;     ///< (bool, dtype) -> its 0 / 1 converted to dtype
+  /// The bool b as a 0 / 1 of dtype t already made, or -1.
+  int find(const Graph &g, int b, HostType t) const {
+    auto it = of.find(b);
+    if (it == of.end())
+      return -1;
+    if (g.values[it->second].dtype == t)
+      return it->second;
+    auto conv = as.find({b, static_cast<int>(t)});
+    return conv == as.end() ? -1 : conv->second;
+  }
+};
 
 /// bool lives in DL16 sticks (64 lanes), fp32 and int32 in 32-lane sticks: ops mixing the two
 /// geometries go through a conversion kernel so every elementwise kernel has one geometry.
 /// - to_dtype(x -> bool) of a non-bool x is ne(x, 0) (then the rule below);
 /// - a comparison of 32-lane operands produces 0 / 1 in their dtype, then to_dtype(bool);
 /// - where(bool cond, 32-lane a, b) first converts cond to the values' dtype (0 / 1).
-/// False (nothing appended) when n needs none of these.
-bool splitLaneGeometry(Graph &g, const Node &n, std::vector<Node> &out) {
+/// A bool made by the second rule is remembered with its 32-lane 0 / 1 (`zeroOnes`): a where or
+/// a to_dtype reading it from 32 lanes reads that 0 / 1 instead (converted once per dtype when
+/// its dtype is another), so routing's int32 compare -> where is two kernels of one geometry,
+/// which fuse, not four with a DL16 round trip between them (the bool's own cast is then dead
+/// code unless something else reads it). False (nothing appended) when n needs none of these.
+bool splitLaneGeometry(Graph &g, const Node &n, std::vector<Node> &out, ZeroOnes &zeroOnes) {
   const OpInfo *op = findOp(n.op);
   if (!op || n.inputs.empty())
     return false;
   const Value y = g.values[n.output]; // a copy: addValue below may move g.values
   const int x = n.inputs[0];
+  // The bool x as 0 / 1 of y's dtype, in `into` (or a fresh value when -1).
+  auto zeroOneAs = [&](int into) {
+    const int known = zeroOnes.find(g, x, y.dtype);
+    if (known >= 0 && into < 0)
+      return known;
+    const int src = zeroOnes.of.count(x) && laneCount(g, zeroOnes.of.at(x)) == laneCount(g, n.output) ? zeroOnes.of.at(x) : x;
+    const int v = into >= 0 ? into : g.addValue(g.freshName(y.name + "_cond"), g.values[x].shape, y.dtype);
+    out.push_back({g.values[src].dtype == y.dtype ? "clone" : "to_dtype", {src}, v, {}, {}});
+    if (src != x)
+      zeroOnes.as[{x, static_cast<int>(y.dtype)}] = v;
+    return v;
+  };
   if (op->id == OpId::ToDtype && y.dtype == HostType::Bool && g.values[x].dtype != HostType::Bool) {
     Node ne{"ne", {x}, n.output, {{"scalar", Attr(0.0)}}, {}};
-    if (!splitLaneGeometry(g, ne, out))
+    if (!splitLaneGeometry(g, ne, out, zeroOnes))
       out.push_back(ne);
+    return true;
+  }
+  if (op->id == OpId::ToDtype && zeroOnes.of.count(x) && laneCount(g, x) != laneCount(g, n.output)) {
+    zeroOneAs(n.output);
     return true;
   }
   if (op->cls == OpClass::Comparison && y.dtype == HostType::Bool && laneCount(g, x) != laneCount(g, n.output)) {
     Node cmp = n;
-    cmp.output = g.addValue(g.freshName(y.name + "_01"), y.shape, g.values[x].dtype);
+    // int64 is int32 on the card: an int64 comparison's 0 / 1 is int32 (its readers fuse)
+    const HostType t = g.values[x].dtype == HostType::I64 ? HostType::I32 : g.values[x].dtype;
+    cmp.output = g.addValue(g.freshName(y.name + "_01"), y.shape, t);
     out.push_back(cmp);
     out.push_back({"to_dtype", {cmp.output}, n.output, {}, {}});
+    zeroOnes.of[n.output] = cmp.output;
     return true;
   }
   if (op->id == OpId::Where && g.values[x].dtype == HostType::Bool && laneCount(g, x) != laneCount(g, n.output)) {
     Node w = n;
-    const std::vector<int64_t> condShape = g.values[x].shape;
-    w.inputs[0] = g.addValue(g.freshName(y.name + "_cond"), condShape, y.dtype);
-    out.push_back({"to_dtype", {x}, w.inputs[0], {}, {}});
+    w.inputs[0] = zeroOneAs(-1);
     out.push_back(w);
     return true;
   }
@@ -377,6 +417,7 @@ void decomposeOps(Graph &g) {
   std::map<int, int> sameAs;
   const std::set<int> outputs(g.outputs.begin(), g.outputs.end());
   std::vector<Node> returnedClones;
+  ZeroOnes zeroOnes; // the 32-lane 0 / 1 behind bools (splitLaneGeometry)
   // n as one op per kernel, appended to nodes.
   auto lower = [&](const Node &n) {
     std::vector<Node> parts;
@@ -390,7 +431,7 @@ void decomposeOps(Graph &g) {
              n.attrs.count("step") && n.attrs.at("step").scalar() != 1 &&
              n.attrs.count("dim") && static_cast<size_t>(n.attrs.at("dim").scalar()) + 1 == g.values[n.inputs[0]].shape.size())
       decomposeSteppedSlice(g, n, parts);
-    else if (!splitLaneGeometry(g, n, parts))
+    else if (!splitLaneGeometry(g, n, parts, zeroOnes))
       parts.push_back(n);
     // Every resulting op on more than 4 dims runs on fewer between reshapes where it can.
     for (const Node &p : parts)
@@ -415,6 +456,13 @@ void decomposeOps(Graph &g) {
         returnedClones.push_back(n);
       continue;
     }
+    // A bool's to_dtype to a 0 / 1 already made (the comparison's own, or its conversion for
+    // another reader) is that 0 / 1.
+    if (isOp(n.op, OpId::ToDtype) && n.inputs.size() == 1 && !outputs.count(n.output))
+      if (const int v = zeroOnes.find(g, n.inputs[0], g.values[n.output].dtype); v >= 0) {
+        sameAs[n.output] = v;
+        continue;
+      }
     if (isNoOp(g, n)) {
       if (!outputs.count(n.output)) {
         sameAs[n.output] = n.inputs[0];

@@ -30,10 +30,19 @@ bool fusibleElementwise(const Graph &g, const Node &n) {
   const Value &out = g.values[n.output];
   if (out.shape.empty() || out.dtype == HostType::I64)
     return false;
+  // int64 is int32 on the card; a comparison reads it as such, other ops keep int64 apart
   for (int v : n.inputs)
-    if (g.values[v].dtype == HostType::I64)
+    if (g.values[v].dtype == HostType::I64 && op->cls != OpClass::Comparison)
       return false;
   return true;
+}
+
+bool fusibleConversion(const Graph &g, const Node &n) {
+  if (!isOp(n.op, OpId::ToDtype) || n.inputs.size() != 1)
+    return false;
+  const HostType in = g.values[n.inputs[0]].dtype, out = g.values[n.output].dtype;
+  return !g.values[n.output].shape.empty() && g.values[n.inputs[0]].shape == g.values[n.output].shape &&
+         ((in == HostType::F32 && out == HostType::I32) || (in == HostType::I32 && out == HostType::F32));
 }
 
 int constantOperands(const Node &n) {
@@ -106,7 +115,7 @@ int fusePointwise(Graph &g) {
 
   for (int i = 0; i < numNodes; ++i) {
     const Node &n = g.nodes[i];
-    if (!fusibleElementwise(g, n) || n.notes.count("fused"))
+    if (!(fusibleElementwise(g, n) || fusibleConversion(g, n)) || n.notes.count("fused"))
       continue; // not elementwise, or already in a row-fused group (fuseRows)
     // The groups of n's operands in its iteration space: all of them together with n if that
     // is one legal kernel (x1 * cos - x2 * sin: both products' groups meet at the sub), else

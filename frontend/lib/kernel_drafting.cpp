@@ -1,4 +1,5 @@
 // Split, layout and work division: one drafted SuperDSC per graph node (lowering.h).
+#include "fusion.h"
 #include "lowering.h"
 #include "spyre/frontend/ops.h"
 #include "spyre/isa/error.h"
@@ -69,12 +70,17 @@ namespace {
 /// A reshape that keeps every element's device bytes is zero-copy: its value aliases its input's
 /// buffer and no kernel runs (a graph output gets its own buffer: a copy kernel). Values are
 /// immutable, so an internal clone (e.g. .contiguous() after a materialised permute) aliases
-/// its input as well.
+/// its input as well, and so does a to_dtype between int32 and int64 (both int32 on the card:
+/// routing's int64 indices and their int32 uses).
 bool aliasesItsInput(const Graph &g, const Node &n, const std::string &where) {
-  if (!(isOp(n.op, OpId::Reshape) || (isOp(n.op, OpId::Clone) && n.attrs.empty())) || n.inputs.size() != 1 ||
-      std::find(g.outputs.begin(), g.outputs.end(), n.output) != g.outputs.end())
+  if (n.inputs.size() != 1 || std::find(g.outputs.begin(), g.outputs.end(), n.output) != g.outputs.end())
     return false;
   const Value &in = g.values[n.inputs[0]], &out = g.values[n.output];
+  const auto isInt = [](HostType t) { return t == HostType::I32 || t == HostType::I64; };
+  if (isOp(n.op, OpId::ToDtype))
+    return isInt(in.dtype) && isInt(out.dtype) && in.shape == out.shape;
+  if (!(isOp(n.op, OpId::Reshape) || (isOp(n.op, OpId::Clone) && n.attrs.empty())))
+    return false;
   return in.dtype == out.dtype &&
          reshapeKeepsDeviceBytes(in.shape, out.shape, elemsPerStick(deviceFormatOrInt(in.dtype, where)));
 }
@@ -97,7 +103,12 @@ std::vector<KernelDraft> nodeKernels(const Graph &g, const Node &n, size_t index
   }
   case OpClass::Reduction: return {reductionKernel(g, n, index, cores, opts.splitReductions)};
   case OpClass::Matmul: return {matmulKernel(g, n, index, cores)};
-  case OpClass::Convert: return {convertKernel(g, n, index, cores)};
+  case OpClass::Convert:
+    // An fp32 <-> int32 conversion in a pointwise fusion group is drafted as the group's
+    // members are (pointwise walk and division), so fusedKernel can take it in.
+    if (n.notes.count("fused") && fusibleConversion(g, n))
+      return {pointwiseKernel(g, n, index, cores)};
+    return {convertKernel(g, n, index, cores)};
   case OpClass::Transpose: return {transposeKernel(g, n, index, cores)};
   case OpClass::LayerNorm: return {layerNormKernel(g, n, index, cores, opts.splitReductions)};
   case OpClass::Slice: return {sliceKernel(g, n, index, cores)};

@@ -241,3 +241,17 @@ def test_row_fused_jit_equals_interpreter_on_non_finite_rows(name, monkeypatch):
     assert not got[0][:4].isfinite().all()
     expected = fn(*[a.float() for a in args])
     torch.testing.assert_close(got[0][5:].float(), expected[5:].float(), atol=0.1, rtol=0.1)
+
+
+def test_int_floor_divide_fuses_its_conversions(monkeypatch):
+    # x // 3 on int32 (_decompositions_intdiv: fp32 estimates refined in int32) converts between
+    # int32 and fp32 six times; the fp32 <-> int32 conversions join the pointwise groups, so the
+    # chain is a few fused kernels instead of a kernel per conversion. Exact, fused or not.
+    monkeypatch.setenv("SPYRE_STRICT", "1")
+    x = torch.randint(-100000, 100000, (8, 96), generator=torch.Generator().manual_seed(3), dtype=torch.int32)
+    fused, n_on, _, passes = _compiled(lambda t: t // 3, (x,), monkeypatch, True)
+    unfused, n_off, _, _ = _compiled(lambda t: t // 3, (x,), monkeypatch, False)
+    assert torch.equal(fused[0], x // 3) and torch.equal(unfused[0], x // 3)
+    conversions = [line for line in passes["fusion"].splitlines() if "= to_dtype(" in line]
+    assert len(conversions) == 6 and all("fused=" in line for line in conversions), passes["fusion"]
+    assert n_on == 3 and n_off > 10, (n_on, n_off, compile_stats.last.plan())

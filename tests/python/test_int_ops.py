@@ -98,6 +98,39 @@ def test_where_with_a_bool_condition_on_32_lane_values(dtype, monkeypatch):
     assert torch.equal(got1, exp1) and torch.equal(got2, exp2)
 
 
+def _launches() -> list[str]:
+    from torch_spyre._compile import compile_stats
+
+    return [line for line in compile_stats.last.plan().splitlines() if line.startswith("launch")]
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.float32], ids=["i32", "f32"])
+def test_a_32_lane_compare_feeds_where_without_a_bool_round_trip(dtype, monkeypatch):
+    # MoE routing's pattern (topk's first index, histc, the grouped matmul's row groups): a
+    # compare of 32-lane values read by a where on 32-lane values and by a cast to int32. The
+    # where reads the compare's 0 / 1 (decompose), not its bool converted back from DL16, so
+    # compare, where and the readers are one stick geometry and one fused kernel. Exact.
+    monkeypatch.setenv("SPYRE_STRICT", "1")
+    shape = (6, 96)
+    make = _ints if not dtype.is_floating_point else _floats
+    a, b = make(shape, dtype, "a"), make((6, 1), dtype, "b")
+    a[:, :3] = b  # equal elements too
+    ar = torch.arange(96, dtype=torch.int32).view(1, 96).expand(6, 96).contiguous()
+
+    def fn(a, b, ar):
+        hit = a <= b
+        return torch.where(hit, ar, 96), hit.to(torch.int32) * 3
+
+    got = _on_card(fn, a, b, ar)
+    expected = fn(a, b, ar)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype and torch.equal(g, e)
+    # one fused kernel: le, where, mul (int32: the to_dtype is le's own 0 / 1; fp32: one
+    # conversion of it to int32 for both readers, in the walk); without the rule: le, its DL16
+    # cast and a cast back per reader, 6 kernels
+    assert len(_launches()) == 1, _launches()
+
+
 CASTS = [
     (torch.int32, torch.float32), (torch.int64, torch.float32), (torch.int32, torch.float16),
     (torch.float32, torch.int32), (torch.float16, torch.int64), (torch.int64, torch.int32),

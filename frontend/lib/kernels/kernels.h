@@ -36,6 +36,9 @@ std::optional<KernelDraft> fusedKernel(const Graph &g, const std::vector<int> &m
 // One kernel each: reductionKernel (reduction.cpp), matmulKernel (matmul.cpp), convertKernel
 // (to_dtype, convert.cpp), transposeKernel (transpose.cpp).
 KernelDraft reductionKernel(const Graph &g, const Node &n, size_t index, int maxCores, bool splitReductions);
+/// convert.cpp: the SuperDSC opFunc of a to_dtype from device format fi to fo ("identity",
+/// "fp32toint32", ...); pointwiseKernel drafts an fp32 <-> int32 one of a fusion group with it.
+const char *convertOpFunc(DataFormat fi, DataFormat fo);
 KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCores);
 /// The output batch dims of a matmul of x [.., M, K] and y [.., K, N] (without kvrep): x's for a
 /// 2-d y; else, with equal ranks, per dim the common extent or the other's where one is 1

@@ -86,6 +86,8 @@ DataFormat checkedOutputFormat(const Graph &g, const Node &n, const OpInfo &op, 
                                const std::string &where) {
   const Value &out = g.values[n.output];
   HostType computeType = narrowed(out.dtype);
+  if (op.id == OpId::ToDtype) // a conversion in a fusion group's walk: one stick geometry
+    computeType = narrowed(g.values[ops[0].value].dtype);
   if (op.cls == OpClass::Comparison) {
     computeType = narrowed(ops[0].isConst ? g.values[ops[1].value].dtype : g.values[ops[0].value].dtype);
     if (out.dtype != HostType::Bool && narrowed(out.dtype) != computeType)
@@ -201,7 +203,10 @@ KernelDraft pointwiseKernel(const Graph &g, const Node &n, size_t index, int max
   spanOf(out.name, r, std::vector<int>(r, 1));
   auto splits = divideWorkWithSpan(adjusted, std::vector<bool>(r, true), spans, maxCores, /*allowUneven=*/true);
 
-  KernelDraft kd = newDraft(index, std::string(op.opFunc), "sfp", labels, N, splits);
+  const std::string opFunc = op.id == OpId::ToDtype
+                                 ? convertOpFunc(deviceFormatOrInt(g.values[n.inputs[0]].dtype, where), outFmt)
+                                 : std::string(op.opFunc);
+  KernelDraft kd = newDraft(index, opFunc, "sfp", labels, N, splits);
   SuperDsc &s = kd.s;
   unevenDimsSlowest(s, adjusted);
   // Generic stick layout of a rank-k tensor whose dims are the op's last k dims: device dims

@@ -108,7 +108,7 @@ Opcode FusedOps::opcode(size_t k) const {
   const SdscComputeOp &op = s_.fusedOps[k];
   const isa::OpFuncInfo *f = isa::findOpFunc(op.opFuncName);
   if (!f || f->cls != isa::OpClass::Pointwise || !f->sfpOp || op.opFuncName == "layernormscale" ||
-      op.opFuncName == "layernormnorm" || op.opFuncName == "ReStickifyOpHBM" || *f->sfpOp == Opcode::Cvt)
+      op.opFuncName == "layernormnorm" || op.opFuncName == "ReStickifyOpHBM")
     throw Unsupported("op '" + op.opFuncName + "' in the fused kernel " + opWhere(k));
   if (static_cast<int>(op.inputs.size()) != f->arity)
     throw Error(w_ + ": computeOp_ " + std::to_string(k) + " (" + op.opFuncName + ") expects " +
@@ -246,7 +246,15 @@ void FusedOps::emitPointwise(size_t k, FusedBodyState &st, std::vector<Instr> &b
   for (size_t i = 0; i < op.inputs.size(); ++i)
     if (op.inputs[i] != -1)
       src[i] = operand(k, i, st, body);
-  const Format fmt = computeFormat(k, code, src);
+  Format fmt = computeFormat(k, code, src);
+  if (code == Opcode::Cvt) { // fp32toint32 / int32tofp32: cvt.<the result's format>, one geometry
+    const bool toInt = op.opFuncName == "fp32toint32";
+    const Format from = toInt ? Format::F32 : Format::I32;
+    if (fmt != from)
+      throw Error(w_ + ": " + opWhere(k) + " reads " + std::string(formatName(from)) + ", got " +
+                  std::string(formatName(fmt)));
+    fmt = toInt ? Format::I32 : Format::F32;
+  }
   constants(k, fmt, src);
   const FusedValue result = apply(k, code, fmt, src, st, body);
   if (stores)

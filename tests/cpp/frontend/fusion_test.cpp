@@ -57,6 +57,14 @@ const Case kCases[] = {
      {8 * 96, 96},
      1,
      6},
+    {"f32_int32_conversions_in_the_walk",
+     "graph(%x: f32[8, 96]) {\n  %m = mul(%x, scalar=1000) : f32[8, 96]\n  %q = to_dtype(%m) : i32[8, 96]\n"
+     "  %c = lt(%q, scalar=0) : i32[8, 96]\n  %w = where(%c, %q, b=1) : i32[8, 96]\n"
+     "  %s = add(%w, scalar=7) : i32[8, 96]\n  %f = to_dtype(%s) : f32[8, 96]\n  %o = mul(%f, scalar=0.5) : f32[8, 96]\n"
+     "  return (%o)\n}\n",
+     {8 * 96},
+     1,
+     7},
 };
 
 class FusionCase : public ::testing::TestWithParam<Case> {};
