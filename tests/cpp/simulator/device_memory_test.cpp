@@ -1,6 +1,8 @@
 // sim::DeviceMemory: a freed block comes back zero-filled whatever its size; a small one keeps
 // its host pages resident (zeroed in place, no page fault on reuse), a large one returns them.
+// sim::Cores::resetRegisters: which registers a launch starts from zero.
 #include "spyre/sim/device_memory.h"
+#include "spyre/sim/machine.h"
 #include <gtest/gtest.h>
 #include <algorithm>
 #include <cstring>
@@ -60,4 +62,39 @@ TEST(DeviceMemory, SmallBlocksStayResidentLargeOnesAreReturned) {
   mem.free(b);
   EXPECT_EQ(residentPages(mem.base() + a, small), small / page) << "the next run reuses them without faults";
   EXPECT_EQ(residentPages(mem.base() + b, large), 0u) << "a large block's pages go back to the host";
+}
+
+// sim::Cores::resetRegisters: cores [0, n) get zero scalar registers (r0 = core id) and zero
+// vector registers for every bit of the mask; LX, the ring pointer, the other cores and the
+// vector registers above the mask's highest one keep what they held.
+TEST(Cores, ResetRegistersZeroesTheNamedRegistersOfTheLaunchedCores) {
+  sim::Cores cores(8);
+  for (uint32_t mask : {0u, 1u, 0x13u, 0x8000u, 0xFFFFu, ~0u}) {
+    for (int c = 0; c < cores.size(); ++c) {
+      sim::CoreState &s = cores[c];
+      std::memset(s.r, 0x11, sizeof s.r);
+      std::memset(s.v, 0x22, sizeof s.v);
+      s.lx[0] = 0x33;
+      s.ring = reinterpret_cast<sim::RingPort *>(0x40);
+    }
+    cores.resetRegisters(5, mask);
+    for (int c = 0; c < cores.size(); ++c) {
+      const sim::CoreState &s = cores[c];
+      const bool launched = c < 5;
+      EXPECT_EQ(s.r[0], launched ? c : 0x1111111111111111) << c;
+      for (int i = 1; i < isa::kNumSRegs; ++i)
+        EXPECT_EQ(s.r[i], launched ? 0 : 0x1111111111111111) << c << " r" << i;
+      for (int v = 0; v < isa::kNumVRegs; ++v) {
+        const uint8_t *b = reinterpret_cast<const uint8_t *>(s.v[v]);
+        const bool named = launched && (mask >> v & 1u);
+        const bool above = !launched || (mask & ~((2u << v) - 1u) & 0xFFFFu) == 0; // no named register at or above v
+        if (named)
+          EXPECT_TRUE(allZero(b, sizeof s.v[v])) << c << " v" << v;
+        else if (above && !(launched && (mask >> v & 1u)))
+          EXPECT_EQ(b[0], 0x22) << c << " v" << v << " mask " << mask;
+      }
+      EXPECT_EQ(s.lx[0], 0x33);
+      EXPECT_EQ(s.ring, reinterpret_cast<sim::RingPort *>(0x40));
+    }
+  }
 }

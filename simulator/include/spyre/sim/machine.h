@@ -114,7 +114,8 @@ public:
   /// when n < 0): every scalar register and the vector registers of `vregs` (bit i: v<i>; the
   /// launch passes the ones its kernel names, the only ones it can observe). LX keeps its
   /// contents (torch-spyre relies on LX persisting across bundles). A launch never runs the
-  /// other cores or reads the other registers, so they stay as the last kernel left them.
+  /// other cores or reads the other registers, so they stay as the last kernel left them (a
+  /// vector register below the highest one of `vregs` may be zeroed too: it is one memset).
   void resetRegisters(int n = -1, uint32_t vregs = ~0u);
 
 private:
