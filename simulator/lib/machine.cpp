@@ -4,6 +4,7 @@
 #include "spyre/isa/error.h"
 #include "spyre/isa/semantics.h"
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <sys/mman.h>
 
@@ -27,11 +28,15 @@ Cores::~Cores() { munmap(lxBase_, cores_.size() * kLxBytes); }
 
 void Cores::resetRegisters(int n, uint32_t vregs) {
   const size_t count = n < 0 ? cores_.size() : std::min(cores_.size(), static_cast<size_t>(n));
+  // One memset per core over the scalar registers and the vector registers up to the highest
+  // one in `vregs` (r and v are contiguous; zeroing an unused register in between is harmless):
+  // a 256-byte memset per register was a `rep stos` each, whose start-up cost made this a third
+  // of a 4,096-element add's host time.
+  const uint32_t mask = vregs & ((isa::kNumVRegs >= 32 ? 0u : 1u << isa::kNumVRegs) - 1u);
+  const int top = mask ? 32 - __builtin_clz(mask) : 0; // vector registers [0, top) are zeroed
+  const size_t bytes = offsetof(CoreState, v) + static_cast<size_t>(top) * sizeof(CoreState::v[0]);
   for (size_t i = 0; i < count; ++i) {
-    std::memset(cores_[i].r, 0, sizeof cores_[i].r);
-    for (int v = 0; v < isa::kNumVRegs; ++v)
-      if (vregs >> v & 1u)
-        std::memset(cores_[i].v[v], 0, sizeof cores_[i].v[v]);
+    std::memset(&cores_[i], 0, bytes);
     cores_[i].r[0] = static_cast<int64_t>(i);
   }
 }

@@ -19,6 +19,10 @@ struct MemoryStats {
 class DeviceMemory {
 public:
   static constexpr uint64_t kAlign = 4096;
+  /// free() zeroes a block of at most this many bytes in place (its host pages stay resident
+  /// for the next allocation); a larger block's pages go back to the host (MADV_DONTNEED) and
+  /// fault in zeroed on the next touch.
+  static constexpr uint64_t kZeroInPlaceBytes = 16ull << 20;
   /// Reserves `capacity` bytes of host address space (MAP_NORESERVE; pages materialise on
   /// first touch).
   explicit DeviceMemory(uint64_t capacity);
@@ -28,7 +32,8 @@ public:
 
   /// Device address of a fresh, zero-filled block; throws spyre::OutOfMemory naming the size.
   uint64_t allocate(uint64_t bytes);
-  /// Frees a block returned by allocate(); unknown addresses throw spyre::Error.
+  /// Frees a block returned by allocate() (see kZeroInPlaceBytes); unknown addresses throw
+  /// spyre::Error.
   void free(uint64_t addr);
   /// Size of the live block starting at addr, or 0.
   uint64_t blockSize(uint64_t addr) const;

@@ -34,16 +34,24 @@ struct RingState {
   struct Box {
     std::vector<uint8_t> bytes;
     size_t read = 0;
+    void clear() {
+      bytes.clear();
+      read = 0;
+    }
   };
   int numCores = 1;
   int phase = 0;
   std::vector<Box> boxes; ///< [parity][core][dir]
   std::mutex errorMu;
   std::string error;      ///< first failed receive of the launch (engines must not throw)
+  /// Before a launch of `cores` cores: empty mailboxes. They keep their capacity, so the
+  /// phases and launches of a ring kernel do not allocate and free them again.
   void reset(int cores) {
     numCores = cores;
     phase = 0;
-    boxes.assign(2 * cores * 2, Box{});
+    boxes.resize(static_cast<size_t>(2 * cores * 2));
+    for (Box &b : boxes)
+      b.clear();
     error.clear();
   }
   /// Before phase p: forget what was sent two phases ago (its parity is reused).
@@ -51,7 +59,7 @@ struct RingState {
     phase = p;
     for (int c = 0; c < numCores; ++c)
       for (int d = 0; d < 2; ++d)
-        box(p % 2, c, d) = Box{};
+        box(p % 2, c, d).clear();
   }
   Box &box(int parity, int core, int dir) { return boxes[(parity * numCores + core) * 2 + dir]; }
 };
@@ -114,7 +122,8 @@ public:
   /// when n < 0): every scalar register and the vector registers of `vregs` (bit i: v<i>; the
   /// launch passes the ones its kernel names, the only ones it can observe). LX keeps its
   /// contents (torch-spyre relies on LX persisting across bundles). A launch never runs the
-  /// other cores or reads the other registers, so they stay as the last kernel left them.
+  /// other cores or reads the other registers, so they stay as the last kernel left them (a
+  /// vector register below the highest one of `vregs` may be zeroed too: it is one memset).
   void resetRegisters(int n = -1, uint32_t vregs = ~0u);
 
 private:
