@@ -10,6 +10,14 @@
 
 namespace spyre::test {
 
+/// "[a, b, c]": a shape as the graph text writes it.
+inline std::string shapeText(const std::vector<int64_t> &s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
 inline isa::JobPlan compile(const std::string &text, bool fusion, int cores = 8) {
   frontend::CompileOptions o;
   o.maxCores = cores;

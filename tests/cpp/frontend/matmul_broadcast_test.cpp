@@ -12,12 +12,7 @@ using namespace spyre;
 
 namespace {
 
-std::string shapeText(const std::vector<int64_t> &s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
-}
+using test::shapeText;
 
 struct Case {
   const char *name;

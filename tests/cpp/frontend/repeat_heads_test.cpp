@@ -12,15 +12,10 @@ using namespace spyre;
 
 namespace {
 
+using test::shapeText;
+
 using test::compile;
 using test::sameBits;
-
-std::string shapeText(const std::vector<int64_t> &s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
-}
 
 struct Case {
   const char *name;

@@ -12,16 +12,11 @@ using namespace spyre;
 
 namespace {
 
+using test::shapeText;
+
 using test::compile;
 using test::hostileValues;
 using test::sameBits;
-
-std::string shapeText(const std::vector<int64_t> &s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
-}
 
 /// rotate_half(x) * c over x's shape (c broadcast over the leading dims when it is [rows, L]).
 std::string ropeGraph(const std::vector<int64_t> &shape, bool withMul) {
