@@ -9,7 +9,7 @@ namespace spyre::frontend {
 
 namespace {
 
-/// The one-input node producing v with op `id` and no attributes (beyond `attrsOk`), or -1.
+/// The one-input node producing v with op `id` (attributes not checked), or -1.
 int singleProducer(const Graph &g, const std::vector<int> &producer, int v, OpId id) {
   const int p = v >= 0 && v < static_cast<int>(producer.size()) ? producer[v] : -1;
   return p >= 0 && isOp(g.nodes[p].op, id) && g.nodes[p].inputs.size() == 1 ? p : -1;

@@ -179,7 +179,7 @@ KernelDraft matmulKernel(const Graph &g, const Node &n, size_t index, int maxCor
   auto place = [&](int ldsIdx, const char *type, const std::vector<std::string> &tl) {
     addTensor(s, ldsIdx, DataFormat::SEN169_FP16, type, labels, tl, perCore);
   };
-  place(0, "INPUT", rep > 1 ? xl : withBatch(xHas, {"mb", "in"}));
+  place(0, "INPUT", withBatch(xHas, {"mb", "in"}));
   place(1, "KERNEL", rep > 1 || rb == 2 ? yl : withBatch(yHas, yTail));
   place(2, "OUTPUT", ol);
   s.inputs = {0, 1};
